@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs missing Debian packages, then configures and builds Gantry.
+# Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+dir="${1:-build}"
+shift || true
+if [ ! -f "$dir/build.ninja" ]; then
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+fi
+ninja -C "$dir" ${GANTRY_NINJA_FLAGS:-}

@@ -1,0 +1,27 @@
+// LoadConfigDir: config files with built-in fallbacks.
+#include "core/config_dir.h"
+
+#include <filesystem>
+
+namespace gantry {
+
+Expected<ConfigSet> LoadConfigDir(const std::string& dir) {
+  ConfigSet set{GpuCatalog::Builtin(), SchedulerConfig::Builtin()};
+  if (dir.empty()) return set;
+  if (!std::filesystem::is_directory(dir)) return Status::NotFound("config directory " + dir + " does not exist");
+  std::string gpu_types = dir + "/gpu_types.yaml";
+  if (std::filesystem::exists(gpu_types)) {
+    auto c = GpuCatalog::LoadFile(gpu_types);
+    if (!c) return Status::Invalid(gpu_types + ": " + c.status().field(), c.status().message());
+    set.catalog = std::move(*c);
+  }
+  std::string sched = dir + "/scheduler_config.yaml";
+  if (std::filesystem::exists(sched)) {
+    auto c = SchedulerConfig::LoadFile(sched);
+    if (!c) return Status::Invalid(sched + ": " + c.status().field(), c.status().message());
+    set.scheduler = std::move(*c);
+  }
+  return set;
+}
+
+}  // namespace gantry

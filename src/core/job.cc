@@ -1,0 +1,160 @@
+// Sharing-mode names and validation of job specifications.
+#include "core/job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/scheduler_config.h"
+
+namespace gantry {
+
+namespace {
+constexpr int kMaxGpusPerJob = 65536;
+constexpr int kMaxNodesPerJob = 4096;
+}  // namespace
+
+const char* ToString(SharingMode m) {
+  switch (m) {
+    case SharingMode::kExclusive: return "exclusive";
+    case SharingMode::kTimeSlice: return "time-slice";
+    case SharingMode::kMps: return "mps";
+    case SharingMode::kMig: return "mig";
+  }
+  return "?";
+}
+
+bool ParseSharingMode(const std::string& s, SharingMode* out) {
+  for (SharingMode m : {SharingMode::kExclusive, SharingMode::kTimeSlice, SharingMode::kMps, SharingMode::kMig}) {
+    if (s == ToString(m)) {
+      *out = m;
+      return true;
+    }
+  }
+  if (s == "timeslice" || s == "time_slice") {
+    *out = SharingMode::kTimeSlice;
+    return true;
+  }
+  return false;
+}
+
+int EffectiveMpsThreadPercent(const GpuRequest& r) {
+  if (r.mps_thread_percent > 0) return r.mps_thread_percent;
+  return std::max(1, (r.gpu_milli + 5) / 10);
+}
+
+uint64_t AllowedTypeMask(const GpuRequest& r, const GpuCatalog& catalog) {
+  if (r.gpu_types.empty()) return catalog.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << catalog.size()) - 1;
+  uint64_t mask = 0;
+  for (const std::string& name : r.gpu_types) {
+    if (const GpuType* t = catalog.Find(name)) mask |= uint64_t{1} << t->id;
+  }
+  return mask;
+}
+
+namespace {
+
+Status ValidateShape(const GpuRequest& r) {
+  switch (r.sharing) {
+    case SharingMode::kExclusive:
+      if (r.gpus <= 0) return Status::Invalid("gpus", fmt::format("must be at least 1, got {}", r.gpus));
+      if (r.gpus > kMaxGpusPerJob)
+        return Status::Invalid("gpus", fmt::format("{} is more than {}", r.gpus, kMaxGpusPerJob));
+      if (r.gpu_milli != 0) return Status::Invalid("gpu_fraction", "a fraction needs sharing time-slice or mps");
+      if (!r.mig_profile.empty()) return Status::Invalid("mig_profile", "a MIG profile needs sharing mig");
+      if (r.num_nodes < 0 || r.num_nodes > kMaxNodesPerJob) {
+        return Status::Invalid("nodes", fmt::format("must be within 0..{}, got {}", kMaxNodesPerJob, r.num_nodes));
+      }
+      if (r.num_nodes > 0 && r.gpus % r.num_nodes != 0) {
+        return Status::Invalid("nodes", fmt::format("{} GPUs do not split evenly over {} nodes", r.gpus, r.num_nodes));
+      }
+      return Status::Ok();
+    case SharingMode::kTimeSlice:
+    case SharingMode::kMps:
+      if (r.gpu_milli <= 0 || r.gpu_milli > kMilliPerGpu) {
+        return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", r.gpu_milli / 1000.0));
+      }
+      if (r.gpus != 1) return Status::Invalid("gpus", "a fractional request uses exactly one GPU");
+      if (r.num_nodes > 1) return Status::Invalid("nodes", "a fractional request runs on one node");
+      if (!r.mig_profile.empty()) return Status::Invalid("mig_profile", "a MIG profile needs sharing mig");
+      if (r.mps_thread_percent < 0 || r.mps_thread_percent > 100) {
+        return Status::Invalid("mps_thread_percent", "must be within 1..100");
+      }
+      if (r.sharing == SharingMode::kTimeSlice && r.mps_thread_percent != 0) {
+        return Status::Invalid("mps_thread_percent", "only for sharing mps");
+      }
+      return Status::Ok();
+    case SharingMode::kMig:
+      if (r.mig_profile.empty()) return Status::Invalid("mig_profile", "sharing mig needs a MIG profile");
+      if (r.gpus != 1) return Status::Invalid("gpus", "a MIG request uses exactly one MIG instance");
+      if (r.gpu_milli != 0) return Status::Invalid("gpu_fraction", "a MIG request takes no fraction");
+      if (r.num_nodes > 1) return Status::Invalid("nodes", "a MIG request runs on one node");
+      return Status::Ok();
+  }
+  return Status::Invalid("sharing", "unknown sharing mode");
+}
+
+// True when type `t` can ever satisfy the request's GPU memory and MIG profile.
+bool TypeCanServe(const GpuType& t, const GpuRequest& r) {
+  switch (r.sharing) {
+    case SharingMode::kExclusive: return t.memory_mib >= r.gpu_memory_mib;
+    case SharingMode::kTimeSlice: return t.memory_mib * r.gpu_milli / kMilliPerGpu >= r.gpu_memory_mib;
+    case SharingMode::kMps: return t.memory_mib >= r.gpu_memory_mib;
+    case SharingMode::kMig: {
+      int p = t.FindMigProfile(r.mig_profile);
+      return p >= 0 && t.mig_profiles[p].memory_mib >= r.gpu_memory_mib;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const SchedulerConfig& config) {
+  if (spec.user.empty()) return Status::Invalid("user", "is required");
+  if (spec.team.empty()) return Status::Invalid("team", "is required");
+  if (spec.priority_class.empty()) spec.priority_class = config.default_priority_class;
+  if (config.FindClass(spec.priority_class) < 0) {
+    return Status::Invalid(
+        "priority", fmt::format("unknown priority class '{}' (known: {})", spec.priority_class, config.ClassNames()));
+  }
+  GpuRequest& r = spec.request;
+  if (Status s = ValidateShape(r); !s.ok()) return s;
+  for (const std::string& name : r.gpu_types) {
+    if (!catalog.Find(name)) {
+      return Status::Invalid("gpu_types", fmt::format("unknown GPU type '{}' (known: {})", name, catalog.Names()));
+    }
+  }
+  if (r.gpu_memory_mib < 0) return Status::Invalid("gpu_memory", "must be >= 0");
+  if (r.cpus < 0) return Status::Invalid("cpus", fmt::format("must be >= 0, got {}", r.cpus));
+  if (r.memory_mib < 0) return Status::Invalid("memory", "must be >= 0");
+  if (spec.estimated_duration_ms < 0) return Status::Invalid("estimated_duration", "must be >= 0");
+  if (spec.time_limit_ms < 0) return Status::Invalid("time_limit", "must be >= 0");
+  if (spec.time_limit_ms == 0) spec.time_limit_ms = config.default_time_limit_ms;
+  if (spec.time_limit_ms > config.max_time_limit_ms) {
+    return Status::Invalid("time_limit", fmt::format("{} exceeds the maximum {}", FormatDuration(spec.time_limit_ms),
+                                                     FormatDuration(config.max_time_limit_ms)));
+  }
+  for (const LabelPreference& p : spec.preferred_labels) {
+    if (p.key.empty()) return Status::Invalid("preferred_labels", "label key is empty");
+    if (p.weight < 0 || p.weight > 100) return Status::Invalid("preferred_labels", "weight must be within 0..100");
+  }
+  uint64_t mask = AllowedTypeMask(r, catalog);
+  bool any_type = false;
+  bool any_mig = false;
+  for (const GpuType& t : catalog.types()) {
+    if (!(mask >> t.id & 1)) continue;
+    if (r.sharing == SharingMode::kMig && t.FindMigProfile(r.mig_profile) >= 0) any_mig = true;
+    if (TypeCanServe(t, r)) any_type = true;
+  }
+  if (r.sharing == SharingMode::kMig && !any_mig) {
+    return Status::Invalid("mig_profile", fmt::format("no allowed GPU type has MIG profile '{}'", r.mig_profile));
+  }
+  if (!any_type) {
+    return Status::Invalid(
+        "gpu_memory", fmt::format("no allowed GPU type offers {} MiB of GPU memory to this request", r.gpu_memory_mib));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gantry

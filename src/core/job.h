@@ -1,0 +1,79 @@
+// Job specifications: who runs what, and the GPU request the scheduler must satisfy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/gpu_catalog.h"
+#include "core/node.h"
+#include "core/time.h"
+
+namespace gantry {
+
+enum class SharingMode : uint8_t { kExclusive, kTimeSlice, kMps, kMig };
+
+const char* ToString(SharingMode m);
+bool ParseSharingMode(const std::string& s, SharingMode* out);
+
+constexpr int32_t kMilliPerGpu = 1000;
+
+// What a job needs. Exactly one of: whole GPUs (gpus >= 1, exclusive), a fraction of one
+// GPU (gpu_milli in 1..1000 with time-slice or MPS), or one MIG instance (mig_profile).
+struct GpuRequest {
+  SharingMode sharing = SharingMode::kExclusive;
+  int gpus = 1;                        // whole GPUs in total (split evenly over num_nodes)
+  int32_t gpu_milli = 0;               // fraction x 1000 for time-slice and MPS
+  std::string mig_profile;             // e.g. "3g.40gb" for MIG
+  int mps_thread_percent = 0;          // MPS active-thread percentage; 0: derived from gpu_milli
+  int64_t gpu_memory_mib = 0;          // minimum GPU memory (whole, time-slice) or MPS pinned limit
+  std::vector<std::string> gpu_types;  // allowed types; empty means any
+  bool prefer_listed_order = false;    // gpu_types is also a preference order
+  int cpus = 0;                        // per node
+  int64_t memory_mib = 0;              // host memory per node
+  int num_nodes = 0;                   // 0: as few nodes as possible
+
+  bool whole_gpus() const { return sharing == SharingMode::kExclusive; }
+};
+
+// A soft preference: nodes whose label matches gain `weight` in scoring.
+struct LabelPreference {
+  std::string key;
+  std::string value;
+  int weight = 1;
+};
+
+struct JobSpec {
+  std::string id;
+  std::string user;
+  std::string team;
+  std::string project;
+  std::string priority_class;  // one of SchedulerConfig::priority_classes
+  GpuRequest request;
+  std::map<std::string, std::string> node_selector;  // required node labels
+  std::vector<LabelPreference> preferred_labels;
+  std::vector<Taint> tolerations;  // an empty value tolerates any value of that key
+  bool preemptible = true;
+  bool checkpointable = false;
+  DurationMs estimated_duration_ms = 0;  // 0: unknown, the time limit is used
+  DurationMs time_limit_ms = 0;          // 0: the configured default
+};
+
+// Resolves the MPS thread share: explicit, or the fraction's share of 100%.
+int EffectiveMpsThreadPercent(const GpuRequest& r);
+
+}  // namespace gantry
+
+namespace gantry {
+struct SchedulerConfig;
+
+// Refuses requests that can never be valid, naming the field: zero or negative GPUs, a
+// fraction outside (0,1] or with more than one GPU, an unknown GPU type or priority class,
+// a MIG profile that no allowed type has, memory larger than any allowed type has...
+// Fills in defaults (priority class, time limit) on success.
+Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const SchedulerConfig& config);
+
+// Allowed types of a request as a bit mask over catalog ids (all types when none listed).
+uint64_t AllowedTypeMask(const GpuRequest& r, const GpuCatalog& catalog);
+}  // namespace gantry

@@ -1,0 +1,57 @@
+// Node state names and node validation.
+#include "core/node.h"
+
+#include <fmt/format.h>
+
+namespace gantry {
+
+const char* ToString(NodeState s) {
+  switch (s) {
+    case NodeState::kUp: return "up";
+    case NodeState::kDraining: return "draining";
+    case NodeState::kDrained: return "drained";
+    case NodeState::kDown: return "down";
+  }
+  return "?";
+}
+
+bool ParseNodeState(const std::string& s, NodeState* out) {
+  for (NodeState n : {NodeState::kUp, NodeState::kDraining, NodeState::kDrained, NodeState::kDown}) {
+    if (s == ToString(n)) {
+      *out = n;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status ValidateNode(const Node& node, const GpuCatalog& catalog) {
+  if (node.id.empty()) return Status::Invalid("id", "node id is empty");
+  std::string where = "nodes." + node.id;
+  if (node.gpus.size() > 64) return Status::Invalid(where + ".gpus", "at most 64 GPUs per node");
+  if (node.cpus < 0) return Status::Invalid(where + ".cpus", "must be >= 0");
+  if (node.memory_mib < 0) return Status::Invalid(where + ".memory", "must be >= 0");
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const Gpu& g = node.gpus[i];
+    if (g.type >= catalog.size()) return Status::Invalid(where + ".gpus", "unknown GPU type id");
+    if (g.type != node.gpu_type()) return Status::Invalid(where + ".gpus", "a node holds one GPU model");
+    if (g.index != static_cast<int>(i)) {
+      return Status::Invalid(where + ".gpus",
+                             fmt::format("GPU {} has index {}; indices run 0..n-1 in order", i, g.index));
+    }
+    const GpuType& type = catalog.Get(g.type);
+    if (g.mig_enabled) {
+      std::vector<MigPlacement> layout;
+      for (const MigInstance& m : g.mig_instances) layout.push_back(m.placement);
+      std::string why;
+      if (!MigLayoutValid(type, layout, &why)) {
+        return Status::Invalid(fmt::format("{}.gpus[{}].mig", where, g.index), why);
+      }
+    } else if (!g.mig_instances.empty()) {
+      return Status::Invalid(fmt::format("{}.gpus[{}].mig", where, g.index), "MIG instances on a GPU without MIG mode");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gantry

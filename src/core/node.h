@@ -1,0 +1,60 @@
+// Cluster nodes and their GPUs as the scheduler sees them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/gpu_catalog.h"
+
+namespace gantry {
+
+enum class NodeState : uint8_t { kUp, kDraining, kDrained, kDown };
+enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
+
+const char* ToString(NodeState s);
+bool ParseNodeState(const std::string& s, NodeState* out);
+
+// A MIG instance that exists on a GPU (created earlier, by an admin or by Gantry).
+struct MigInstance {
+  MigPlacement placement;
+  std::string uuid;  // MIG-<uuid> once the agent created it; empty in plans and fakes
+};
+
+struct Gpu {
+  int index = 0;
+  std::string uuid;
+  GpuTypeId type = 0;
+  GpuHealth health = GpuHealth::kHealthy;
+  bool fenced = false;       // an admin drained this one GPU
+  int nvlink_group = 0;      // GPUs with the same group talk over NVLink
+  bool mig_enabled = false;  // in MIG mode only MIG requests may use it
+  std::vector<MigInstance> mig_instances;
+};
+
+// A taint keeps jobs off a node unless they tolerate it (key=value, e.g. dedicated=inference).
+struct Taint {
+  std::string key;
+  std::string value;
+  bool operator==(const Taint&) const = default;
+};
+
+struct Node {
+  std::string id;
+  std::vector<Gpu> gpus;  // one GPU model per node
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  NodeState state = NodeState::kUp;
+
+  bool schedulable() const { return state == NodeState::kUp; }
+  GpuTypeId gpu_type() const { return gpus.empty() ? 0 : gpus.front().type; }
+};
+
+// Checks a node: GPUs of one model, indexed 0..n-1 in order (a GpuShare's gpu is that
+// index), at most 64 GPUs, MIG layouts valid.
+Status ValidateNode(const Node& node, const GpuCatalog& catalog);
+
+}  // namespace gantry

@@ -1,0 +1,181 @@
+// Parsing of scheduler_config.yaml and of human durations.
+#include "core/scheduler_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "core/yaml_util.h"
+
+namespace gantry {
+
+extern const char kBuiltinSchedulerConfigYaml[];  // generated from config/scheduler_config.yaml
+
+int SchedulerConfig::FindClass(const std::string& name) const {
+  for (size_t i = 0; i < priority_classes.size(); ++i) {
+    if (priority_classes[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string SchedulerConfig::ClassNames() const {
+  std::string out;
+  for (const auto& c : priority_classes) out += (out.empty() ? "" : ", ") + c.name;
+  return out;
+}
+
+Expected<DurationMs> ParseDuration(const std::string& text) {
+  if (text.empty()) return Status::Invalid("", "empty duration");
+  DurationMs total = 0;
+  size_t i = 0;
+  bool any = false;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
+    if (j == i) return Status::Invalid("", "bad duration '" + text + "' (use e.g. 90s, 15m, 2h, 1d)");
+    double value = std::stod(text.substr(i, j - i));
+    DurationMs unit = kSecondMs;
+    if (j < text.size()) {
+      char u = text[j++];
+      if (u == 'm' && j < text.size() && text[j] == 's') {
+        unit = 1;
+        ++j;
+      } else if (u == 's') {
+        unit = kSecondMs;
+      } else if (u == 'm') {
+        unit = kMinuteMs;
+      } else if (u == 'h') {
+        unit = kHourMs;
+      } else if (u == 'd') {
+        unit = 24 * kHourMs;
+      } else {
+        return Status::Invalid("", "bad duration unit in '" + text + "' (use s, m, h, d)");
+      }
+    } else if (any) {
+      return Status::Invalid("", "bad duration '" + text + "': number without unit");
+    }
+    if (value < 0 || value > 1e12) return Status::Invalid("", "duration out of range: '" + text + "'");
+    total += static_cast<DurationMs>(value * static_cast<double>(unit));
+    any = true;
+    i = j;
+  }
+  return total;
+}
+
+namespace {
+
+// Reads a duration field written as "2h" or as seconds.
+DurationMs ReadDuration(YamlReader& r, const std::string& key, DurationMs fallback) {
+  std::string text = r.Optional<std::string>(key, "");
+  if (text.empty()) return fallback;
+  auto d = ParseDuration(text);
+  if (!d) {
+    r.Fail(r.PathOf(key), d.status().message());
+    return fallback;
+  }
+  return *d;
+}
+
+}  // namespace
+
+Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid("scheduler_config",
+                           "malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  SchedulerConfig c;
+  YamlReader top(root, "scheduler_config");
+  YAML::Node classes = top.Child("priority_classes");
+  c.default_priority_class = top.Optional<std::string>("default_priority_class", c.default_priority_class);
+  YAML::Node queue = top.Child("queue_order");
+  YAML::Node backfill = top.Child("backfill");
+  YAML::Node placement = top.Child("placement");
+  YAML::Node limits = top.Child("time_limits");
+  if (Status s = top.Finish(); !s.ok()) return s;
+
+  if (!classes || !classes.IsSequence() || classes.size() == 0) {
+    return Status::Invalid("priority_classes", "must be a non-empty list");
+  }
+  for (size_t i = 0; i < classes.size(); ++i) {
+    YamlReader r(classes[i], "priority_classes[" + std::to_string(i) + "]");
+    PriorityClass pc;
+    pc.name = r.Required<std::string>("name");
+    pc.rank = r.Required<int>("rank");
+    pc.preempts_others = r.Optional<bool>("preempts_others", true);
+    pc.preemptible = r.Optional<bool>("preemptible", true);
+    if (Status s = r.Finish(); !s.ok()) return s;
+    if (c.FindClass(pc.name) >= 0) return Status::Invalid("priority_classes", "class '" + pc.name + "' defined twice");
+    c.priority_classes.push_back(pc);
+  }
+  std::stable_sort(c.priority_classes.begin(), c.priority_classes.end(),
+                   [](const PriorityClass& a, const PriorityClass& b) { return a.rank > b.rank; });
+  if (c.FindClass(c.default_priority_class) < 0) {
+    return Status::Invalid("default_priority_class", "'" + c.default_priority_class + "' is not a priority class");
+  }
+
+  YamlReader q(queue, "queue_order");
+  c.age_weight = q.Optional<double>("age_weight", c.age_weight);
+  c.age_max_ms = ReadDuration(q, "age_max", c.age_max_ms);
+  c.size_weight = q.Optional<double>("size_weight", c.size_weight);
+  if (Status s = q.Finish(); !s.ok()) return s;
+  if (c.age_max_ms <= 0) return Status::Invalid("queue_order.age_max", "must be positive");
+
+  YamlReader b(backfill, "backfill");
+  c.backfill_enabled = b.Optional<bool>("enabled", c.backfill_enabled);
+  c.backfill_reservations = b.Optional<int>("reservations", c.backfill_reservations);
+  c.backfill_depth = b.Optional<int>("depth", c.backfill_depth);
+  if (Status s = b.Finish(); !s.ok()) return s;
+  if (c.backfill_reservations < 0 || c.backfill_reservations > 1000) {
+    return Status::Invalid("backfill.reservations", "must be within 0..1000");
+  }
+  if (c.backfill_depth < 0) return Status::Invalid("backfill.depth", "must be >= 0");
+
+  YamlReader p(placement, "placement");
+  std::string strategy = p.Optional<std::string>("strategy", "pack");
+  c.candidates_per_type = p.Optional<int>("candidates_per_type", c.candidates_per_type);
+  c.weight_pack = p.Optional<int>("weight_pack", c.weight_pack);
+  c.weight_type_cost = p.Optional<int>("weight_type_cost", c.weight_type_cost);
+  c.weight_nvlink = p.Optional<int>("weight_nvlink", c.weight_nvlink);
+  c.weight_labels = p.Optional<int>("weight_labels", c.weight_labels);
+  if (Status s = p.Finish(); !s.ok()) return s;
+  if (strategy == "pack") {
+    c.strategy = PlacementStrategy::kPack;
+  } else if (strategy == "spread") {
+    c.strategy = PlacementStrategy::kSpread;
+  } else {
+    return Status::Invalid("placement.strategy", "must be 'pack' or 'spread', not '" + strategy + "'");
+  }
+  if (c.candidates_per_type < 1) return Status::Invalid("placement.candidates_per_type", "must be >= 1");
+
+  YamlReader t(limits, "time_limits");
+  c.default_time_limit_ms = ReadDuration(t, "default", c.default_time_limit_ms);
+  c.max_time_limit_ms = ReadDuration(t, "max", c.max_time_limit_ms);
+  if (Status s = t.Finish(); !s.ok()) return s;
+  if (c.default_time_limit_ms <= 0 || c.max_time_limit_ms < c.default_time_limit_ms) {
+    return Status::Invalid("time_limits", "need 0 < default <= max");
+  }
+  return c;
+}
+
+Expected<SchedulerConfig> SchedulerConfig::LoadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return FromYaml(buf.str());
+}
+
+const SchedulerConfig& SchedulerConfig::Builtin() {
+  static const SchedulerConfig config = [] {
+    auto c = FromYaml(kBuiltinSchedulerConfigYaml);
+    if (!c) std::abort();  // the built-in file is checked by tests
+    return std::move(*c);
+  }();
+  return config;
+}
+
+}  // namespace gantry

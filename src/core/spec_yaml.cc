@@ -1,0 +1,217 @@
+// Job spec and cluster file parsing.
+#include "core/spec_yaml.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/scheduler_config.h"
+#include "core/yaml_util.h"
+
+namespace gantry {
+
+Taint ParseTaint(const std::string& text) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos) return {text, ""};
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+namespace {
+
+DurationMs ReadDurationField(YamlReader& r, const std::string& key) {
+  std::string text = r.Optional<std::string>(key, "");
+  if (text.empty()) return 0;
+  auto d = ParseDuration(text);
+  if (!d) {
+    r.Fail(key, d.status().message());
+    return 0;
+  }
+  return *d;
+}
+
+int64_t GbToMib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
+
+}  // namespace
+
+Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
+                               const std::vector<std::string>& extra_fields) {
+  if (!node || !node.IsMap()) return Status::Invalid(path, "a job must be a map of fields");
+  JobSpec j;
+  // Field errors name the field itself ("gpus"), as users write it.
+  YamlReader r(node, "");
+  auto field = [&](const char* key) { return std::string(key); };
+  for (const std::string& f : extra_fields) r.Child(f);
+  j.id = r.Optional<std::string>("id", "");
+  j.user = r.Optional<std::string>("user", "");
+  j.team = r.Optional<std::string>("team", "");
+  j.project = r.Optional<std::string>("project", "");
+  j.priority_class = r.Optional<std::string>("priority", "");
+  GpuRequest& q = j.request;
+  q.gpus = r.Optional<int>("gpus", 1);
+  double fraction = r.Optional<double>("gpu_fraction", 0.0);
+  int milli = r.Optional<int>("gpu_milli", 0);
+  q.mig_profile = r.Optional<std::string>("mig_profile", "");
+  std::string sharing = r.Optional<std::string>("sharing", "");
+  q.mps_thread_percent = r.Optional<int>("mps_thread_percent", 0);
+  q.gpu_memory_mib = GbToMib(r.Optional<double>("gpu_memory_gb", 0.0));
+  q.gpu_types = r.Optional<std::vector<std::string>>("gpu_types", {});
+  q.prefer_listed_order = r.Optional<bool>("prefer_listed_order", false);
+  q.cpus = r.Optional<int>("cpus", 0);
+  q.memory_mib = GbToMib(r.Optional<double>("memory_gb", 0.0));
+  q.num_nodes = r.Optional<int>("nodes", 0);
+  j.node_selector = r.Optional<std::map<std::string, std::string>>("node_selector", {});
+  YAML::Node prefs = r.Child("preferred_labels");
+  std::vector<std::string> tolerations = r.Optional<std::vector<std::string>>("tolerations", {});
+  j.preemptible = r.Optional<bool>("preemptible", true);
+  j.checkpointable = r.Optional<bool>("checkpointable", false);
+  j.estimated_duration_ms = ReadDurationField(r, field("estimated_duration"));
+  j.time_limit_ms = ReadDurationField(r, field("time_limit"));
+  Status s = r.Finish();
+  if (!s.ok()) {
+    std::string f = s.field();
+    if (!f.empty() && f[0] == '.') f = f.substr(1);
+    return Status::Invalid(f, s.message());
+  }
+  if (!std::isfinite(fraction) || fraction < 0 || fraction > 1) {
+    return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", fraction));
+  }
+  if (fraction > 0 && milli > 0) return Status::Invalid("gpu_milli", "give gpu_fraction or gpu_milli, not both");
+  q.gpu_milli = milli > 0 ? milli : static_cast<int32_t>(std::lround(fraction * kMilliPerGpu));
+  if (fraction > 0 && q.gpu_milli == 0) return Status::Invalid("gpu_fraction", "must be at least 0.001");
+  if (node["gpu_milli"] && milli <= 0) return Status::Invalid("gpu_milli", "must be within 1..1000");
+  if (!sharing.empty()) {
+    if (!ParseSharingMode(sharing, &q.sharing)) {
+      return Status::Invalid("sharing", "must be exclusive, time-slice, mps or mig, not '" + sharing + "'");
+    }
+  } else if (!q.mig_profile.empty()) {
+    q.sharing = SharingMode::kMig;
+  } else if (q.gpu_milli > 0) {
+    q.sharing = SharingMode::kTimeSlice;
+  }
+  if (prefs) {
+    if (!prefs.IsSequence()) return Status::Invalid("preferred_labels", "must be a list");
+    for (size_t i = 0; i < prefs.size(); ++i) {
+      YamlReader pr(prefs[i], fmt::format("preferred_labels[{}]", i));
+      LabelPreference p;
+      p.key = pr.Required<std::string>("key");
+      p.value = pr.Required<std::string>("value");
+      p.weight = pr.Optional<int>("weight", 1);
+      if (Status ps = pr.Finish(); !ps.ok()) return ps;
+      j.preferred_labels.push_back(p);
+    }
+  }
+  for (const std::string& t : tolerations) j.tolerations.push_back(ParseTaint(t));
+  return j;
+}
+
+Expected<JobSpec> ParseJobSpecText(const std::string& text) {
+  YAML::Node node;
+  try {
+    node = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid("body", fmt::format("malformed YAML/JSON at line {}: {}", e.mark.line + 1, e.msg));
+  }
+  return ParseJobSpec(node);
+}
+
+namespace {
+
+Status ParseNodeGroup(const YAML::Node& g, size_t index, const GpuCatalog& catalog, std::vector<Node>* out) {
+  std::string where = fmt::format("node_groups[{}]", index);
+  YamlReader r(g, where);
+  std::string name = r.Required<std::string>("name");
+  int count = r.Required<int>("count");
+  std::string type_name = r.Required<std::string>("gpu_type");
+  int gpus = r.Required<int>("gpus_per_node");
+  int nvlink_groups = r.Optional<int>("nvlink_groups", 1);
+  int cpus = r.Optional<int>("cpus", 64);
+  double memory_gb = r.Optional<double>("memory_gb", 512);
+  auto labels = r.Optional<std::map<std::string, std::string>>("labels", {});
+  auto taints = r.Optional<std::vector<std::string>>("taints", {});
+  YAML::Node mig = r.Child("mig");
+  if (Status s = r.Finish(); !s.ok()) return s;
+  const GpuType* type = catalog.Find(type_name);
+  if (!type) {
+    return Status::Invalid(where + ".gpu_type",
+                           fmt::format("unknown GPU type '{}' (known: {})", type_name, catalog.Names()));
+  }
+  if (count < 1 || count > 100000) return Status::Invalid(where + ".count", "must be within 1..100000");
+  if (gpus < 0 || gpus > 64) return Status::Invalid(where + ".gpus_per_node", "must be within 0..64");
+  if (nvlink_groups < 1 || (gpus > 0 && gpus % nvlink_groups != 0)) {
+    return Status::Invalid(where + ".nvlink_groups", "must be >= 1 and divide gpus_per_node");
+  }
+  std::vector<int> mig_gpus;
+  std::vector<MigPlacement> layout;
+  if (mig) {
+    YamlReader m(mig, where + ".mig");
+    mig_gpus = m.Required<std::vector<int>>("gpus");
+    auto profiles = m.Optional<std::vector<std::string>>("layout", {});
+    if (Status s = m.Finish(); !s.ok()) return s;
+    if (!type->supports_mig()) return Status::Invalid(where + ".mig", type->name + " has no MIG");
+    for (const std::string& p : profiles) {
+      int pi = type->FindMigProfile(p);
+      if (pi < 0)
+        return Status::Invalid(where + ".mig.layout", fmt::format("{} has no MIG profile '{}'", type->name, p));
+      auto start = FindMigStart(*type, layout, pi);
+      if (!start) return Status::Invalid(where + ".mig.layout", fmt::format("'{}' does not fit beside the others", p));
+      layout.push_back({pi, *start});
+    }
+  }
+  for (int n = 0; n < count; ++n) {
+    Node node;
+    node.id = fmt::format("{}-{}", name, n);
+    node.cpus = cpus;
+    node.memory_mib = GbToMib(memory_gb);
+    node.labels = labels;
+    for (const std::string& t : taints) node.taints.push_back(ParseTaint(t));
+    for (int i = 0; i < gpus; ++i) {
+      Gpu gpu;
+      gpu.index = i;
+      gpu.type = type->id;
+      gpu.uuid =
+          fmt::format("GPU-{:08x}-{:04x}-{:04x}", std::hash<std::string>{}(node.id) & 0xffffffffu, n & 0xffff, i);
+      gpu.nvlink_group = i / (gpus / nvlink_groups);
+      if (std::find(mig_gpus.begin(), mig_gpus.end(), i) != mig_gpus.end()) {
+        gpu.mig_enabled = true;
+        for (const MigPlacement& p : layout) gpu.mig_instances.push_back({p, ""});
+      }
+      node.gpus.push_back(std::move(gpu));
+    }
+    out->push_back(std::move(node));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<std::vector<Node>> ParseCluster(const YAML::Node& root, const GpuCatalog& catalog) {
+  YamlReader top(root, "cluster");
+  YAML::Node groups = top.Child("node_groups");
+  top.Optional<std::string>("name", "");
+  top.Optional<std::string>("description", "");
+  if (Status s = top.Finish(); !s.ok()) return s;
+  if (!groups || !groups.IsSequence() || groups.size() == 0) {
+    return Status::Invalid("node_groups", "must be a non-empty list");
+  }
+  std::vector<Node> nodes;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (Status s = ParseNodeGroup(groups[i], i, catalog, &nodes); !s.ok()) return s;
+  }
+  std::set<std::string> ids;
+  for (const Node& n : nodes) {
+    if (!ids.insert(n.id).second) return Status::Invalid("node_groups", "duplicate node id " + n.id);
+  }
+  return nodes;
+}
+
+Expected<std::vector<Node>> LoadClusterFile(const std::string& path, const GpuCatalog& catalog) {
+  try {
+    return ParseCluster(YAML::LoadFile(path), catalog);
+  } catch (const YAML::BadFile&) {
+    return Status::NotFound("cannot read " + path);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(path, fmt::format("malformed YAML at line {}: {}", e.mark.line + 1, e.msg));
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,78 @@
+// YamlReader: reads one YAML map field by field, remembering the first error with its
+// full field path and refusing fields it was never asked about (typos must not pass).
+#pragma once
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+
+#include "core/status.h"
+
+namespace gantry {
+
+class YamlReader {
+ public:
+  YamlReader(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
+    if (node_ && !node_.IsMap() && !node_.IsNull()) Fail(path_, "must be a map");
+  }
+
+  template <typename T>
+  T Required(const std::string& key) {
+    return Read<T>(key, T{}, true);
+  }
+  template <typename T>
+  T Optional(const std::string& key, T fallback) {
+    return Read<T>(key, std::move(fallback), false);
+  }
+  // A nested node (map or list) to parse separately; null when absent.
+  YAML::Node Child(const std::string& key) {
+    seen_.insert(key);
+    return node_ && node_.IsMap() ? node_[key] : YAML::Node();
+  }
+  std::string PathOf(const std::string& key) const { return path_ + "." + key; }
+
+  void Fail(std::string field, std::string message) {
+    if (error_.ok()) error_ = Status::Invalid(std::move(field), std::move(message));
+  }
+  // The first error, or an "unknown field" error, or OK.
+  Status Finish() {
+    if (!error_.ok()) return error_;
+    if (node_ && node_.IsMap()) {
+      for (const auto& kv : node_) {
+        std::string key = kv.first.as<std::string>();
+        if (!seen_.count(key)) return Status::Invalid(PathOf(key), "unknown field");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  T Read(const std::string& key, T fallback, bool required) {
+    seen_.insert(key);
+    if (!node_ || !node_.IsMap()) {
+      if (required) Fail(PathOf(key), "is required");
+      return fallback;
+    }
+    YAML::Node v = node_[key];
+    if (!v || v.IsNull()) {
+      if (required) Fail(PathOf(key), "is required");
+      return fallback;
+    }
+    try {
+      return v.as<T>();
+    } catch (const YAML::Exception&) {
+      Fail(PathOf(key), fmt::format("has the wrong type (line {})", v.Mark().line + 1));
+      return fallback;
+    }
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> seen_;
+  Status error_;
+};
+
+}  // namespace gantry

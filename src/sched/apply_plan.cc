@@ -1,0 +1,71 @@
+// ApplyPlan and ComputeStatus.
+#include "sched/apply_plan.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace gantry {
+
+void ApplyPlan(const Plan& plan, Snapshot& snap) {
+  for (const MigChange& c : plan.mig_changes) {
+    Gpu& gpu = snap.nodes[c.node].gpus[c.gpu];
+    std::erase_if(gpu.mig_instances, [&](const MigInstance& m) {
+      return std::find(c.destroy.begin(), c.destroy.end(), m.placement) != c.destroy.end();
+    });
+    for (const MigPlacement& p : c.create) gpu.mig_instances.push_back({p, ""});
+  }
+  std::vector<bool> started(snap.pending.size(), false);
+  for (const StartDecision& s : plan.starts) {
+    started[s.pending_index] = true;
+    snap.running.push_back({snap.pending[s.pending_index].spec, snap.now_ms, s.placement});
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < snap.pending.size(); ++i) {
+    if (!started[i]) {
+      if (kept != i) snap.pending[kept] = std::move(snap.pending[i]);
+      ++kept;
+    }
+  }
+  snap.pending.resize(kept);
+}
+
+ClusterStatus ComputeStatus(const Snapshot& snap, const GpuCatalog& catalog) {
+  ClusterStatus st;
+  std::vector<std::vector<bool>> busy(snap.nodes.size());
+  for (size_t n = 0; n < snap.nodes.size(); ++n) busy[n].assign(snap.nodes[n].gpus.size(), false);
+  for (const RunningJob& j : snap.running) {
+    for (const NodeShare& ns : j.placement.nodes) {
+      if (ns.node < 0 || ns.node >= static_cast<int>(snap.nodes.size())) continue;
+      const std::string& type = catalog.Get(snap.nodes[ns.node].gpu_type()).name;
+      for (const GpuShare& g : ns.gpus) {
+        if (g.gpu < 0 || g.gpu >= static_cast<int>(busy[ns.node].size())) continue;
+        busy[ns.node][g.gpu] = true;
+        double share = j.spec.request.sharing == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
+        st.by_type[type].allocated += share;
+        st.allocated_gpus += share;
+      }
+    }
+  }
+  for (size_t n = 0; n < snap.nodes.size(); ++n) {
+    const Node& node = snap.nodes[n];
+    ++st.nodes;
+    if (node.schedulable()) ++st.nodes_schedulable;
+    if (node.state == NodeState::kDown || node.state == NodeState::kDrained) continue;
+    for (const Gpu& g : node.gpus) {
+      TypeCapacity& cap = st.by_type[catalog.Get(g.type).name];
+      ++cap.total;
+      ++st.total_gpus;
+      bool free = node.schedulable() && g.health == GpuHealth::kHealthy && !g.fenced && !busy[n][g.index];
+      if (free) {
+        ++cap.available;
+        ++st.available_gpus;
+      }
+    }
+  }
+  st.utilization = st.total_gpus > 0 ? st.allocated_gpus / st.total_gpus : 0.0;
+  st.queued = static_cast<int>(snap.pending.size());
+  st.running = static_cast<int>(snap.running.size());
+  return st;
+}
+
+}  // namespace gantry

@@ -1,0 +1,131 @@
+// Compiling job requests into demands and shape keys.
+#include "sched/demand.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace gantry {
+
+namespace {
+
+bool TypeServes(const GpuType& t, const GpuRequest& r) {
+  switch (r.sharing) {
+    case SharingMode::kExclusive: return t.memory_mib >= r.gpu_memory_mib;
+    case SharingMode::kTimeSlice: return t.memory_mib * r.gpu_milli / kMilliPerGpu >= r.gpu_memory_mib;
+    case SharingMode::kMps: return t.memory_mib >= r.gpu_memory_mib;
+    case SharingMode::kMig: {
+      int p = t.FindMigProfile(r.mig_profile);
+      return p >= 0 && t.mig_profiles[p].memory_mib >= r.gpu_memory_mib;
+    }
+  }
+  return false;
+}
+
+template <typename T>
+void Append(std::string& out, const T& v) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out.append(buf, sizeof(T));
+}
+
+}  // namespace
+
+Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::vector<int>& max_gpus_per_type) {
+  Demand d;
+  d.spec = &spec;
+  const GpuRequest& r = spec.request;
+  d.mode = r.sharing;
+  d.cpus = r.cpus;
+  d.memory_mib = r.memory_mib;
+  d.gpu_memory_mib = r.gpu_memory_mib;
+  d.mig_profile.fill(-1);
+  uint64_t allowed = AllowedTypeMask(r, catalog);
+  for (const GpuType& t : catalog.types()) {
+    if ((allowed >> t.id & 1) && TypeServes(t, r)) {
+      d.type_mask |= uint64_t{1} << t.id;
+      if (r.sharing == SharingMode::kMig) d.mig_profile[t.id] = static_cast<int8_t>(t.FindMigProfile(r.mig_profile));
+    }
+  }
+  // Preference: the job's listed order, or else cheapest first (ties by name for stability).
+  if (r.prefer_listed_order && !r.gpu_types.empty()) {
+    for (const std::string& name : r.gpu_types) {
+      const GpuType* t = catalog.Find(name);
+      if (t && (d.type_mask >> t->id & 1) &&
+          std::find(d.type_order.begin(), d.type_order.end(), t->id) == d.type_order.end()) {
+        d.type_order.push_back(t->id);
+      }
+    }
+  } else {
+    for (const GpuType& t : catalog.types()) {
+      if (d.type_mask >> t.id & 1) d.type_order.push_back(t.id);
+    }
+    std::stable_sort(d.type_order.begin(), d.type_order.end(), [&](GpuTypeId a, GpuTypeId b) {
+      return catalog.Get(a).price_on_demand < catalog.Get(b).price_on_demand;
+    });
+  }
+  switch (r.sharing) {
+    case SharingMode::kExclusive: {
+      if (r.num_nodes > 0) {
+        d.gang_shapes.push_back({r.num_nodes, r.gpus / r.num_nodes});
+        break;
+      }
+      int widest = 0;
+      for (GpuTypeId t : d.type_order) widest = std::max(widest, max_gpus_per_type[t]);
+      // Fewest nodes first: 16 GPUs on 8-GPU nodes try 2x8, then 4x4, 8x2, 16x1.
+      for (int nodes = 1; nodes <= r.gpus && d.gang_shapes.size() < 6; ++nodes) {
+        if (r.gpus % nodes == 0 && r.gpus / nodes <= widest) d.gang_shapes.push_back({nodes, r.gpus / nodes});
+      }
+      break;
+    }
+    case SharingMode::kTimeSlice: d.milli = r.gpu_milli; break;
+    case SharingMode::kMps:
+      d.mps_thread_percent = EffectiveMpsThreadPercent(r);
+      d.milli = d.mps_thread_percent * 10;
+      break;
+    case SharingMode::kMig: break;
+  }
+  return d;
+}
+
+int64_t ShareMemory(const Demand& d, const GpuType& t) {
+  if (d.mode == SharingMode::kMps && d.gpu_memory_mib > 0) return d.gpu_memory_mib;
+  return t.memory_mib * d.spec->request.gpu_milli / kMilliPerGpu;
+}
+
+std::string ShapeKey(const Demand& d) {
+  std::string key;
+  key.reserve(96);
+  const GpuRequest& r = d.spec->request;
+  Append(key, static_cast<uint8_t>(d.mode));
+  Append(key, d.type_mask);
+  Append(key, r.gpus);
+  Append(key, r.num_nodes);
+  Append(key, d.milli);
+  Append(key, d.gpu_memory_mib);
+  Append(key, d.cpus);
+  Append(key, d.memory_mib);
+  key += r.mig_profile;
+  key += '\0';
+  for (const auto& [k, v] : d.spec->node_selector) key += k + '=' + v + '\0';
+  key += '\1';
+  for (const Taint& t : d.spec->tolerations) key += t.key + '=' + t.value + '\0';
+  return key;
+}
+
+std::string DescribeRequest(const JobSpec& spec) {
+  const GpuRequest& r = spec.request;
+  switch (r.sharing) {
+    case SharingMode::kExclusive:
+      if (r.num_nodes > 1) return fmt::format("{} GPUs as {} nodes x {}", r.gpus, r.num_nodes, r.gpus / r.num_nodes);
+      return r.gpus == 1 ? "1 GPU" : fmt::format("{} GPUs", r.gpus);
+    case SharingMode::kTimeSlice: return fmt::format("{:g} of a GPU (time-slice)", r.gpu_milli / 1000.0);
+    case SharingMode::kMps:
+      return fmt::format("{:g} of a GPU (MPS, {}% threads)", r.gpu_milli / 1000.0, EffectiveMpsThreadPercent(r));
+    case SharingMode::kMig: return "MIG " + r.mig_profile;
+  }
+  return "?";
+}
+
+}  // namespace gantry

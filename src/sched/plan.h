@@ -1,0 +1,109 @@
+// The engine's input (a snapshot of nodes, running jobs and the queue at one instant)
+// and its output (a plan). Nodes are referred to by their index in Snapshot::nodes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/node.h"
+#include "core/time.h"
+
+namespace gantry {
+
+// What a job holds on one GPU: all of it (exclusive), a share (time-slice, MPS) or a MIG
+// instance.
+struct GpuShare {
+  int gpu = 0;                   // GPU index on the node
+  int32_t milli = kMilliPerGpu;  // share of the GPU x 1000 (MIG: compute slices / total)
+  int mps_thread_percent = 0;    // MPS only
+  int64_t memory_mib = 0;        // memory reserved for the share (time-slice, MPS, MIG)
+  int mig_profile = -1;          // MIG only: profile index of the node's GPU model
+  int mig_start = -1;            // MIG only: memory slot where the instance starts
+};
+
+struct NodeShare {
+  int node = 0;  // index into Snapshot::nodes
+  std::vector<GpuShare> gpus;
+  int cpus = 0;
+  int64_t memory_mib = 0;
+};
+
+// Where a job runs: one NodeShare per node of its gang.
+struct Placement {
+  std::vector<NodeShare> nodes;
+  int gpu_count() const;
+};
+
+struct RunningJob {
+  JobSpec spec;
+  TimeMs start_ms = 0;
+  Placement placement;
+};
+
+struct PendingJob {
+  JobSpec spec;  // validated (ValidateJobSpec) before it enters the queue
+  TimeMs submit_ms = 0;
+};
+
+struct Snapshot {
+  std::vector<Node> nodes;
+  std::vector<RunningJob> running;
+  std::vector<PendingJob> pending;
+  TimeMs now_ms = 0;
+};
+
+struct StartDecision {
+  size_t pending_index = 0;  // into Snapshot::pending
+  std::string job_id;
+  Placement placement;
+  bool backfilled = false;  // started past a higher-ranked job that waits
+};
+
+// A MIG change the agent must make before a start: destroy unused instances, create new.
+struct MigChange {
+  int node = 0;
+  int gpu = 0;
+  std::vector<MigPlacement> destroy;
+  std::vector<MigPlacement> create;
+  std::string for_job;
+};
+
+struct Reservation {
+  std::string job_id;
+  TimeMs start_ms = 0;  // the latest time the job will start, if estimates hold
+  Placement placement;  // the GPUs held for it
+};
+
+enum class WaitCode : uint8_t {
+  kNoCapacity,         // fits the cluster, not its free GPUs now
+  kBehindReservation,  // would delay a higher-ranked job's reservation
+  kStrictOrder,        // backfill off: waits behind a blocked higher-ranked job
+  kNeverFits,          // larger than any node, no node of its type, ...
+  kNoSchedulableNode,  // only drained or down nodes could hold it
+  kNotExamined,        // past the backfill depth this cycle
+};
+const char* ToString(WaitCode c);
+
+struct WaitingJob {
+  size_t pending_index = 0;
+  std::string job_id;
+  int position = 0;  // 1 = next in line after this cycle
+  WaitCode code = WaitCode::kNoCapacity;
+  std::string reason;                  // for people: "needs 8 GPUs on one node; ..."
+  TimeMs estimated_start_ms = kNever;  // set when the job holds a reservation
+};
+
+struct Plan {
+  std::vector<StartDecision> starts;
+  std::vector<MigChange> mig_changes;
+  std::vector<Reservation> reservations;
+  std::vector<WaitingJob> waiting;  // in queue order
+};
+
+// When a job is expected to end: its estimate if given and not yet passed, else its
+// time limit; an overdue job is assumed to end within a minute.
+TimeMs ExpectedEnd(const JobSpec& spec, TimeMs start_ms, TimeMs now_ms);
+
+}  // namespace gantry

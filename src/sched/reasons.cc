@@ -1,0 +1,119 @@
+// Diagnose: per-filter node counts turned into a sentence.
+#include "sched/reasons.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <map>
+#include <vector>
+
+#include "sched/plugins.h"
+
+namespace gantry {
+
+namespace {
+
+std::string NeedText(const Demand& d) {
+  const GpuRequest& r = d.spec->request;
+  switch (d.mode) {
+    case SharingMode::kExclusive: {
+      const GangShape& s = d.gang_shapes.empty() ? GangShape{1, r.gpus} : d.gang_shapes.front();
+      if (s.nodes == 1) return fmt::format("needs {} GPU{} on one node", s.per_node, s.per_node == 1 ? "" : "s");
+      return fmt::format("needs {} nodes with {} free GPU{} each", s.nodes, s.per_node, s.per_node == 1 ? "" : "s");
+    }
+    case SharingMode::kTimeSlice: return fmt::format("needs {:g} of a GPU (time-slice)", r.gpu_milli / 1000.0);
+    case SharingMode::kMps: return fmt::format("needs {:g} of a GPU (MPS)", r.gpu_milli / 1000.0);
+    case SharingMode::kMig: return "needs a MIG " + r.mig_profile + " instance";
+  }
+  return "";
+}
+
+// GPUs of node n the demand could use if the node were empty.
+int UsableGpus(const Node& node, const Demand& d) {
+  int usable = 0;
+  for (const Gpu& g : node.gpus) {
+    usable += g.health == GpuHealth::kHealthy && !g.fenced && g.mig_enabled == (d.mode == SharingMode::kMig) ? 1 : 0;
+  }
+  return usable;
+}
+
+}  // namespace
+
+Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
+  const auto& nodes = state.snapshot().nodes;
+  Diagnosis out;
+  std::string need = NeedText(d);
+  if (d.type_mask == 0) {
+    out.code = WaitCode::kNeverFits;
+    out.text = need + "; no GPU type can serve it";
+    return out;
+  }
+  bool type_present = false;
+  for (size_t n = 0; n < nodes.size(); ++n) type_present = type_present || (d.type_mask >> state.node(n).type & 1);
+  if (!type_present) {
+    std::string names;
+    for (GpuTypeId t : d.type_order) names += (names.empty() ? "" : ", ") + state.catalog().Get(t).name;
+    out.code = WaitCode::kNeverFits;
+    out.text = fmt::format("{}; no node has type {}", need, names);
+    return out;
+  }
+  std::vector<GangShape> shapes = d.gang_shapes;
+  if (d.mode != SharingMode::kExclusive) shapes = {{1, 1}};
+  const int smallest_part = shapes.empty() ? d.total_gpus() : shapes.back().per_node;
+  std::map<std::string, int> turned_away;  // failure -> node count
+  // Nodes that pass the static filters, by usable GPUs, split by whether they are up.
+  std::vector<int> up_sizes;
+  std::vector<int> all_sizes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int n = static_cast<int>(i);
+    const FilterPlugin* failed = FailedStaticFilter(nodes[n], state.node(n), d);
+    if (failed && std::string(failed->name) != "NodeState") {
+      turned_away[failed->failure]++;
+      continue;
+    }
+    int usable = UsableGpus(nodes[n], d);
+    if (usable < smallest_part) {
+      turned_away["too few healthy GPUs"]++;
+      continue;
+    }
+    all_sizes.push_back(usable);
+    if (failed) {
+      turned_away[failed->failure]++;
+      continue;
+    }
+    up_sizes.push_back(usable);
+    const NodeUse& s = state.node(n);
+    if (s.free_cpus < d.cpus) {
+      turned_away["too few free CPUs"]++;
+    } else if (s.free_memory < d.memory_mib) {
+      turned_away["too little free memory"]++;
+    } else if (d.mode == SharingMode::kExclusive) {
+      turned_away["too few free GPUs"]++;
+    } else {
+      turned_away["no GPU with room"]++;
+    }
+  }
+  auto some_shape_fits = [&](const std::vector<int>& sizes) {
+    for (const GangShape& shape : shapes) {
+      int hosts = 0;
+      for (int size : sizes) hosts += size >= shape.per_node ? 1 : 0;
+      if (hosts >= shape.nodes) return true;
+    }
+    return false;
+  };
+  std::string counts;
+  for (const auto& [why, count] : turned_away) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, why);
+  if (some_shape_fits(up_sizes)) {
+    out.code = WaitCode::kNoCapacity;
+    out.text = fmt::format("{}; none free now (0/{} nodes fit: {})", need, nodes.size(), counts);
+  } else if (some_shape_fits(all_sizes)) {
+    out.code = WaitCode::kNoSchedulableNode;
+    out.text = fmt::format("{}; only drained or down nodes could hold it ({})", need, counts);
+  } else {
+    out.code = WaitCode::kNeverFits;
+    out.text = fmt::format("{}; larger than any node can give ({})", need, counts);
+  }
+  return out;
+}
+
+}  // namespace gantry

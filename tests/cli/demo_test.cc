@@ -1,0 +1,72 @@
+// The `gantry demo` binary end to end: the README's main job on the shipped example.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+// Runs a shell command; returns its exit status and fills `out` with stdout.
+int RunCommand(const std::string& cmd, std::string* out) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe.get())) > 0) out->append(buf, n);
+  int status = pclose(pipe.release());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const std::string kDemo = std::string(GANTRY_BINARY) + " demo --cluster " GANTRY_SOURCE_DIR
+                                                       "/examples/clusters/demo.yaml --scenario " GANTRY_SOURCE_DIR
+                                                       "/examples/scenarios/demo.yaml";
+
+TEST(DemoCommand, PlansTheExampleScenario) {
+  std::string out;
+  ASSERT_EQ(RunCommand(kDemo + " -o json", &out), 0) << out;
+  auto doc = nlohmann::json::parse(out);
+  const auto& cycles = doc["cycles"];
+  ASSERT_EQ(cycles.size(), 3u);
+  // Wave 1: the two refused jobs name their field; the gang takes both A100 nodes.
+  EXPECT_EQ(cycles[0]["refused"][0], "vis-bad-1: refused: gpus: must be at least 1, got -2");
+  bool gang = false;
+  for (const auto& s : cycles[0]["starts"]) {
+    if (s["job"] == "nlp-train-1") gang = s["placement"].size() == 2;
+  }
+  EXPECT_TRUE(gang);
+  EXPECT_EQ(cycles[0]["mig_changes"].size(), 1u);
+  // Wave 2: nlp-train-2 holds a reservation, vis-sweep-1 backfills, vis-long-1 waits behind it.
+  ASSERT_EQ(cycles[1]["reservations"].size(), 1u);
+  EXPECT_EQ(cycles[1]["reservations"][0]["job"], "nlp-train-2");
+  EXPECT_EQ(cycles[1]["reservations"][0]["start"], "2026-11-26T11:00:00Z");
+  ASSERT_EQ(cycles[1]["starts"].size(), 1u);
+  EXPECT_EQ(cycles[1]["starts"][0]["job"], "vis-sweep-1");
+  EXPECT_TRUE(cycles[1]["starts"][0]["backfilled"].get<bool>());
+  EXPECT_EQ(cycles[1]["waiting"][1]["code"], "behind_reservation");
+  // Wave 3: the reserved job starts when its GPUs free up.
+  EXPECT_EQ(cycles[2]["starts"][0]["job"], "nlp-train-2");
+  EXPECT_EQ(cycles[2]["status"]["queued"], 1);
+}
+
+TEST(DemoCommand, TextOutputExplainsWaits) {
+  std::string out;
+  ASSERT_EQ(RunCommand(kDemo, &out), 0);
+  EXPECT_NE(out.find("reserved for 2026-11-26T11:00:00Z on h100-0"), std::string::npos) << out;
+  EXPECT_NE(out.find("[backfill]"), std::string::npos);
+}
+
+TEST(DemoCommand, BadClusterFileNamesTheField) {
+  std::string path = ::testing::TempDir() + "/bad_cluster.yaml";
+  FILE* f = fopen(path.c_str(), "w");
+  fputs("node_groups: [{name: x, count: 1, gpu_type: H300, gpus_per_node: 8}]\n", f);
+  fclose(f);
+  std::string out;
+  int rc = RunCommand(std::string(GANTRY_BINARY) + " demo --cluster " + path +
+                          " --scenario " GANTRY_SOURCE_DIR "/examples/scenarios/demo.yaml 2>&1",
+                      &out);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("node_groups[0].gpu_type: unknown GPU type 'H300'"), std::string::npos) << out;
+}
+
+}  // namespace
