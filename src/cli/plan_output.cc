@@ -79,7 +79,7 @@ std::string RenderPlanText(const Plan& plan, const Snapshot& snap, const GpuCata
   for (const WaitingJob& w : plan.waiting) {
     const JobSpec& spec = snap.pending[w.pending_index].spec;
     out += fmt::format("  wait #{:<3} {:<10} {:<8} {:<7} {}\n", w.position, w.job_id, spec.team, spec.priority_class,
-                       w.reason);
+                       plan.reason(w));
   }
   if (out.empty()) out = "  (nothing to do)\n";
   return out;
@@ -115,7 +115,8 @@ nlohmann::json PlanToJson(const Plan& plan, const Snapshot& snap, const GpuCatal
   }
   j["waiting"] = nlohmann::json::array();
   for (const WaitingJob& w : plan.waiting) {
-    nlohmann::json e = {{"job", w.job_id}, {"position", w.position}, {"code", ToString(w.code)}, {"reason", w.reason}};
+    nlohmann::json e = {
+        {"job", w.job_id}, {"position", w.position}, {"code", ToString(w.code)}, {"reason", plan.reason(w)}};
     if (w.estimated_start_ms != kNever) e["estimated_start"] = FormatUtc(w.estimated_start_ms);
     j["waiting"].push_back(std::move(e));
   }

@@ -94,24 +94,32 @@ int64_t ShareMemory(const Demand& d, const GpuType& t) {
   return t.memory_mib * d.spec->request.gpu_milli / kMilliPerGpu;
 }
 
-std::string ShapeKey(const Demand& d) {
-  std::string key;
-  key.reserve(96);
-  const GpuRequest& r = d.spec->request;
-  Append(key, static_cast<uint8_t>(d.mode));
-  Append(key, d.type_mask);
-  Append(key, r.gpus);
-  Append(key, r.num_nodes);
-  Append(key, d.milli);
-  Append(key, d.gpu_memory_mib);
-  Append(key, d.cpus);
-  Append(key, d.memory_mib);
+void AppendShapeKey(const JobSpec& spec, std::string& key) {
+  const GpuRequest& r = spec.request;
+  struct Fixed {  // the numeric fields, zero-padded so equal requests give equal bytes
+    int64_t gpu_memory_mib, memory_mib;
+    int32_t gpus, num_nodes, gpu_milli, mps_thread_percent, cpus;
+    uint8_t sharing, prefer_listed_order, pad[2];
+  } fixed;
+  std::memset(&fixed, 0, sizeof(fixed));
+  fixed = {r.gpu_memory_mib,
+           r.memory_mib,
+           r.gpus,
+           r.num_nodes,
+           r.gpu_milli,
+           r.mps_thread_percent,
+           r.cpus,
+           static_cast<uint8_t>(r.sharing),
+           static_cast<uint8_t>(r.prefer_listed_order),
+           {0, 0}};
+  Append(key, fixed);
   key += r.mig_profile;
   key += '\0';
-  for (const auto& [k, v] : d.spec->node_selector) key += k + '=' + v + '\0';
+  for (const std::string& t : r.gpu_types) key.append(t).push_back('\0');
   key += '\1';
-  for (const Taint& t : d.spec->tolerations) key += t.key + '=' + t.value + '\0';
-  return key;
+  for (const auto& [k, v] : spec.node_selector) key.append(k).append("=").append(v).push_back('\0');
+  key += '\1';
+  for (const Taint& t : spec.tolerations) key.append(t.key).append("=").append(t.value).push_back('\0');
 }
 
 std::string DescribeRequest(const JobSpec& spec) {

@@ -38,8 +38,9 @@ struct Demand {
 // Builds the demand; `max_gpus_per_type` bounds the gang options (from ClusterState).
 Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::vector<int>& max_gpus_per_type);
 
-// Bytes that equal exactly when two demands fit and fail on the same nodes.
-std::string ShapeKey(const Demand& d);
+// Appends to `key` bytes that are equal exactly when two jobs fit and fail on the same
+// nodes (request, selector, tolerations; not the preferences, which only score).
+void AppendShapeKey(const JobSpec& spec, std::string& key);
 
 // Memory a share of type t takes: MPS pinned limit or the fraction of the GPU's memory.
 int64_t ShareMemory(const Demand& d, const GpuType& t);

@@ -30,11 +30,16 @@ const char* ToString(WaitCode c) {
 
 namespace {
 
-// What this cycle learned about one job shape.
-struct ShapeMemo {
-  bool fails_now = false;  // no room even ignoring reservations
-  bool diagnosed = false;
-  Diagnosis diagnosis;
+// What this cycle knows about one job shape: its compiled demand and what was learned.
+struct ShapeEntry {
+  Demand demand;
+  bool fails_now = false;  // no room even ignoring reservations (stays true: room only shrinks)
+  int reason_id = -1;      // diagnosis, in Plan::reasons
+  WaitCode code = WaitCode::kNoCapacity;
+  // Outcome when respecting the first k reservations: 0 unknown, 1 fails for capacity,
+  // 2 behind a reservation. Valid while generation == the cycle's reservation count.
+  size_t generation = SIZE_MAX;
+  std::vector<int8_t> respecting;
 };
 
 std::string NodeList(const Snapshot& snap, const Placement& p) {
@@ -53,115 +58,160 @@ std::vector<MigPlacement> LayoutAfter(const ClusterState& state, const MigChange
   return layout;
 }
 
+class Cycle {
+ public:
+  Cycle(const Snapshot& snap, const GpuCatalog& catalog, const SchedulerConfig& config)
+      : snap_(snap), catalog_(catalog), config_(config), state_(snap, catalog), placer_(state_, config) {}
+
+  Plan Run();
+
+ private:
+  uint32_t AddReason(std::string text) {
+    plan_.reasons.push_back(std::move(text));
+    return static_cast<uint32_t>(plan_.reasons.size() - 1);
+  }
+  void Wait(const QueueEntry& e, WaitCode code, uint32_t reason, TimeMs estimate = kNever) {
+    plan_.waiting.push_back({e.pending_index, snap_.pending[e.pending_index].spec.id, 0, code, reason, estimate});
+  }
+  ShapeEntry& Shape(const JobSpec& spec);
+  void Consider(const QueueEntry& e);
+
+  const Snapshot& snap_;
+  const GpuCatalog& catalog_;
+  const SchedulerConfig& config_;
+  ClusterState state_;
+  Placer placer_;
+  Plan plan_;
+  std::unordered_map<std::string, ShapeEntry> shapes_;
+  std::string key_;                        // reused buffer for shape keys
+  std::vector<TimeMs> reservation_times_;  // sorted
+  std::string first_blocked_;
+  uint32_t strict_reason_ = 0;
+  int examined_ = 0;
+};
+
+ShapeEntry& Cycle::Shape(const JobSpec& spec) {
+  key_.clear();
+  AppendShapeKey(spec, key_);
+  auto it = shapes_.find(key_);
+  if (it == shapes_.end()) {
+    ShapeEntry entry;
+    entry.demand = CompileDemand(spec, catalog_, state_.max_gpus_per_type());
+    it = shapes_.emplace(key_, std::move(entry)).first;
+  }
+  it->second.demand.spec = &spec;  // the shape's own fields are equal; preferences are the job's
+  return it->second;
+}
+
+void Cycle::Consider(const QueueEntry& e) {
+  const JobSpec& spec = snap_.pending[e.pending_index].spec;
+  const TimeMs now = snap_.now_ms;
+  if (e.class_rank == INT32_MIN) {
+    Wait(e, WaitCode::kNeverFits, AddReason("unknown priority class '" + spec.priority_class + "'"));
+    return;
+  }
+  if (config_.backfill_depth > 0 && examined_ >= config_.backfill_depth) {
+    if (examined_++ == config_.backfill_depth) {
+      strict_reason_ = AddReason(fmt::format("not examined this cycle (backfill depth {})", config_.backfill_depth));
+    }
+    Wait(e, WaitCode::kNotExamined, strict_reason_);
+    return;
+  }
+  ++examined_;
+  if (!first_blocked_.empty() && !config_.backfill_enabled) {
+    Wait(e, WaitCode::kStrictOrder, strict_reason_);
+    return;
+  }
+
+  ShapeEntry& shape = Shape(spec);
+  const Demand& d = shape.demand;
+  const TimeMs end = ExpectedEnd(spec, now, now);
+  const size_t respected = static_cast<size_t>(
+      std::lower_bound(reservation_times_.begin(), reservation_times_.end(), end) - reservation_times_.begin());
+  if (shape.generation != reservation_times_.size()) {
+    shape.generation = reservation_times_.size();
+    shape.respecting.assign(reservation_times_.size() + 1, 0);
+  }
+
+  std::optional<PlacementChoice> choice;
+  WaitCode code = WaitCode::kNoCapacity;
+  if (!shape.fails_now) {
+    int8_t known = shape.respecting[respected];
+    if (respected == 0) {
+      choice = placer_.Find(d, end);
+      shape.fails_now = !choice;
+    } else if (known != 0) {
+      code = known == 2 ? WaitCode::kBehindReservation : WaitCode::kNoCapacity;
+    } else {
+      choice = placer_.Find(d, end);
+      if (!choice) {
+        shape.fails_now = !placer_.Find(d, now);  // would it fit ignoring the reservations?
+        code = shape.fails_now ? WaitCode::kNoCapacity : WaitCode::kBehindReservation;
+        shape.respecting[respected] = shape.fails_now ? 1 : 2;
+      }
+    }
+  }
+
+  if (choice) {
+    for (const MigChange& c : choice->mig_changes) {
+      state_.SetMigLayout(c.node, c.gpu, LayoutAfter(state_, c));
+      plan_.mig_changes.push_back(c);
+    }
+    state_.Apply(choice->placement, d.mode, end);
+    plan_.starts.push_back({e.pending_index, spec.id, std::move(choice->placement), !first_blocked_.empty()});
+    return;
+  }
+
+  std::string reason;
+  if (code == WaitCode::kBehindReservation) {
+    reason = fmt::format("{} free now, but it would still run at {} when GPUs are reserved for a higher-ranked job",
+                         DescribeRequest(spec), FormatUtc(reservation_times_.front()));
+  } else {
+    if (shape.reason_id < 0) {
+      Diagnosis diag = Diagnose(state_, d);
+      shape.code = diag.code;
+      shape.reason_id = static_cast<int>(AddReason(std::move(diag.text)));
+    }
+    code = shape.code;
+    if (code == WaitCode::kNeverFits || code == WaitCode::kNoSchedulableNode) {
+      Wait(e, code, shape.reason_id);  // cannot start whatever runs: holds nothing back
+      return;
+    }
+  }
+  TimeMs estimate = kNever;
+  uint32_t reason_id = 0;
+  if (static_cast<int>(plan_.reservations.size()) < config_.backfill_reservations) {
+    if (auto start = FindEarliestStart(state_, d)) {
+      state_.Reserve(start->placement, start->at_ms);
+      if (reason.empty()) reason = plan_.reasons[shape.reason_id];
+      reason += fmt::format("; reserved for {} on {}", FormatUtc(start->at_ms), NodeList(snap_, start->placement));
+      estimate = start->at_ms;
+      reservation_times_.insert(std::upper_bound(reservation_times_.begin(), reservation_times_.end(), start->at_ms),
+                                start->at_ms);
+      plan_.reservations.push_back({spec.id, start->at_ms, std::move(start->placement)});
+    }
+  }
+  reason_id = reason.empty() ? static_cast<uint32_t>(shape.reason_id) : AddReason(std::move(reason));
+  if (first_blocked_.empty()) {
+    first_blocked_ = spec.id;
+    strict_reason_ = AddReason("waits behind higher-ranked job " + spec.id + " (strict order, backfill off)");
+  }
+  Wait(e, code, reason_id, estimate);
+}
+
+Plan Cycle::Run() {
+  int largest_node = 0;
+  for (int g : state_.max_gpus_per_type()) largest_node = std::max(largest_node, g);
+  std::vector<QueueEntry> order = OrderQueue(snap_.pending, config_, snap_.now_ms, largest_node);
+  plan_.waiting.reserve(order.size());
+  for (const QueueEntry& e : order) Consider(e);
+  for (size_t i = 0; i < plan_.waiting.size(); ++i) plan_.waiting[i].position = static_cast<int>(i) + 1;
+  return std::move(plan_);
+}
+
 }  // namespace
 
-Plan Engine::Schedule(const Snapshot& snap) const {
-  ClusterState state(snap, catalog_);
-  Placer placer(state, config_);
-  const TimeMs now = snap.now_ms;
-  int largest_node = 0;
-  for (int g : state.max_gpus_per_type()) largest_node = std::max(largest_node, g);
-  std::vector<QueueEntry> order = OrderQueue(snap.pending, config_, now, largest_node);
-
-  Plan plan;
-  std::unordered_map<std::string, ShapeMemo> shapes;
-  // Shape + number of reservations a job must respect -> it failed; reset per reservation.
-  std::unordered_map<std::string, WaitCode> fails_respecting;
-  std::vector<TimeMs> reservation_times;  // sorted
-  std::string first_blocked;
-  int examined = 0;
-
-  for (const QueueEntry& e : order) {
-    const PendingJob& job = snap.pending[e.pending_index];
-    auto wait = [&](WaitCode code, std::string reason, TimeMs estimate = kNever) {
-      plan.waiting.push_back({e.pending_index, job.spec.id, 0, code, std::move(reason), estimate});
-    };
-    if (e.class_rank == INT32_MIN) {
-      wait(WaitCode::kNeverFits, "unknown priority class '" + job.spec.priority_class + "'");
-      continue;
-    }
-    if (config_.backfill_depth > 0 && examined >= config_.backfill_depth) {
-      wait(WaitCode::kNotExamined, fmt::format("not examined this cycle (backfill depth {})", config_.backfill_depth));
-      continue;
-    }
-    ++examined;
-    if (!first_blocked.empty() && !config_.backfill_enabled) {
-      wait(WaitCode::kStrictOrder, "waits behind higher-ranked job " + first_blocked + " (strict order, backfill off)");
-      continue;
-    }
-
-    Demand d = CompileDemand(job.spec, catalog_, state.max_gpus_per_type());
-    std::string key = ShapeKey(d);
-    ShapeMemo& memo = shapes[key];
-    const TimeMs end = ExpectedEnd(job.spec, now, now);
-    const int respected = static_cast<int>(std::lower_bound(reservation_times.begin(), reservation_times.end(), end) -
-                                           reservation_times.begin());
-    std::string rkey = key + fmt::format("#{}", respected);
-
-    std::optional<PlacementChoice> choice;
-    WaitCode code = WaitCode::kNoCapacity;
-    if (!memo.fails_now) {
-      auto known = fails_respecting.find(rkey);
-      if (respected == 0) {
-        choice = placer.Find(d, end);
-        memo.fails_now = !choice;
-      } else if (known != fails_respecting.end()) {
-        code = known->second;
-      } else {
-        choice = placer.Find(d, end);
-        if (!choice) {
-          // Would it fit if it ignored the reservations?
-          memo.fails_now = !placer.Find(d, now);
-          code = memo.fails_now ? WaitCode::kNoCapacity : WaitCode::kBehindReservation;
-          fails_respecting[rkey] = code;
-        }
-      }
-    }
-
-    if (choice) {
-      for (const MigChange& c : choice->mig_changes) {
-        state.SetMigLayout(c.node, c.gpu, LayoutAfter(state, c));
-        plan.mig_changes.push_back(c);
-      }
-      state.Apply(choice->placement, d.mode, end);
-      plan.starts.push_back({e.pending_index, job.spec.id, std::move(choice->placement), !first_blocked.empty()});
-      continue;
-    }
-
-    std::string reason;
-    if (code == WaitCode::kBehindReservation) {
-      reason = fmt::format("{} free now, but it would still run at {} when GPUs are reserved for a higher-ranked job",
-                           DescribeRequest(job.spec), FormatUtc(reservation_times.front()));
-    } else {
-      if (!memo.diagnosed) {
-        memo.diagnosis = Diagnose(state, d);
-        memo.diagnosed = true;
-      }
-      code = memo.diagnosis.code;
-      reason = memo.diagnosis.text;
-      if (code == WaitCode::kNeverFits || code == WaitCode::kNoSchedulableNode) {
-        wait(code, reason);  // cannot start whatever runs: holds nothing back
-        continue;
-      }
-    }
-    TimeMs estimate = kNever;
-    if (static_cast<int>(plan.reservations.size()) < config_.backfill_reservations) {
-      if (auto start = FindEarliestStart(state, d)) {
-        state.Reserve(start->placement, start->at_ms);
-        reason += fmt::format("; reserved for {} on {}", FormatUtc(start->at_ms), NodeList(snap, start->placement));
-        estimate = start->at_ms;
-        reservation_times.insert(std::upper_bound(reservation_times.begin(), reservation_times.end(), start->at_ms),
-                                 start->at_ms);
-        fails_respecting.clear();
-        plan.reservations.push_back({job.spec.id, start->at_ms, std::move(start->placement)});
-      }
-    }
-    if (first_blocked.empty()) first_blocked = job.spec.id;
-    wait(code, std::move(reason), estimate);
-  }
-  for (size_t i = 0; i < plan.waiting.size(); ++i) plan.waiting[i].position = static_cast<int>(i) + 1;
-  return plan;
-}
+Plan Engine::Schedule(const Snapshot& snap) const { return Cycle(snap, catalog_, config_).Run(); }
 
 Status CheckAdmissible(const JobSpec& spec, const std::vector<Node>& nodes, const GpuCatalog& catalog) {
   const GpuRequest& r = spec.request;

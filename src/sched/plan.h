@@ -91,7 +91,7 @@ struct WaitingJob {
   std::string job_id;
   int position = 0;  // 1 = next in line after this cycle
   WaitCode code = WaitCode::kNoCapacity;
-  std::string reason;                  // for people: "needs 8 GPUs on one node; ..."
+  uint32_t reason_id = 0;              // into Plan::reasons (jobs of one shape share one)
   TimeMs estimated_start_ms = kNever;  // set when the job holds a reservation
 };
 
@@ -99,7 +99,10 @@ struct Plan {
   std::vector<StartDecision> starts;
   std::vector<MigChange> mig_changes;
   std::vector<Reservation> reservations;
-  std::vector<WaitingJob> waiting;  // in queue order
+  std::vector<WaitingJob> waiting;   // in queue order
+  std::vector<std::string> reasons;  // for people: "needs 8 GPUs on one node; ..."
+
+  const std::string& reason(const WaitingJob& w) const { return reasons[w.reason_id]; }
 };
 
 // When a job is expected to end: its estimate if given and not yet passed, else its

@@ -31,15 +31,13 @@ std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const
       last_rank = c < 0 ? INT32_MIN : config.priority_classes[c].rank;
       last_name = &job.spec.priority_class;
     }
-    order.push_back({i, last_rank, QueueScore(job, config, now_ms, largest_node_gpus)});
+    order.push_back({i, last_rank, QueueScore(job, config, now_ms, largest_node_gpus), job.submit_ms});
   }
   std::sort(order.begin(), order.end(), [&](const QueueEntry& a, const QueueEntry& b) {
     if (a.class_rank != b.class_rank) return a.class_rank > b.class_rank;
     if (a.score != b.score) return a.score > b.score;
-    const PendingJob& ja = pending[a.pending_index];
-    const PendingJob& jb = pending[b.pending_index];
-    if (ja.submit_ms != jb.submit_ms) return ja.submit_ms < jb.submit_ms;
-    return ja.spec.id < jb.spec.id;
+    if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms;
+    return pending[a.pending_index].spec.id < pending[b.pending_index].spec.id;
   });
   return order;
 }

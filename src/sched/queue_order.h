@@ -19,6 +19,7 @@ struct QueueEntry {
   size_t pending_index = 0;
   int class_rank = 0;
   double score = 0;
+  TimeMs submit_ms = 0;
 };
 
 double QueueScore(const PendingJob& job, const SchedulerConfig& config, TimeMs now_ms, int largest_node_gpus);

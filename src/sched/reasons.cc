@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <map>
+#include <string_view>
 #include <vector>
 
 #include "sched/plugins.h"
@@ -60,39 +60,51 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
   std::vector<GangShape> shapes = d.gang_shapes;
   if (d.mode != SharingMode::kExclusive) shapes = {{1, 1}};
   const int smallest_part = shapes.empty() ? d.total_gpus() : shapes.back().per_node;
-  std::map<std::string, int> turned_away;  // failure -> node count
+  // Nodes turned away, per static filter (by index) and per capacity shortage.
+  size_t filter_count = 0;
+  const FilterPlugin* filters = StaticFilters(&filter_count);
+  enum Shortage { kFewHealthy, kFewCpus, kLittleMemory, kFewFreeGpus, kNoRoom, kShortages };
+  static constexpr const char* kShortageText[kShortages] = {
+      "too few healthy GPUs", "too few free CPUs", "too little free memory", "too few free GPUs", "no GPU with room"};
+  std::vector<int> by_filter(filter_count, 0);
+  int shortages[kShortages] = {};
   // Nodes that pass the static filters, by usable GPUs, split by whether they are up.
   std::vector<int> up_sizes;
   std::vector<int> all_sizes;
   for (size_t i = 0; i < nodes.size(); ++i) {
     int n = static_cast<int>(i);
     const FilterPlugin* failed = FailedStaticFilter(nodes[n], state.node(n), d);
-    if (failed && std::string(failed->name) != "NodeState") {
-      turned_away[failed->failure]++;
+    bool down = failed && std::string_view(failed->name) == "NodeState";
+    if (failed && !down) {
+      by_filter[failed - filters]++;
       continue;
     }
     int usable = UsableGpus(nodes[n], d);
     if (usable < smallest_part) {
-      turned_away["too few healthy GPUs"]++;
+      shortages[kFewHealthy]++;
       continue;
     }
     all_sizes.push_back(usable);
-    if (failed) {
-      turned_away[failed->failure]++;
+    if (down) {
+      by_filter[failed - filters]++;
       continue;
     }
     up_sizes.push_back(usable);
     const NodeUse& s = state.node(n);
     if (s.free_cpus < d.cpus) {
-      turned_away["too few free CPUs"]++;
+      shortages[kFewCpus]++;
     } else if (s.free_memory < d.memory_mib) {
-      turned_away["too little free memory"]++;
-    } else if (d.mode == SharingMode::kExclusive) {
-      turned_away["too few free GPUs"]++;
+      shortages[kLittleMemory]++;
     } else {
-      turned_away["no GPU with room"]++;
+      shortages[d.mode == SharingMode::kExclusive ? kFewFreeGpus : kNoRoom]++;
     }
   }
+  std::string counts;
+  auto count = [&](int c, const char* what) {
+    if (c > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", c, what);
+  };
+  for (size_t f = 0; f < filter_count; ++f) count(by_filter[f], filters[f].failure);
+  for (int k = 0; k < kShortages; ++k) count(shortages[k], kShortageText[k]);
   auto some_shape_fits = [&](const std::vector<int>& sizes) {
     for (const GangShape& shape : shapes) {
       int hosts = 0;
@@ -101,8 +113,6 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
     }
     return false;
   };
-  std::string counts;
-  for (const auto& [why, count] : turned_away) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, why);
   if (some_shape_fits(up_sizes)) {
     out.code = WaitCode::kNoCapacity;
     out.text = fmt::format("{}; none free now (0/{} nodes fit: {})", need, nodes.size(), counts);

@@ -38,7 +38,7 @@ TEST(Backfill, ShortJobFillsTheHoleWithoutDelayingTheReservation) {
   EXPECT_EQ(big->estimated_start_ms, 2 * kHourMs);
   const WaitingJob* lng = FindWaiting(plan, "long");
   EXPECT_EQ(lng->code, WaitCode::kBehindReservation);
-  EXPECT_NE(lng->reason.find("would still run at 1970-01-01T02:00:00Z"), std::string::npos) << lng->reason;
+  EXPECT_NE(plan.reason(*lng).find("would still run at 1970-01-01T02:00:00Z"), std::string::npos) << plan.reason(*lng);
 }
 
 TEST(Backfill, StrictOrderWhenBackfillIsOff) {
@@ -47,7 +47,7 @@ TEST(Backfill, StrictOrderWhenBackfillIsOff) {
   Plan plan = Schedule(BackfillCase(), fifo);
   EXPECT_TRUE(plan.starts.empty());
   EXPECT_EQ(FindWaiting(plan, "short")->code, WaitCode::kStrictOrder);
-  EXPECT_NE(FindWaiting(plan, "short")->reason.find("behind higher-ranked job big"), std::string::npos);
+  EXPECT_NE(plan.reason(*FindWaiting(plan, "short")).find("behind higher-ranked job big"), std::string::npos);
   EXPECT_EQ(FindWaiting(plan, "big")->estimated_start_ms, 2 * kHourMs);  // still told when it starts
 }
 

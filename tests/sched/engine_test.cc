@@ -80,7 +80,7 @@ TEST(Engine, GangTakesWholeNodesOrNothing) {
   plan = Schedule(snap);
   EXPECT_TRUE(plan.starts.empty());
   ASSERT_EQ(plan.waiting.size(), 1u);
-  EXPECT_EQ(plan.waiting[0].reason.substr(0, 36), "needs 3 nodes with 8 free GPUs each;");
+  EXPECT_EQ(plan.reason(plan.waiting[0]).substr(0, 36), "needs 3 nodes with 8 free GPUs each;");
 }
 
 TEST(Engine, GangSplitsWhenNoSingleNodeHasRoom) {
@@ -167,14 +167,15 @@ TEST(Engine, ExplainsWhyJobsWait) {
   Plan plan = Schedule(snap);
   EXPECT_TRUE(plan.starts.empty());
   EXPECT_EQ(FindWaiting(plan, "h200")->code, WaitCode::kNeverFits);
-  EXPECT_NE(FindWaiting(plan, "h200")->reason.find("no node has type H200-141GB"), std::string::npos);
+  EXPECT_NE(plan.reason(*FindWaiting(plan, "h200")).find("no node has type H200-141GB"), std::string::npos);
   EXPECT_EQ(FindWaiting(plan, "big")->code, WaitCode::kNeverFits);
-  EXPECT_NE(FindWaiting(plan, "big")->reason.find("larger than any node"), std::string::npos);
-  EXPECT_EQ(FindWaiting(plan, "down")->code, WaitCode::kNoSchedulableNode) << FindWaiting(plan, "down")->reason;
+  EXPECT_NE(plan.reason(*FindWaiting(plan, "big")).find("larger than any node"), std::string::npos);
+  EXPECT_EQ(FindWaiting(plan, "down")->code, WaitCode::kNoSchedulableNode) << plan.reason(*FindWaiting(plan, "down"));
   const WaitingJob* busy = FindWaiting(plan, "busy");
   EXPECT_EQ(busy->code, WaitCode::kNoCapacity);
-  EXPECT_EQ(busy->reason.substr(0, 60), "needs 8 GPUs on one node; none free now (0/3 nodes fit: 1 to");
-  EXPECT_NE(busy->reason.find("reserved for 1970-01-02T00:00:00Z on a"), std::string::npos) << busy->reason;
+  EXPECT_EQ(plan.reason(*busy).substr(0, 96),
+            "needs 8 GPUs on one node; none free now (0/3 nodes fit: 2 wrong GPU type, 1 too few free GPUs); ");
+  EXPECT_NE(plan.reason(*busy).find("reserved for 1970-01-02T00:00:00Z on a"), std::string::npos) << plan.reason(*busy);
 }
 
 TEST(Engine, SameInputSamePlan) {
@@ -191,7 +192,7 @@ TEST(Engine, SameInputSamePlan) {
     EXPECT_EQ(Where(snap, a.starts[i].placement), Where(snap, b.starts[i].placement));
   }
   ASSERT_EQ(a.waiting.size(), b.waiting.size());
-  for (size_t i = 0; i < a.waiting.size(); ++i) EXPECT_EQ(a.waiting[i].reason, b.waiting[i].reason);
+  for (size_t i = 0; i < a.waiting.size(); ++i) EXPECT_EQ(a.reason(a.waiting[i]), b.reason(b.waiting[i]));
 }
 
 }  // namespace
