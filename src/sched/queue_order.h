@@ -3,7 +3,7 @@
 //
 // Worked example (age_weight 1000, age_max 7d, size_weight 500, largest node 8 GPUs):
 // job A (high, waiting 1d, 8 GPUs) scores 1000*1/7 + 500*1 = 642.9; job B (high, waiting
-// 3.5d, 1 GPU) scores 500 + 62.5 = 562.5; job C (critical, just submitted) scores 0.
+// 3.5d, 1 GPU) scores 500 + 62.5 = 562.5; job C (critical, just submitted, 1 GPU) 62.5.
 // Order: C (critical outranks high), then A, then B.
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/apply_plan.h"
+#include "sched/queue_order.h"
 #include "test_util.h"
 
 namespace gantry {
@@ -53,6 +54,24 @@ TEST(Engine, HigherClassGoesFirstWhateverItsAge) {
   ASSERT_EQ(plan.starts.size(), 1u);
   EXPECT_EQ(plan.starts[0].job_id, "new-critical");
   EXPECT_EQ(plan.waiting[0].job_id, "old-low");
+}
+
+TEST(QueueOrder, WorkedExampleFromTheHeader) {
+  SchedulerConfig config = SchedulerConfig::Builtin();
+  config.age_weight = 1000;
+  config.age_max_ms = 7 * 24 * kHourMs;
+  config.size_weight = 500;
+  const TimeMs now = 10 * 24 * kHourMs;
+  std::vector<PendingJob> q = {Pending(MakeJob("A").Class("high").Gpus(8), now - 24 * kHourMs),
+                               Pending(MakeJob("B").Class("high").Gpus(1), now - 84 * kHourMs),
+                               Pending(MakeJob("C").Class("critical").Gpus(1), now)};
+  EXPECT_NEAR(QueueScore(q[0], config, now, 8), 1000.0 / 7 + 500, 1e-9);  // 642.9
+  EXPECT_NEAR(QueueScore(q[1], config, now, 8), 500 + 62.5, 1e-9);
+  EXPECT_NEAR(QueueScore(q[2], config, now, 8), 62.5, 1e-9);
+  std::vector<QueueEntry> order = OrderQueue(q, config, now, 8);
+  EXPECT_EQ(q[order[0].pending_index].spec.id, "C");
+  EXPECT_EQ(q[order[1].pending_index].spec.id, "A");
+  EXPECT_EQ(q[order[2].pending_index].spec.id, "B");
 }
 
 TEST(Engine, OlderJobGoesFirstWithinAClass) {
