@@ -82,9 +82,11 @@ std::vector<RunningJob> FillCluster(const std::vector<Node>& nodes) {
       if (g.mig_enabled) {
         for (const MigInstance& m : g.mig_instances) {
           RunningJob r;
-          r.spec.id = "run-" + std::to_string(id++);
-          r.spec.request.sharing = SharingMode::kMig;
-          r.spec.estimated_duration_ms = (1 + id % 20) * kHourMs;
+          auto spec = std::make_shared<JobSpec>();
+          spec->id = "run-" + std::to_string(id++);
+          spec->request.sharing = SharingMode::kMig;
+          spec->estimated_duration_ms = (1 + id % 20) * kHourMs;
+          r.spec = spec;
           r.placement.nodes.push_back(
               {static_cast<int>(n),
                {{.gpu = g.index, .mig_profile = m.placement.profile, .mig_start = m.placement.start}},
@@ -95,8 +97,10 @@ std::vector<RunningJob> FillCluster(const std::vector<Node>& nodes) {
         continue;
       }
       RunningJob r;
-      r.spec.id = "run-" + std::to_string(id++);
-      r.spec.estimated_duration_ms = (1 + id % 20) * kHourMs;
+      auto spec = std::make_shared<JobSpec>();
+      spec->id = "run-" + std::to_string(id++);
+      spec->estimated_duration_ms = (1 + id % 20) * kHourMs;
+      r.spec = spec;
       r.placement.nodes.push_back({static_cast<int>(n), {{.gpu = g.index}}, 1, 0});
       running.push_back(std::move(r));
     }
@@ -111,9 +115,12 @@ void BM_FullCycle(benchmark::State& state) {
   snap.nodes = MakeNodes(static_cast<int>(state.range(0)));
   snap.running = FillCluster(snap.nodes);
   for (int i = 0; i < state.range(1); ++i) {
-    snap.pending.push_back({MixedJob(rng, i), snap.now_ms - static_cast<TimeMs>(rng() % (50 * kHourMs))});
+    snap.pending.push_back(
+        {std::make_shared<const JobSpec>(MixedJob(rng, i)), snap.now_ms - static_cast<TimeMs>(rng() % (50 * kHourMs))});
   }
-  Engine engine(Cat(), SchedulerConfig::Builtin());
+  SchedulerConfig config = SchedulerConfig::Builtin();
+  config.backfill_depth = static_cast<int>(state.range(2));
+  Engine engine(Cat(), config);
   size_t starts = 0;
   for (auto _ : state) {
     Plan plan = engine.Schedule(snap);
@@ -123,7 +130,12 @@ void BM_FullCycle(benchmark::State& state) {
   state.counters["starts"] = static_cast<double>(starts);
   state.counters["running"] = static_cast<double>(snap.running.size());
 }
-BENCHMARK(BM_FullCycle)->Args({1000, 10000})->Args({10000, 100000})->Unit(benchmark::kMillisecond);
+// Third argument: backfill depth (0 examines every pending job, the worst case).
+BENCHMARK(BM_FullCycle)
+    ->Args({1000, 10000, 0})
+    ->Args({10000, 100000, 0})
+    ->Args({10000, 100000, 1000})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_PlaceOne(benchmark::State& state) {
   std::mt19937 rng(7);
@@ -159,7 +171,7 @@ void BM_PendingJobMemory(benchmark::State& state) {
     size_t before = mallinfo2().uordblks;
     std::vector<PendingJob> queue;
     queue.reserve(kJobs);
-    for (int i = 0; i < kJobs; ++i) queue.push_back({MixedJob(rng, i), i});
+    for (int i = 0; i < kJobs; ++i) queue.push_back({std::make_shared<const JobSpec>(MixedJob(rng, i)), i});
     per_job = static_cast<double>(mallinfo2().uordblks - before) / kJobs;
     benchmark::DoNotOptimize(queue);
   }

@@ -99,12 +99,14 @@ inline Node MakeMigNode(std::string id, const std::string& type, int gpus, std::
   return n;
 }
 
-inline PendingJob Pending(JobSpec spec, TimeMs submit_ms = 0) { return {std::move(spec), submit_ms}; }
+inline PendingJob Pending(JobSpec spec, TimeMs submit_ms = 0) {
+  return {std::make_shared<const JobSpec>(std::move(spec)), submit_ms};
+}
 
 // A running job holding whole GPUs `gpus` of node `node`, started at `start_ms`.
 inline RunningJob Running(JobSpec spec, int node, std::vector<int> gpus, TimeMs start_ms = 0) {
   RunningJob r;
-  r.spec = std::move(spec);
+  r.spec = std::make_shared<const JobSpec>(std::move(spec));
   r.start_ms = start_ms;
   NodeShare ns;
   ns.node = node;

@@ -70,9 +70,9 @@ Expected<std::vector<Wave>> LoadScenario(const std::string& path, const ConfigSe
 std::vector<std::string> FinishJobs(Snapshot& snap) {
   std::vector<std::string> done;
   std::erase_if(snap.running, [&](const RunningJob& j) {
-    DurationMs d = j.spec.estimated_duration_ms > 0 ? j.spec.estimated_duration_ms : j.spec.time_limit_ms;
+    DurationMs d = j.spec->estimated_duration_ms > 0 ? j.spec->estimated_duration_ms : j.spec->time_limit_ms;
     if (j.start_ms + d > snap.now_ms) return false;
-    done.push_back(j.spec.id);
+    done.push_back(j.spec->id);
     return true;
   });
   return done;
@@ -107,7 +107,7 @@ int RunDemo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   for (const Wave& wave : *waves) {
     snap.now_ms = start + wave.at_ms;
     std::vector<std::string> finished = FinishJobs(snap);
-    for (const JobSpec& spec : wave.jobs) snap.pending.push_back({spec, snap.now_ms});
+    for (const JobSpec& spec : wave.jobs) snap.pending.push_back({std::make_shared<const JobSpec>(spec), snap.now_ms});
     Plan plan = engine.Schedule(snap);
     if (options.json) {
       nlohmann::json c = PlanToJson(plan, snap, config->catalog);

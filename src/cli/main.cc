@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "cli/demo.h"
+#include "cli/sim_command.h"
+#include "sim/policy.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Gantry: a GPU cluster manager for ML teams"};
@@ -22,7 +24,34 @@ int main(int argc, char** argv) {
   std::string output = "text";
   demo_cmd->add_option("-o,--output", output, "text or json")->check(CLI::IsMember({"text", "json"}));
 
+  gantry::SimCommandOptions sim;
+  CLI::App* sim_cmd = app.add_subcommand("sim", "Replay a job trace through the scheduler on a simulated cluster");
+  sim_cmd->add_option("--cluster", sim.cluster_path, "Cluster YAML (node_groups)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sim_cmd->add_option("--trace", sim.trace_path, "Trace file")->required()->check(CLI::ExistingFile);
+  sim_cmd->add_option("--trace-format", sim.trace_format, "philly or csv")->check(CLI::IsMember({"philly", "csv"}));
+  sim_cmd->add_option("--policy", sim.sim.policy, "Scheduling policy")->check(CLI::IsMember(gantry::PolicyNames()));
+  sim_cmd->add_option("--compare", sim.compare, "Several policies, one table")
+      ->delimiter(',')
+      ->check(CLI::IsMember(gantry::PolicyNames()));
+  sim_cmd->add_option("--config", sim.config_dir, "Config directory (default: built-in defaults)");
+  sim_cmd->add_option("--seed", sim.sim.seed, "Seed for estimate noise");
+  sim_cmd->add_option("--json", sim.json_path, "Write the metrics as JSON");
+  sim_cmd->add_option("--html", sim.html_path, "Write a self-contained HTML report");
+  sim_cmd->add_flag("--strict", sim.strict, "A malformed trace row is fatal");
+  sim_cmd->add_flag("--scale-by-gpu-speed", sim.sim.scale_by_gpu_speed, "Scale run times by relative GPU speed");
+  double restart_overhead_s = 60;
+  sim_cmd->add_option("--restart-overhead", restart_overhead_s, "Seconds a preempted job pays to restart")
+      ->check(CLI::Range(0.0, 86400.0));
+  sim_cmd->add_option("--estimate-error", sim.sim.estimate_error, "Runtime estimate noise e: duration x U(1-e,1+e)")
+      ->check(CLI::Range(0.0, 0.99));
+
   CLI11_PARSE(app, argc, argv);
+  if (*sim_cmd) {
+    sim.sim.restart_overhead_ms = static_cast<gantry::DurationMs>(restart_overhead_s * 1000);
+    return gantry::RunSimCommand(sim, std::cout, std::cerr);
+  }
   if (*demo_cmd) {
     demo.json = output == "json";
     return gantry::RunDemo(demo, std::cout, std::cerr);

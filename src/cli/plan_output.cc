@@ -71,13 +71,13 @@ std::string RenderPlanText(const Plan& plan, const Snapshot& snap, const GpuCata
     out += fmt::format("  mig      {} GPU {}:{} (for {})\n", snap.nodes[c.node].id, c.gpu, what, c.for_job);
   }
   for (const StartDecision& s : plan.starts) {
-    const JobSpec& spec = snap.pending[s.pending_index].spec;
+    const JobSpec& spec = *snap.pending[s.pending_index].spec;
     out += fmt::format("  start    {:<10} {:<8} {:<7} {:<34} -> {}{}\n", s.job_id, spec.team, spec.priority_class,
                        DescribeRequest(spec), DescribePlacement(s.placement, snap, catalog, spec.request.sharing),
                        s.backfilled ? "  [backfill]" : "");
   }
   for (const WaitingJob& w : plan.waiting) {
-    const JobSpec& spec = snap.pending[w.pending_index].spec;
+    const JobSpec& spec = *snap.pending[w.pending_index].spec;
     out += fmt::format("  wait #{:<3} {:<10} {:<8} {:<7} {}\n", w.position, w.job_id, spec.team, spec.priority_class,
                        plan.reason(w));
   }

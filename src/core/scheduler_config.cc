@@ -118,9 +118,11 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   }
 
   YamlReader q(queue, "queue_order");
+  c.class_tiers = q.Optional<bool>("class_tiers", c.class_tiers);
   c.age_weight = q.Optional<double>("age_weight", c.age_weight);
   c.age_max_ms = ReadDuration(q, "age_max", c.age_max_ms);
   c.size_weight = q.Optional<double>("size_weight", c.size_weight);
+  c.recalc_period_ms = ReadDuration(q, "recalc_period", c.recalc_period_ms);
   if (Status s = q.Finish(); !s.ok()) return s;
   if (c.age_max_ms <= 0) return Status::Invalid("queue_order.age_max", "must be positive");
 

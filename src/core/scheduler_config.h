@@ -25,13 +25,17 @@ struct SchedulerConfig {
 
   // Queue order within a class: score = age_weight * min(1, age / age_max)
   //                                    + size_weight * min(1, gpus / largest node's GPUs)
+  bool class_tiers = true;  // false: ignore priority classes (pure FIFO by score and age)
   double age_weight = 1000;
   DurationMs age_max_ms = 7 * 24 * kHourMs;
   double size_weight = 0;
+  // How often a long-lived queue (the simulator's, the server's) recomputes time-dependent
+  // scores and re-sorts, like Slurm's PriorityCalcPeriod.
+  DurationMs recalc_period_ms = 5 * kMinuteMs;
 
   bool backfill_enabled = true;
   int backfill_reservations = 1;  // blocked jobs that get a reservation (1 = EASY backfill)
-  int backfill_depth = 0;         // pending jobs examined per cycle; 0 = all
+  int backfill_depth = 1000;      // pending jobs examined per cycle; 0 = all
 
   PlacementStrategy strategy = PlacementStrategy::kPack;
   int candidates_per_type = 8;  // feasible nodes scored per GPU type

@@ -61,7 +61,10 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
       gpus_.push_back(std::move(gs));
     }
     if (s.type < types) max_gpus_[s.type] = std::max(max_gpus_[s.type], s.gpu_count);
-    if (s.schedulable && has_mig) mig_nodes_[s.type].push_back(static_cast<int>(i));
+    if (s.schedulable && has_mig) {
+      mig_nodes_[s.type].push_back(static_cast<int>(i));
+      has_partial_gpus_ = true;
+    }
   }
   buckets_.assign(types, {});
   for (size_t t = 0; t < types; ++t) buckets_[t].resize(max_gpus_[t] + 1);
@@ -72,14 +75,14 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
       if (ns.node < 0 || ns.node >= static_cast<int>(nodes_.size())) valid = false;
     }
     if (!valid) continue;  // a job on a node that left the snapshot holds nothing here
-    TimeMs end = ExpectedEnd(job.spec, job.start_ms, snapshot.now_ms);
+    TimeMs end = ExpectedEnd(*job.spec, job.start_ms, snapshot.now_ms);
     for (const NodeShare& ns : job.placement.nodes) {
       NodeUse& s = nodes_[ns.node];
       s.free_cpus -= ns.cpus;
       s.free_memory -= ns.memory_mib;
       s.busy_until = std::max(s.busy_until, end);
       for (const GpuShare& share : ns.gpus) {
-        if (share.gpu >= 0 && share.gpu < s.gpu_count) TakeShare(ns.node, share, job.spec.request.sharing, end);
+        if (share.gpu >= 0 && share.gpu < s.gpu_count) TakeShare(ns.node, share, job.spec->request.sharing, end);
       }
     }
   }
@@ -90,6 +93,7 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
 
 void ClusterState::Index(int n) {
   NodeUse& s = nodes_[n];
+  idle_total_ += std::popcount(s.idle_mask);
   auto& bucket = buckets_[s.type][std::popcount(s.idle_mask)];
   bucket_pos_[n] = static_cast<int>(bucket.size());
   bucket.push_back(n);
@@ -98,6 +102,7 @@ void ClusterState::Index(int n) {
 void ClusterState::Unindex(int n) {
   if (bucket_pos_[n] < 0) return;
   NodeUse& s = nodes_[n];
+  idle_total_ -= std::popcount(s.idle_mask);
   auto& bucket = buckets_[s.type][std::popcount(s.idle_mask)];
   int pos = bucket_pos_[n];
   bucket[pos] = bucket.back();
@@ -122,6 +127,7 @@ void ClusterState::TakeShare(int n, const GpuShare& share, SharingMode mode, Tim
       g.mode = mode == SharingMode::kMps ? GpuMode::kMps : GpuMode::kTimeSlice;
       g.milli_used += mode == SharingMode::kMps ? share.mps_thread_percent * 10 : share.milli;
       g.memory_used += share.memory_mib;
+      if (s.schedulable) has_partial_gpus_ = true;
       if (s.schedulable && !in_shared_[n]) {
         in_shared_[n] = true;
         shared_nodes_[s.type].push_back(n);

@@ -66,6 +66,10 @@ class ClusterState {
   const std::vector<int>& MigNodes(GpuTypeId t) const { return mig_nodes_[t]; }
   const std::vector<int>& SharedNodes(GpuTypeId t) const { return shared_nodes_[t]; }
 
+  // True when no job could start: no idle GPU on a schedulable node, and no GPU that is
+  // shared or in MIG mode (which might have room).
+  bool Exhausted() const { return idle_total_ == 0 && !has_partial_gpus_; }
+
   // Takes the resources of `p` for a job expected to end at `end_ms`.
   void Apply(const Placement& p, SharingMode mode, TimeMs end_ms);
   // Holds the resources of `p` for a reservation starting at `at_ms`.
@@ -107,6 +111,8 @@ class ClusterState {
   std::vector<std::vector<int>> mig_nodes_;
   std::vector<std::vector<int>> shared_nodes_;
   std::vector<bool> in_shared_;
+  int64_t idle_total_ = 0;         // idle GPUs on schedulable nodes
+  bool has_partial_gpus_ = false;  // a schedulable node has MIG or shared GPUs
 };
 
 }  // namespace gantry

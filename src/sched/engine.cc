@@ -60,25 +60,36 @@ std::vector<MigPlacement> LayoutAfter(const ClusterState& state, const MigChange
 
 class Cycle {
  public:
-  Cycle(const Snapshot& snap, const GpuCatalog& catalog, const SchedulerConfig& config)
-      : snap_(snap), catalog_(catalog), config_(config), state_(snap, catalog), placer_(state_, config) {}
+  Cycle(const Snapshot& snap, const GpuCatalog& catalog, const SchedulerConfig& config, ScheduleOptions options)
+      : snap_(snap),
+        catalog_(catalog),
+        config_(config),
+        options_(options),
+        state_(snap, catalog),
+        placer_(state_, config) {}
 
   Plan Run();
 
  private:
   uint32_t AddReason(std::string text) {
+    if (!options_.explain) return 0;  // nobody reads reasons then
     plan_.reasons.push_back(std::move(text));
     return static_cast<uint32_t>(plan_.reasons.size() - 1);
   }
   void Wait(const QueueEntry& e, WaitCode code, uint32_t reason, TimeMs estimate = kNever) {
-    plan_.waiting.push_back({e.pending_index, snap_.pending[e.pending_index].spec.id, 0, code, reason, estimate});
+    plan_.waiting.push_back({e.pending_index, snap_.pending[e.pending_index].spec->id, 0, code, reason, estimate});
   }
   ShapeEntry& Shape(const JobSpec& spec);
   void Consider(const QueueEntry& e);
+  // Without explanations: true once no later job can start this cycle.
+  bool Done() const;
+  // Numbers the waiting jobs (or drops the list when not explaining).
+  void Finish();
 
   const Snapshot& snap_;
   const GpuCatalog& catalog_;
   const SchedulerConfig& config_;
+  const ScheduleOptions options_;
   ClusterState state_;
   Placer placer_;
   Plan plan_;
@@ -87,6 +98,7 @@ class Cycle {
   std::vector<TimeMs> reservation_times_;  // sorted
   std::string first_blocked_;
   uint32_t strict_reason_ = 0;
+  uint32_t depth_reason_ = 0;
   int examined_ = 0;
 };
 
@@ -104,7 +116,7 @@ ShapeEntry& Cycle::Shape(const JobSpec& spec) {
 }
 
 void Cycle::Consider(const QueueEntry& e) {
-  const JobSpec& spec = snap_.pending[e.pending_index].spec;
+  const JobSpec& spec = *snap_.pending[e.pending_index].spec;
   const TimeMs now = snap_.now_ms;
   if (e.class_rank == INT32_MIN) {
     Wait(e, WaitCode::kNeverFits, AddReason("unknown priority class '" + spec.priority_class + "'"));
@@ -112,9 +124,9 @@ void Cycle::Consider(const QueueEntry& e) {
   }
   if (config_.backfill_depth > 0 && examined_ >= config_.backfill_depth) {
     if (examined_++ == config_.backfill_depth) {
-      strict_reason_ = AddReason(fmt::format("not examined this cycle (backfill depth {})", config_.backfill_depth));
+      depth_reason_ = AddReason(fmt::format("not examined this cycle (backfill depth {})", config_.backfill_depth));
     }
-    Wait(e, WaitCode::kNotExamined, strict_reason_);
+    Wait(e, WaitCode::kNotExamined, depth_reason_);
     return;
   }
   ++examined_;
@@ -162,13 +174,16 @@ void Cycle::Consider(const QueueEntry& e) {
     return;
   }
 
+  const bool explain = options_.explain;
   std::string reason;
   if (code == WaitCode::kBehindReservation) {
-    reason = fmt::format("{} free now, but it would still run at {} when GPUs are reserved for a higher-ranked job",
-                         DescribeRequest(spec), FormatUtc(reservation_times_.front()));
+    if (explain) {
+      reason = fmt::format("{} free now, but it would still run at {} when GPUs are reserved for a higher-ranked job",
+                           DescribeRequest(spec), FormatUtc(reservation_times_.front()));
+    }
   } else {
     if (shape.reason_id < 0) {
-      Diagnosis diag = Diagnose(state_, d);
+      Diagnosis diag = Diagnose(state_, d, explain);
       shape.code = diag.code;
       shape.reason_id = static_cast<int>(AddReason(std::move(diag.text)));
     }
@@ -179,19 +194,20 @@ void Cycle::Consider(const QueueEntry& e) {
     }
   }
   TimeMs estimate = kNever;
-  uint32_t reason_id = 0;
   if (static_cast<int>(plan_.reservations.size()) < config_.backfill_reservations) {
     if (auto start = FindEarliestStart(state_, d)) {
       state_.Reserve(start->placement, start->at_ms);
-      if (reason.empty()) reason = plan_.reasons[shape.reason_id];
-      reason += fmt::format("; reserved for {} on {}", FormatUtc(start->at_ms), NodeList(snap_, start->placement));
+      if (explain) {
+        if (reason.empty()) reason = plan_.reasons[shape.reason_id];
+        reason += fmt::format("; reserved for {} on {}", FormatUtc(start->at_ms), NodeList(snap_, start->placement));
+      }
       estimate = start->at_ms;
       reservation_times_.insert(std::upper_bound(reservation_times_.begin(), reservation_times_.end(), start->at_ms),
                                 start->at_ms);
       plan_.reservations.push_back({spec.id, start->at_ms, std::move(start->placement)});
     }
   }
-  reason_id = reason.empty() ? static_cast<uint32_t>(shape.reason_id) : AddReason(std::move(reason));
+  uint32_t reason_id = reason.empty() ? static_cast<uint32_t>(shape.reason_id) : AddReason(std::move(reason));
   if (first_blocked_.empty()) {
     first_blocked_ = spec.id;
     strict_reason_ = AddReason("waits behind higher-ranked job " + spec.id + " (strict order, backfill off)");
@@ -202,16 +218,55 @@ void Cycle::Consider(const QueueEntry& e) {
 Plan Cycle::Run() {
   int largest_node = 0;
   for (int g : state_.max_gpus_per_type()) largest_node = std::max(largest_node, g);
-  std::vector<QueueEntry> order = OrderQueue(snap_.pending, config_, snap_.now_ms, largest_node);
-  plan_.waiting.reserve(order.size());
-  for (const QueueEntry& e : order) Consider(e);
-  for (size_t i = 0; i < plan_.waiting.size(); ++i) plan_.waiting[i].position = static_cast<int>(i) + 1;
+  std::vector<QueueEntry> order;
+  if (options_.pending_in_order) {
+    // Entries are made as the walk reaches them: it often stops early.
+    auto entry = [&](size_t i) { return MakeQueueEntry(snap_.pending, i, config_, snap_.now_ms, largest_node); };
+    for (size_t i = 0; i < snap_.pending.size(); ++i) {
+      if (!options_.explain && Done()) break;
+      Consider(entry(i));
+    }
+    Finish();
+    return std::move(plan_);
+  }
+  order = OrderQueue(snap_.pending, config_, snap_.now_ms, largest_node, options_.explain);
+  if (options_.explain) {
+    plan_.waiting.reserve(order.size());
+    for (const QueueEntry& e : order) Consider(e);
+    Finish();
+    return std::move(plan_);
+  }
+  // Without explanations: pop in order from a heap, and stop once nothing more can start.
+  auto after = [&](const QueueEntry& a, const QueueEntry& b) { return QueueBefore(b, a, snap_.pending); };
+  std::make_heap(order.begin(), order.end(), after);
+  for (auto end = order.end(); end != order.begin() && !Done(); --end) {
+    std::pop_heap(order.begin(), end, after);
+    Consider(*(end - 1));
+  }
+  Finish();
   return std::move(plan_);
+}
+
+bool Cycle::Done() const {
+  bool reservations_done = static_cast<int>(plan_.reservations.size()) >= config_.backfill_reservations;
+  bool strict_blocked = !config_.backfill_enabled && !first_blocked_.empty();
+  bool past_depth = config_.backfill_depth > 0 && examined_ >= config_.backfill_depth;
+  return strict_blocked || past_depth || (state_.Exhausted() && reservations_done);
+}
+
+void Cycle::Finish() {
+  if (!options_.explain) {
+    plan_.waiting.clear();
+    return;
+  }
+  for (size_t i = 0; i < plan_.waiting.size(); ++i) plan_.waiting[i].position = static_cast<int>(i) + 1;
 }
 
 }  // namespace
 
-Plan Engine::Schedule(const Snapshot& snap) const { return Cycle(snap, catalog_, config_).Run(); }
+Plan Engine::Schedule(const Snapshot& snap, ScheduleOptions options) const {
+  return Cycle(snap, catalog_, config_, options).Run();
+}
 
 Status CheckAdmissible(const JobSpec& spec, const std::vector<Node>& nodes, const GpuCatalog& catalog) {
   const GpuRequest& r = spec.request;

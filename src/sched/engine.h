@@ -15,11 +15,20 @@
 
 namespace gantry {
 
+struct ScheduleOptions {
+  // false (the simulator): skip the waiting list and its reasons, and stop walking the
+  // queue once no GPU is idle and no reservation is left to make; starts are identical.
+  bool explain = true;
+  // The caller keeps Snapshot::pending in queue order (OrderQueue's order, scores as of
+  // its last recalculation), so the engine need not sort it.
+  bool pending_in_order = false;
+};
+
 class Engine {
  public:
   Engine(const GpuCatalog& catalog, const SchedulerConfig& config) : catalog_(catalog), config_(config) {}
 
-  Plan Schedule(const Snapshot& snapshot) const;
+  Plan Schedule(const Snapshot& snapshot, ScheduleOptions options = {}) const;
 
   const GpuCatalog& catalog() const { return catalog_; }
   const SchedulerConfig& config() const { return config_; }

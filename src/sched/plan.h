@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,14 +37,17 @@ struct Placement {
   int gpu_count() const;
 };
 
+// Job specs are immutable once accepted and shared: a snapshot copies pointers, not specs.
+using JobSpecPtr = std::shared_ptr<const JobSpec>;
+
 struct RunningJob {
-  JobSpec spec;
+  JobSpecPtr spec;
   TimeMs start_ms = 0;
   Placement placement;
 };
 
 struct PendingJob {
-  JobSpec spec;  // validated (ValidateJobSpec) before it enters the queue
+  JobSpecPtr spec;  // validated (ValidateJobSpec) before it enters the queue
   TimeMs submit_ms = 0;
 };
 

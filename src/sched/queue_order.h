@@ -24,8 +24,20 @@ struct QueueEntry {
 
 double QueueScore(const PendingJob& job, const SchedulerConfig& config, TimeMs now_ms, int largest_node_gpus);
 
-// Pending jobs in the order the engine considers them.
+// True when `a` goes before `b` in `pending`: class rank, score, submit time, job id.
+inline bool QueueBefore(const QueueEntry& a, const QueueEntry& b, const std::vector<PendingJob>& pending) {
+  if (a.class_rank != b.class_rank) return a.class_rank > b.class_rank;
+  if (a.score != b.score) return a.score > b.score;
+  if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms;
+  return pending[a.pending_index].spec->id < pending[b.pending_index].spec->id;
+}
+
+// The entry of one pending job (class rank, score, submit time).
+QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const SchedulerConfig& config,
+                          TimeMs now_ms, int largest_node_gpus);
+
+// Pending jobs in the order the engine considers them (unsorted when `sorted` is false).
 std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const SchedulerConfig& config, TimeMs now_ms,
-                                   int largest_node_gpus);
+                                   int largest_node_gpus, bool sorted = true);
 
 }  // namespace gantry

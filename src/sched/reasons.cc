@@ -39,10 +39,10 @@ int UsableGpus(const Node& node, const Demand& d) {
 
 }  // namespace
 
-Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
+Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
   const auto& nodes = state.snapshot().nodes;
   Diagnosis out;
-  std::string need = NeedText(d);
+  std::string need = with_text ? NeedText(d) : std::string();
   if (d.type_mask == 0) {
     out.code = WaitCode::kNeverFits;
     out.text = need + "; no GPU type can serve it";
@@ -54,7 +54,7 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
     std::string names;
     for (GpuTypeId t : d.type_order) names += (names.empty() ? "" : ", ") + state.catalog().Get(t).name;
     out.code = WaitCode::kNeverFits;
-    out.text = fmt::format("{}; no node has type {}", need, names);
+    if (with_text) out.text = fmt::format("{}; no node has type {}", need, names);
     return out;
   }
   std::vector<GangShape> shapes = d.gang_shapes;
@@ -101,6 +101,7 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
   }
   std::string counts;
   auto count = [&](int c, const char* what) {
+    if (!with_text) return;
     if (c > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", c, what);
   };
   for (size_t f = 0; f < filter_count; ++f) count(by_filter[f], filters[f].failure);
@@ -115,13 +116,13 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d) {
   };
   if (some_shape_fits(up_sizes)) {
     out.code = WaitCode::kNoCapacity;
-    out.text = fmt::format("{}; none free now (0/{} nodes fit: {})", need, nodes.size(), counts);
+    if (with_text) out.text = fmt::format("{}; none free now (0/{} nodes fit: {})", need, nodes.size(), counts);
   } else if (some_shape_fits(all_sizes)) {
     out.code = WaitCode::kNoSchedulableNode;
-    out.text = fmt::format("{}; only drained or down nodes could hold it ({})", need, counts);
+    if (with_text) out.text = fmt::format("{}; only drained or down nodes could hold it ({})", need, counts);
   } else {
     out.code = WaitCode::kNeverFits;
-    out.text = fmt::format("{}; larger than any node can give ({})", need, counts);
+    if (with_text) out.text = fmt::format("{}; larger than any node can give ({})", need, counts);
   }
   return out;
 }

@@ -15,7 +15,8 @@ struct Diagnosis {
   std::string text;
 };
 
-// For a demand the placer could not place now (ignoring reservations).
-Diagnosis Diagnose(const ClusterState& state, const Demand& d);
+// For a demand the placer could not place now (ignoring reservations). Without
+// `with_text`, only the code is computed.
+Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text = true);
 
 }  // namespace gantry

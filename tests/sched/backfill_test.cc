@@ -53,8 +53,10 @@ TEST(Backfill, StrictOrderWhenBackfillIsOff) {
 
 TEST(Backfill, ReservationUsesTimeLimitsWhenNoEstimate) {
   Snapshot snap = BackfillCase();
-  snap.running[0].spec.estimated_duration_ms = 0;
-  snap.running[0].spec.time_limit_ms = 6 * kHourMs;
+  JobSpec spec = *snap.running[0].spec;
+  spec.estimated_duration_ms = 0;
+  spec.time_limit_ms = 6 * kHourMs;
+  snap.running[0].spec = std::make_shared<const JobSpec>(spec);
   Plan plan = Schedule(snap);
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].start_ms, 6 * kHourMs);

@@ -69,9 +69,9 @@ TEST(QueueOrder, WorkedExampleFromTheHeader) {
   EXPECT_NEAR(QueueScore(q[1], config, now, 8), 500 + 62.5, 1e-9);
   EXPECT_NEAR(QueueScore(q[2], config, now, 8), 62.5, 1e-9);
   std::vector<QueueEntry> order = OrderQueue(q, config, now, 8);
-  EXPECT_EQ(q[order[0].pending_index].spec.id, "C");
-  EXPECT_EQ(q[order[1].pending_index].spec.id, "A");
-  EXPECT_EQ(q[order[2].pending_index].spec.id, "B");
+  EXPECT_EQ(q[order[0].pending_index].spec->id, "C");
+  EXPECT_EQ(q[order[1].pending_index].spec->id, "A");
+  EXPECT_EQ(q[order[2].pending_index].spec->id, "B");
 }
 
 TEST(Engine, OlderJobGoesFirstWithinAClass) {

@@ -80,7 +80,7 @@ void ExpectNoOverAllocation(const Snapshot& snap) {
       for (const GpuShare& g : ns.gpus) {
         Use& u = use[{ns.node, g.gpu}];
         const Gpu& gpu = snap.nodes[ns.node].gpus[g.gpu];
-        switch (r.spec.request.sharing) {
+        switch (r.spec->request.sharing) {
           case SharingMode::kExclusive: u.exclusive++; break;
           case SharingMode::kTimeSlice:
             u.ts++;
@@ -97,12 +97,12 @@ void ExpectNoOverAllocation(const Snapshot& snap) {
             bool exists = false;
             for (const MigInstance& m : gpu.mig_instances)
               exists |= m.placement == MigPlacement{g.mig_profile, g.mig_start};
-            EXPECT_TRUE(exists) << r.spec.id << " on a MIG instance that does not exist";
+            EXPECT_TRUE(exists) << r.spec->id << " on a MIG instance that does not exist";
             break;
           }
         }
-        if (r.spec.request.sharing != SharingMode::kMig) {
-          EXPECT_FALSE(gpu.mig_enabled) << r.spec.id;
+        if (r.spec->request.sharing != SharingMode::kMig) {
+          EXPECT_FALSE(gpu.mig_enabled) << r.spec->id;
         }
       }
     }
@@ -131,7 +131,7 @@ void ExpectNoOverAllocation(const Snapshot& snap) {
 
 void ExpectWholeGangs(const Snapshot& before, const Plan& plan) {
   for (const StartDecision& s : plan.starts) {
-    const JobSpec& spec = before.pending[s.pending_index].spec;
+    const JobSpec& spec = *before.pending[s.pending_index].spec;
     if (spec.request.sharing != SharingMode::kExclusive) {
       EXPECT_EQ(s.placement.gpu_count(), 1);
       continue;
@@ -158,13 +158,13 @@ void ExpectWholeGangs(const Snapshot& before, const Plan& plan) {
 void ExpectReservationsKept(const Snapshot& after, const Plan& plan) {
   for (const Reservation& res : plan.reservations) {
     for (const RunningJob& r : after.running) {
-      if (ExpectedEnd(r.spec, r.start_ms, after.now_ms) <= res.start_ms) continue;
+      if (ExpectedEnd(*r.spec, r.start_ms, after.now_ms) <= res.start_ms) continue;
       for (const NodeShare& rn : r.placement.nodes) {
         for (const NodeShare& hn : res.placement.nodes) {
           if (rn.node != hn.node) continue;
           for (const GpuShare& a : rn.gpus) {
             for (const GpuShare& b : hn.gpus) {
-              EXPECT_NE(a.gpu, b.gpu) << r.spec.id << " delays the reservation of " << res.job_id;
+              EXPECT_NE(a.gpu, b.gpu) << r.spec->id << " delays the reservation of " << res.job_id;
             }
           }
         }
@@ -182,7 +182,7 @@ TEST(Properties, RandomClustersAndQueues) {
     for (int wave = 0; wave < 3; ++wave) {
       snap.now_ms = wave * 30 * kMinuteMs;
       std::erase_if(snap.running,
-                    [&](const RunningJob& r) { return r.start_ms + r.spec.estimated_duration_ms <= snap.now_ms; });
+                    [&](const RunningJob& r) { return r.start_ms + r.spec->estimated_duration_ms <= snap.now_ms; });
       int jobs = std::uniform_int_distribution<>(0, 25)(rng);
       for (int i = 0; i < jobs; ++i) snap.pending.push_back(Pending(RandomJob(rng, id++), snap.now_ms));
       SchedulerConfig config = SchedulerConfig::Builtin();

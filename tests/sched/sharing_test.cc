@@ -22,7 +22,7 @@ Snapshot RunToQuiet(Snapshot snap) {
 
 int GpuOf(const Snapshot& snap, const std::string& id) {
   for (const RunningJob& r : snap.running) {
-    if (r.spec.id == id) return r.placement.nodes[0].gpus[0].gpu;
+    if (r.spec->id == id) return r.placement.nodes[0].gpus[0].gpu;
   }
   return -1;
 }
@@ -88,7 +88,7 @@ TEST(Sharing, TimeSliceAndMpsNeverMixOnOneGpu) {
 RunningJob RunningMig(const std::string& id, int node, int gpu, const std::string& type, const std::string& profile,
                       int start) {
   RunningJob r;
-  r.spec = MakeJob(id).Mig(profile);
+  r.spec = std::make_shared<const JobSpec>(MakeJob(id).Mig(profile).spec());
   GpuShare share;
   share.gpu = gpu;
   share.mig_profile = Catalog().Find(type)->FindMigProfile(profile);

@@ -1,0 +1,87 @@
+// gantry sim: wiring between files, the simulator and its reports.
+#include "cli/sim_command.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "core/config_dir.h"
+#include "core/spec_yaml.h"
+#include "sim/report.h"
+
+namespace gantry {
+
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& content, std::ostream& err) {
+  std::ofstream f(path);
+  f << content;
+  if (!f) {
+    err << "gantry sim: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostream& err) {
+  auto config = LoadConfigDir(options.config_dir);
+  if (!config) {
+    err << "gantry sim: " << config.status().ToString() << "\n";
+    return 2;
+  }
+  auto nodes = LoadClusterFile(options.cluster_path, config->catalog);
+  if (!nodes) {
+    err << "gantry sim: " << options.cluster_path << ": " << nodes.status().ToString() << "\n";
+    return 2;
+  }
+  TraceFormat format = options.trace_format == "csv" ? TraceFormat::kCsv : TraceFormat::kPhilly;
+  auto trace = LoadTrace(options.trace_path, format, options.strict);
+  if (!trace) {
+    err << "gantry sim: " << options.trace_path << ": " << trace.status().message() << "\n";
+    return 2;
+  }
+  for (size_t i = 0; i < trace->skipped.size() && i < 5; ++i) {
+    err << fmt::format("gantry sim: skipped line {}: {}\n", trace->skipped[i].line, trace->skipped[i].reason);
+  }
+  if (trace->skipped.size() > 5) err << fmt::format("gantry sim: ... {} rows skipped in all\n", trace->skipped.size());
+
+  std::vector<std::string> policies = options.compare;
+  if (policies.empty()) policies = {options.sim.policy};
+  std::vector<PolicyRun> runs;
+  for (const std::string& policy : policies) {
+    SimOptions sim = options.sim;
+    sim.policy = policy;
+    auto started = std::chrono::steady_clock::now();
+    auto result = Simulate(*nodes, *trace, *config, sim);
+    if (!result) {
+      err << "gantry sim: " << result.status().ToString() << "\n";
+      return 2;
+    }
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    runs.push_back({std::move(*result), wall});
+  }
+  out << fmt::format("{} jobs, {} rows skipped, {} GPUs on {} nodes\n", trace->jobs.size(), trace->skipped.size(),
+                     runs.front().result.cluster_gpus, nodes->size());
+  out << CompareTable(runs);
+  if (!options.json_path.empty()) {
+    nlohmann::json doc;
+    if (runs.size() == 1) {
+      doc = SimResultToJson(runs.front());
+    } else {
+      doc["policies"] = nlohmann::json::object();
+      for (const PolicyRun& run : runs) doc["policies"][run.result.policy] = SimResultToJson(run);
+    }
+    if (!WriteFile(options.json_path, doc.dump(2) + "\n", err)) return 1;
+  }
+  if (!options.html_path.empty()) {
+    std::string title =
+        fmt::format("Gantry simulation: {} on {} GPUs", options.trace_path, runs.front().result.cluster_gpus);
+    if (!WriteFile(options.html_path, RenderSimHtml(runs, title), err)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace gantry

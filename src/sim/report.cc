@@ -1,0 +1,70 @@
+// JSON and table renderings of simulation results.
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+namespace gantry {
+
+nlohmann::json SimResultToJson(const PolicyRun& run) {
+  const SimResult& r = run.result;
+  nlohmann::json teams = nlohmann::json::object();
+  for (const auto& [name, t] : r.per_team) {
+    teams[name] = {{"jobs", t.jobs},
+                   {"gpu_hours", t.gpu_hours},
+                   {"share_of_gpu_hours", t.share_of_gpu_hours},
+                   {"queue_delay_mean_s", t.queue_delay_mean_s},
+                   {"queue_delay_max_s", t.queue_delay_max_s},
+                   {"max_starvation_s", t.max_starvation_s}};
+  }
+  return {{"policy", r.policy},
+          {"cluster_gpus", r.cluster_gpus},
+          {"jobs_total", r.jobs_total},
+          {"jobs_completed", r.jobs_completed},
+          {"jobs_rejected", r.jobs_rejected},
+          {"rejected_samples", r.rejected_samples},
+          {"rows_skipped", r.rows_skipped},
+          {"makespan_s", r.makespan_s},
+          {"gpu_utilization", r.gpu_utilization},
+          {"gpu_utilization_when_queued", r.gpu_utilization_when_queued},
+          {"jct_mean_s", r.jct_mean_s},
+          {"jct_p50_s", r.jct_p50_s},
+          {"jct_p95_s", r.jct_p95_s},
+          {"jct_p99_s", r.jct_p99_s},
+          {"queue_delay_mean_s", r.queue_delay_mean_s},
+          {"queue_delay_p50_s", r.queue_delay_p50_s},
+          {"queue_delay_p95_s", r.queue_delay_p95_s},
+          {"queue_delay_p99_s", r.queue_delay_p99_s},
+          {"queue_delay_max_s", r.queue_delay_max_s},
+          {"preemptions", r.preemptions},
+          {"max_team_starvation_s", r.max_team_starvation_s},
+          {"jain_fairness", r.jain_fairness},
+          {"events", r.events},
+          {"scheduling_cycles", r.cycles},
+          {"sim_wall_s", run.wall_s},
+          {"per_team", teams}};
+}
+
+std::string CompareTable(const std::vector<PolicyRun>& runs) {
+  std::string out =
+      fmt::format("{:<10} {:>7} {:>6} {:>6} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>6} {:>7} {:>9}\n", "policy",
+                  "done", "rej", "util", "util|q", "jct_mean", "jct_p95", "qd_mean", "qd_p50", "qd_p95", "preempt",
+                  "jain", "wall_s", "events/s");
+  for (const PolicyRun& run : runs) {
+    const SimResult& r = run.result;
+    out += fmt::format(
+        "{:<10} {:>7} {:>6} {:>6.3f} {:>7.3f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>10.0f} {:>7} {:>6.3f} {:>7.2f} "
+        "{:>9.0f}\n",
+        r.policy, r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.gpu_utilization_when_queued, r.jct_mean_s,
+        r.jct_p95_s, r.queue_delay_mean_s, r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.jain_fairness,
+        run.wall_s, run.wall_s > 0 ? static_cast<double>(r.events) / run.wall_s : 0.0);
+  }
+  if (!runs.empty()) {
+    out += fmt::format("max team starvation (s):");
+    for (const PolicyRun& run : runs)
+      out += fmt::format(" {}={:.0f}", run.result.policy, run.result.max_team_starvation_s);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace gantry

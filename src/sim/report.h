@@ -1,0 +1,22 @@
+// Simulator reports: the JSON object (docs/SIMULATION.md defines every key), a comparison
+// table for the terminal, and a self-contained HTML page with SVG charts.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/simulator.h"
+
+namespace gantry {
+
+struct PolicyRun {
+  SimResult result;
+  double wall_s = 0;  // wall time of the run
+};
+
+nlohmann::json SimResultToJson(const PolicyRun& run);
+std::string CompareTable(const std::vector<PolicyRun>& runs);
+std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string& title);
+
+}  // namespace gantry

@@ -1,0 +1,452 @@
+// The discrete-event loop: arrivals and completions in time order, one engine cycle after
+// each batch of events at the same instant, integrals of allocation and queue length.
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <random>
+
+#include "sched/engine.h"
+#include "sched/queue_order.h"
+#include "sim/policy.h"
+
+namespace gantry {
+
+namespace {
+
+struct JobState {
+  int team = 0;
+  TimeMs first_start = -1;
+  TimeMs end = -1;
+  DurationMs remaining_ms = 0;  // work left, on the original hardware
+  double share = 0;             // GPUs held while running
+  bool rejected = false;
+  bool done = false;
+};
+
+// One logged stretch [t, next t): allocated GPUs, waiting jobs, GPUs per team.
+struct LogEntry {
+  TimeMs t = 0;
+  double allocated = 0;
+  int queued = 0;
+  size_t team_offset = 0;  // into team_log_
+};
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+class Simulation {
+ public:
+  Simulation(const std::vector<Node>& nodes, const Trace& trace, const ConfigSet& config, const SchedulerConfig& policy,
+             const SimOptions& options)
+      : trace_(trace), config_(config), options_(options), engine_(config.catalog, policy), policy_(policy) {
+    snap_.nodes = nodes;
+    for (const Node& n : nodes) {
+      largest_node_ = std::max(largest_node_, static_cast<int>(n.gpus.size()));
+      node_gpu_offset_.push_back(static_cast<int>(gpu_jobs_.size()));
+      for (const Gpu& g : n.gpus) {
+        gpu_jobs_.push_back(0);
+        cluster_gpus_++;
+        if (g.mig_enabled) has_partial_ = true;
+        if (!g.mig_enabled && g.health == GpuHealth::kHealthy && n.schedulable()) idle_gpus_++;
+      }
+    }
+  }
+
+  SimResult Run();
+
+ private:
+  void Admit(size_t i);
+  void Enqueue(PendingJob job, size_t trace_index);
+  void Reorder();
+  void Start(const StartDecision& s);
+  void Finish(size_t job);
+  void Account(TimeMs t);
+  void UpdateStarvation(TimeMs t);
+  void Summarize(SimResult& r);
+  int TeamIndex(const std::string& team);
+
+  const Trace& trace_;
+  const ConfigSet& config_;
+  const SimOptions& options_;
+  Engine engine_;
+  Snapshot snap_;
+  std::vector<size_t> pending_job_;       // trace index of snap_.pending[i]
+  std::vector<QueueEntry> pending_keys_;  // queue key of snap_.pending[i] (pending_index unused)
+  const SchedulerConfig& policy_;
+  int largest_node_ = 0;
+  TimeMs last_reorder_ = 0;
+  std::vector<size_t> running_job_;  // trace index of snap_.running[i]
+  std::vector<size_t> running_pos_;  // trace index -> position in snap_.running
+  std::vector<JobState> jobs_;
+  std::priority_queue<std::pair<TimeMs, size_t>, std::vector<std::pair<TimeMs, size_t>>, std::greater<>> ends_;
+  std::vector<int> node_gpu_offset_;
+  std::vector<int> gpu_jobs_;
+  int cluster_gpus_ = 0;
+  int idle_gpus_ = 0;
+  bool has_partial_ = false;  // MIG GPUs or shared jobs: "no idle GPU" does not mean full
+
+  std::vector<std::string> teams_;
+  std::map<std::string, int> team_index_;
+  std::vector<double> team_alloc_;
+  std::vector<int> team_waiting_;
+  std::vector<TimeMs> starve_since_;
+  std::vector<double> team_max_starve_ms_;
+  std::vector<double> team_gpu_ms_;
+
+  TimeMs t0_ = 0;
+  TimeMs last_t_ = 0;
+  double allocated_ = 0;
+  double alloc_gpu_ms_ = 0;
+  double queued_ms_ = 0;
+  double alloc_when_queued_gpu_ms_ = 0;
+  std::vector<LogEntry> log_;
+  std::vector<double> team_log_;
+  int64_t events_ = 0;
+  int64_t cycles_ = 0;
+  std::vector<std::string> rejected_samples_;
+  int rejected_ = 0;
+};
+
+int Simulation::TeamIndex(const std::string& team) {
+  auto [it, added] = team_index_.emplace(team, static_cast<int>(teams_.size()));
+  if (added) {
+    teams_.push_back(team);
+    team_alloc_.push_back(0);
+    team_waiting_.push_back(0);
+    starve_since_.push_back(-1);
+    team_max_starve_ms_.push_back(0);
+    team_gpu_ms_.push_back(0);
+  }
+  return it->second;
+}
+
+void Simulation::Admit(size_t i) {
+  const TraceJob& tj = trace_.jobs[i];
+  JobState& js = jobs_[i];
+  js.team = TeamIndex(tj.spec.team);
+  JobSpec spec = tj.spec;
+  spec.time_limit_ms = 0;  // the trace's limit is applied below, past the config's maximum
+  Status s = ValidateJobSpec(spec, config_.catalog, config_.scheduler);
+  if (s.ok()) s = CheckAdmissible(spec, snap_.nodes, config_.catalog);
+  if (!s.ok()) {
+    js.rejected = true;
+    ++rejected_;
+    if (rejected_samples_.size() < 10) rejected_samples_.push_back(spec.id + ": " + s.ToString());
+    return;
+  }
+  double slowest = 1.0;
+  if (options_.scale_by_gpu_speed) {
+    for (const GpuType& t : config_.catalog.types()) slowest = std::max(slowest, 1.0 / t.relative_speed);
+  }
+  DurationMs worst_run = static_cast<DurationMs>(static_cast<double>(tj.duration_ms) * slowest) + kHourMs;
+  spec.time_limit_ms = tj.spec.time_limit_ms > 0 ? tj.spec.time_limit_ms : worst_run;
+  if (spec.estimated_duration_ms == 0) spec.estimated_duration_ms = std::max<DurationMs>(tj.duration_ms, 1);
+  if (options_.estimate_error > 0) {
+    std::mt19937_64 rng(options_.seed * 1000003 + i);
+    std::uniform_real_distribution<double> noise(1 - options_.estimate_error, 1 + options_.estimate_error);
+    spec.estimated_duration_ms = std::max<DurationMs>(1, std::llround(spec.estimated_duration_ms * noise(rng)));
+  }
+  if (spec.request.sharing != SharingMode::kExclusive) has_partial_ = true;
+  js.remaining_ms = tj.duration_ms;
+  Enqueue({std::make_shared<const JobSpec>(std::move(spec)), tj.submit_ms}, i);
+  team_waiting_[js.team]++;
+}
+
+// Keeps snap_.pending in queue order: a new job goes where QueueBefore puts it.
+void Simulation::Enqueue(PendingJob job, size_t trace_index) {
+  snap_.pending.push_back(std::move(job));
+  QueueEntry key = MakeQueueEntry(snap_.pending, snap_.pending.size() - 1, policy_, snap_.now_ms, largest_node_);
+  const std::string& id = snap_.pending.back().spec->id;
+  auto before = [&](size_t i) {  // does pending[i] go before the new job?
+    const QueueEntry& k = pending_keys_[i];
+    if (k.class_rank != key.class_rank) return k.class_rank > key.class_rank;
+    if (k.score != key.score) return k.score > key.score;
+    if (k.submit_ms != key.submit_ms) return k.submit_ms < key.submit_ms;
+    return snap_.pending[i].spec->id < id;
+  };
+  size_t lo = 0, hi = pending_keys_.size();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (before(mid))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  pending_keys_.insert(pending_keys_.begin() + static_cast<std::ptrdiff_t>(lo), key);
+  pending_job_.insert(pending_job_.begin() + static_cast<std::ptrdiff_t>(lo), trace_index);
+  std::rotate(snap_.pending.begin() + static_cast<std::ptrdiff_t>(lo), snap_.pending.end() - 1, snap_.pending.end());
+}
+
+// Recomputes every queue key and re-sorts, as Slurm recalculates priorities periodically.
+void Simulation::Reorder() {
+  std::vector<QueueEntry> order = OrderQueue(snap_.pending, policy_, snap_.now_ms, largest_node_);
+  std::vector<PendingJob> pending;
+  std::vector<size_t> jobs;
+  pending.reserve(order.size());
+  jobs.reserve(order.size());
+  for (const QueueEntry& e : order) {
+    pending.push_back(std::move(snap_.pending[e.pending_index]));
+    jobs.push_back(pending_job_[e.pending_index]);
+  }
+  snap_.pending = std::move(pending);
+  pending_job_ = std::move(jobs);
+  pending_keys_ = std::move(order);
+  last_reorder_ = snap_.now_ms;
+}
+
+void Simulation::Start(const StartDecision& s) {
+  size_t job = pending_job_[s.pending_index];
+  JobState& js = jobs_[job];
+  const JobSpec& spec = *snap_.pending[s.pending_index].spec;
+  double share = 0;
+  for (const NodeShare& ns : s.placement.nodes) {
+    for (const GpuShare& g : ns.gpus) {
+      share += spec.request.sharing == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
+      int& count = gpu_jobs_[node_gpu_offset_[ns.node] + g.gpu];
+      if (count++ == 0 && !snap_.nodes[ns.node].gpus[g.gpu].mig_enabled) idle_gpus_--;
+    }
+  }
+  double speed = 1.0;
+  if (options_.scale_by_gpu_speed && !s.placement.nodes.empty()) {
+    speed = config_.catalog.Get(snap_.nodes[s.placement.nodes[0].node].gpu_type()).relative_speed;
+  }
+  DurationMs run = static_cast<DurationMs>(std::ceil(static_cast<double>(js.remaining_ms) / speed));
+  run = std::min(run, spec.time_limit_ms);
+  if (js.first_start < 0) js.first_start = snap_.now_ms;
+  js.share = share;
+  allocated_ += share;
+  team_alloc_[js.team] += share;
+  team_waiting_[js.team]--;
+  running_pos_[job] = snap_.running.size();
+  running_job_.push_back(job);
+  snap_.running.push_back({snap_.pending[s.pending_index].spec, snap_.now_ms, s.placement});
+  ends_.push({snap_.now_ms + run, job});
+}
+
+void Simulation::Finish(size_t job) {
+  JobState& js = jobs_[job];
+  size_t pos = running_pos_[job];
+  for (const NodeShare& ns : snap_.running[pos].placement.nodes) {
+    for (const GpuShare& g : ns.gpus) {
+      int& count = gpu_jobs_[node_gpu_offset_[ns.node] + g.gpu];
+      if (--count == 0 && !snap_.nodes[ns.node].gpus[g.gpu].mig_enabled) idle_gpus_++;
+    }
+  }
+  if (pos + 1 != snap_.running.size()) {
+    snap_.running[pos] = std::move(snap_.running.back());
+    running_job_[pos] = running_job_.back();
+    running_pos_[running_job_[pos]] = pos;
+  }
+  snap_.running.pop_back();
+  running_job_.pop_back();
+  allocated_ -= js.share;
+  team_alloc_[js.team] -= js.share;
+  js.end = snap_.now_ms;
+  js.done = true;
+}
+
+void Simulation::Account(TimeMs t) {
+  double dt = static_cast<double>(t - last_t_);
+  if (dt <= 0) return;
+  alloc_gpu_ms_ += allocated_ * dt;
+  if (!snap_.pending.empty()) {
+    queued_ms_ += dt;
+    alloc_when_queued_gpu_ms_ += allocated_ * dt;
+  }
+  for (size_t k = 0; k < teams_.size(); ++k) team_gpu_ms_[k] += team_alloc_[k] * dt;
+  log_.push_back({last_t_, allocated_, static_cast<int>(snap_.pending.size()), team_log_.size()});
+  team_log_.insert(team_log_.end(), team_alloc_.begin(), team_alloc_.end());
+  last_t_ = t;
+}
+
+// A team starves while it has a job waiting and no GPU allocated.
+void Simulation::UpdateStarvation(TimeMs t) {
+  for (size_t k = 0; k < teams_.size(); ++k) {
+    bool starving = team_waiting_[k] > 0 && team_alloc_[k] < 1e-9;
+    if (starving && starve_since_[k] < 0) starve_since_[k] = t;
+    if (!starving && starve_since_[k] >= 0) {
+      team_max_starve_ms_[k] = std::max(team_max_starve_ms_[k], static_cast<double>(t - starve_since_[k]));
+      starve_since_[k] = -1;
+    }
+  }
+}
+
+SimResult Simulation::Run() {
+  jobs_.resize(trace_.jobs.size());
+  running_pos_.assign(trace_.jobs.size(), 0);
+  size_t next = 0;
+  if (!trace_.jobs.empty()) t0_ = last_t_ = trace_.jobs.front().submit_ms;
+  while (next < trace_.jobs.size() || !ends_.empty()) {
+    TimeMs t = kNever;
+    if (next < trace_.jobs.size()) t = trace_.jobs[next].submit_ms;
+    if (!ends_.empty()) t = std::min(t, ends_.top().first);
+    Account(t);
+    snap_.now_ms = t;
+    bool freed = false;
+    bool arrived = false;
+    while (!ends_.empty() && ends_.top().first == t) {
+      Finish(ends_.top().second);
+      ends_.pop();
+      freed = true;
+      ++events_;
+    }
+    while (next < trace_.jobs.size() && trace_.jobs[next].submit_ms == t) {
+      Admit(next++);
+      arrived = true;
+      ++events_;
+    }
+    // Scores that change with time (job size against age) need a periodic re-sort.
+    if (policy_.size_weight != 0 && t - last_reorder_ >= policy_.recalc_period_ms) Reorder();
+    if ((freed || arrived) && !snap_.pending.empty() && (idle_gpus_ > 0 || has_partial_)) {
+      Plan plan = engine_.Schedule(snap_, {.explain = false, .pending_in_order = true});
+      ++cycles_;
+      if (!plan.starts.empty()) {
+        std::vector<bool> started(snap_.pending.size(), false);
+        for (const StartDecision& s : plan.starts) {
+          Start(s);
+          started[s.pending_index] = true;
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < snap_.pending.size(); ++i) {
+          if (started[i]) continue;
+          if (kept != i) {
+            snap_.pending[kept] = std::move(snap_.pending[i]);
+            pending_job_[kept] = pending_job_[i];
+            pending_keys_[kept] = pending_keys_[i];
+          }
+          ++kept;
+        }
+        snap_.pending.resize(kept);
+        pending_job_.resize(kept);
+        pending_keys_.resize(kept);
+      }
+    }
+    UpdateStarvation(t);
+  }
+  UpdateStarvation(last_t_);
+  SimResult r;
+  Summarize(r);
+  return r;
+}
+
+void Simulation::Summarize(SimResult& r) {
+  r.policy = options_.policy;
+  r.cluster_gpus = cluster_gpus_;
+  r.jobs_total = static_cast<int>(trace_.jobs.size());
+  r.jobs_rejected = rejected_;
+  r.rows_skipped = static_cast<int>(trace_.skipped.size());
+  r.rejected_samples = rejected_samples_;
+  r.events = events_;
+  r.cycles = cycles_;
+  TimeMs t_end = t0_;
+  std::vector<double> jct, delay;
+  std::vector<double> team_run(teams_.size(), 0), team_jct(teams_.size(), 0);
+  std::vector<std::vector<double>> team_delay(teams_.size());
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobState& js = jobs_[i];
+    if (!js.done) continue;
+    const TraceJob& tj = trace_.jobs[i];
+    ++r.jobs_completed;
+    t_end = std::max(t_end, js.end);
+    double j = static_cast<double>(js.end - tj.submit_ms) / 1000.0;
+    double q = static_cast<double>(js.first_start - tj.submit_ms) / 1000.0;
+    jct.push_back(j);
+    delay.push_back(q);
+    team_run[js.team] += static_cast<double>(js.end - js.first_start) / 1000.0;
+    team_jct[js.team] += j;
+    team_delay[js.team].push_back(q);
+  }
+  r.makespan_s = static_cast<double>(t_end - t0_) / 1000.0;
+  double span_ms = static_cast<double>(t_end - t0_);
+  r.gpu_utilization = span_ms > 0 ? alloc_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
+  r.gpu_utilization_when_queued = queued_ms_ > 0 ? alloc_when_queued_gpu_ms_ / (cluster_gpus_ * queued_ms_) : 0;
+  std::sort(jct.begin(), jct.end());
+  std::sort(delay.begin(), delay.end());
+  r.jct_mean_s = Mean(jct);
+  r.jct_p50_s = Percentile(jct, 0.50);
+  r.jct_p95_s = Percentile(jct, 0.95);
+  r.jct_p99_s = Percentile(jct, 0.99);
+  r.queue_delay_mean_s = Mean(delay);
+  r.queue_delay_p50_s = Percentile(delay, 0.50);
+  r.queue_delay_p95_s = Percentile(delay, 0.95);
+  r.queue_delay_p99_s = Percentile(delay, 0.99);
+  r.queue_delay_max_s = delay.empty() ? 0 : delay.back();
+  double total_gpu_ms = 0;
+  for (double g : team_gpu_ms_) total_gpu_ms += g;
+  double sum_x = 0, sum_x2 = 0;
+  int n = 0;
+  for (size_t k = 0; k < teams_.size(); ++k) {
+    TeamMetrics& tm = r.per_team[teams_[k]];
+    for (size_t i = 0; i < jobs_.size(); ++i) tm.jobs += jobs_[i].team == static_cast<int>(k) ? 1 : 0;
+    tm.gpu_hours = team_gpu_ms_[k] / 3.6e6;
+    tm.share_of_gpu_hours = total_gpu_ms > 0 ? team_gpu_ms_[k] / total_gpu_ms : 0;
+    tm.queue_delay_mean_s = Mean(team_delay[k]);
+    tm.queue_delay_max_s = team_delay[k].empty() ? 0 : *std::max_element(team_delay[k].begin(), team_delay[k].end());
+    tm.max_starvation_s = team_max_starve_ms_[k] / 1000.0;
+    r.max_team_starvation_s = std::max(r.max_team_starvation_s, tm.max_starvation_s);
+    if (team_jct[k] > 0) {
+      double x = team_run[k] / team_jct[k];  // the team's share of time spent running, not waiting
+      sum_x += x;
+      sum_x2 += x * x;
+      ++n;
+    }
+  }
+  r.jain_fairness = n > 0 && sum_x2 > 0 ? sum_x * sum_x / (n * sum_x2) : 1.0;
+  r.jct_sorted_s = std::move(jct);
+  r.queue_delay_sorted_s = std::move(delay);
+
+  // Time-weighted averages over equal buckets.
+  int buckets = std::max(1, options_.series_points);
+  SimSeries& s = r.series;
+  double width = std::max(1.0, span_ms / buckets);
+  s.t_s.resize(buckets);
+  s.utilization.assign(buckets, 0);
+  s.queued.assign(buckets, 0);
+  for (const std::string& team : teams_) s.team_gpus[team].assign(buckets, 0);
+  for (int b = 0; b < buckets; ++b) s.t_s[b] = b * width / 1000.0;
+  for (size_t i = 0; i < log_.size(); ++i) {
+    double a = static_cast<double>(log_[i].t - t0_);
+    double z = i + 1 < log_.size() ? static_cast<double>(log_[i + 1].t - t0_) : static_cast<double>(last_t_ - t0_);
+    for (int b = static_cast<int>(a / width); b < buckets && b * width < z; ++b) {
+      double overlap = std::min(z, (b + 1) * width) - std::max(a, b * width);
+      if (overlap <= 0) continue;
+      double w = overlap / width;
+      s.utilization[b] += w * log_[i].allocated / std::max(1, cluster_gpus_);
+      s.queued[b] += w * log_[i].queued;
+      // Teams first seen later have no value in earlier entries.
+      size_t end = i + 1 < log_.size() ? log_[i + 1].team_offset : team_log_.size();
+      for (size_t k = 0; log_[i].team_offset + k < end; ++k) {
+        s.team_gpus[teams_[k]][b] += w * team_log_[log_[i].team_offset + k];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Expected<SimResult> Simulate(const std::vector<Node>& nodes, const Trace& trace, const ConfigSet& config,
+                             const SimOptions& options) {
+  auto policy = PolicyConfig(options.policy, config.scheduler);
+  if (!policy) return policy.status();
+  if (nodes.empty()) return Status::Invalid("cluster", "the cluster has no nodes");
+  if (options.estimate_error < 0 || options.estimate_error >= 1) {
+    return Status::Invalid("estimate_error", "must be within [0, 1)");
+  }
+  Simulation sim(nodes, trace, config, *policy, options);
+  return sim.Run();
+}
+
+}  // namespace gantry

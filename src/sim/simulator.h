@@ -1,0 +1,72 @@
+// The trace-driven simulator: replays a trace on simulated nodes with a simulated clock,
+// calling the same Engine::Schedule() as the server after every batch of events, and
+// measures what users care about (JCT, queueing delay, utilization, per-team service).
+// Deterministic: the same cluster, trace, config, policy and seed give the same result.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config_dir.h"
+#include "core/node.h"
+#include "sim/trace.h"
+
+namespace gantry {
+
+struct SimOptions {
+  std::string policy = "gantry";
+  bool scale_by_gpu_speed = false;                  // run time x (1.0 / relative_speed of the GPU type)
+  DurationMs restart_overhead_ms = 60 * kSecondMs;  // paid by a preempted job on restart
+  double estimate_error = 0;                        // estimates = duration x U(1-e, 1+e) when the trace has none
+  uint64_t seed = 1;                                // seeds the estimate noise
+  int series_points = 400;                          // samples kept for the charts
+};
+
+struct TeamMetrics {
+  int jobs = 0;
+  double gpu_hours = 0;
+  double share_of_gpu_hours = 0;
+  double queue_delay_mean_s = 0;
+  double queue_delay_max_s = 0;
+  double max_starvation_s = 0;
+};
+
+// Time series for charts, averaged over equal buckets of the makespan.
+struct SimSeries {
+  std::vector<double> t_s;                               // bucket start, seconds since the first submit
+  std::vector<double> utilization;                       // allocated GPUs / cluster GPUs
+  std::vector<double> queued;                            // waiting jobs
+  std::map<std::string, std::vector<double>> team_gpus;  // allocated GPUs per team
+};
+
+struct SimResult {
+  std::string policy;
+  int cluster_gpus = 0;
+  int jobs_total = 0;
+  int jobs_completed = 0;
+  int jobs_rejected = 0;
+  int rows_skipped = 0;
+  double makespan_s = 0;
+  double gpu_utilization = 0;
+  double gpu_utilization_when_queued = 0;
+  double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
+  double queue_delay_mean_s = 0, queue_delay_p50_s = 0, queue_delay_p95_s = 0, queue_delay_p99_s = 0;
+  double queue_delay_max_s = 0;
+  int preemptions = 0;
+  double max_team_starvation_s = 0;
+  double jain_fairness = 0;
+  std::map<std::string, TeamMetrics> per_team;
+  std::vector<std::string> rejected_samples;  // "t12: gpus: ..." (first few)
+  int64_t events = 0;                         // arrivals + completions + preemptions
+  int64_t cycles = 0;                         // engine calls
+  std::vector<double> jct_sorted_s;           // for CDFs
+  std::vector<double> queue_delay_sorted_s;
+  SimSeries series;
+};
+
+// Runs one policy over `trace` on `nodes`.
+Expected<SimResult> Simulate(const std::vector<Node>& nodes, const Trace& trace, const ConfigSet& config,
+                             const SimOptions& options);
+
+}  // namespace gantry
