@@ -1,0 +1,85 @@
+// `gantry sim` end to end: reports written, bad rows reported by line, --strict fatal.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+int RunCommand(const std::string& cmd, std::string* out) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((cmd + " 2>&1").c_str(), "r"), pclose);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe.get())) > 0) out->append(buf, n);
+  int status = pclose(pipe.release());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Write(const std::string& name, const std::string& content) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+const std::string kCluster = GANTRY_SOURCE_DIR "/examples/clusters/single-v100.yaml";
+
+TEST(SimCommand, WritesJsonAndHtmlAndReportsBadRows) {
+  std::string trace = Write("t.csv",
+                            "id,submit_time,duration_s,num_gpus,team\n"
+                            "a,0,100,2,x\n"
+                            "b,5,100,4,y\n"
+                            "c,oops,100,1,y\n"
+                            "d,9,50,1,x\n");
+  std::string json = ::testing::TempDir() + "/out.json";
+  std::string html = ::testing::TempDir() + "/out.html";
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(GANTRY_BINARY) + " sim --cluster " + kCluster + " --trace " + trace +
+                           " --trace-format csv --compare fifo,backfill --json " + json + " --html " + html,
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("skipped line 4: submit_time"), std::string::npos) << out;
+  std::ifstream j(json);
+  auto doc = nlohmann::json::parse(j);
+  const auto& fifo = doc["policies"]["fifo"];
+  EXPECT_EQ(fifo["jobs_total"], 3);
+  EXPECT_EQ(fifo["rows_skipped"], 1);
+  EXPECT_EQ(fifo["jobs_completed"], 3);
+  for (const char* key :
+       {"makespan_s", "gpu_utilization", "gpu_utilization_when_queued", "jct_p99_s", "queue_delay_p95_s",
+        "queue_delay_max_s", "preemptions", "max_team_starvation_s", "jain_fairness", "sim_wall_s", "per_team"}) {
+    EXPECT_TRUE(fifo.contains(key)) << key;
+  }
+  EXPECT_EQ(fifo["per_team"]["x"]["jobs"], 2);
+  std::stringstream page;
+  page << std::ifstream(html).rdbuf();
+  EXPECT_NE(page.str().find("<svg"), std::string::npos);
+  EXPECT_NE(page.str().find("Queueing delay (CDF)"), std::string::npos);
+  EXPECT_EQ(page.str().find("<script"), std::string::npos);  // self-contained, no scripts
+}
+
+TEST(SimCommand, StrictMakesABadRowFatal) {
+  std::string trace = Write("bad.csv", "submit_time,duration_s,num_gpus\n0,10,1\n1,10,-4\n");
+  std::string out;
+  EXPECT_EQ(RunCommand(std::string(GANTRY_BINARY) + " sim --cluster " + kCluster + " --trace " + trace +
+                           " --trace-format csv --strict",
+                       &out),
+            2);
+  EXPECT_NE(out.find("line 3: num_gpus"), std::string::npos) << out;
+}
+
+TEST(SimCommand, UnknownPolicyIsRefused) {
+  std::string trace = Write("ok.csv", "submit_time,duration_s,num_gpus\n0,10,1\n");
+  std::string out;
+  EXPECT_NE(RunCommand(std::string(GANTRY_BINARY) + " sim --cluster " + kCluster + " --trace " + trace +
+                           " --trace-format csv --policy sjf",
+                       &out),
+            0);
+  EXPECT_NE(out.find("--policy"), std::string::npos) << out;
+}
+
+}  // namespace

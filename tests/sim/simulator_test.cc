@@ -1,0 +1,121 @@
+// The simulator on small hand-made traces whose answers are worked out here, and a
+// determinism check.
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/report.h"
+#include "test_util.h"
+
+namespace gantry {
+namespace {
+
+using testing::MakeNode;
+
+ConfigSet Config() { return {GpuCatalog::Builtin(), SchedulerConfig::Builtin()}; }
+
+SimResult RunSim(const std::vector<Node>& nodes, const std::string& csv, const std::string& policy) {
+  auto trace = ParseTrace(csv, TraceFormat::kCsv, true);
+  EXPECT_TRUE(trace.ok()) << trace.status().ToString();
+  SimOptions options;
+  options.policy = policy;
+  ConfigSet config = Config();
+  auto r = Simulate(nodes, *trace, config, options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return *r;
+}
+
+// One 8-GPU node. A (6 GPUs, 0-100 s) leaves a 2-GPU hole; B (8 GPUs) is blocked until 100;
+// C (1 GPU, 50 s, submitted at 20) fits the hole and ends at 70, before B's reservation.
+const char* kHoleTrace =
+    "id,submit_time,duration_s,num_gpus\n"
+    "A,0,100,6\n"
+    "B,10,100,8\n"
+    "C,20,50,1\n";
+
+TEST(Simulator, FifoBlocksBehindTheHeadOfTheQueue) {
+  // FIFO: A 0-100, B 100-200, C waits behind B: 200-250.
+  // Queue delays 0, 90, 180 (mean 90); JCTs 100, 190, 230 (mean 173.3).
+  SimResult r = RunSim({MakeNode("n", "A100-80GB", 8)}, kHoleTrace, "fifo");
+  EXPECT_EQ(r.jobs_completed, 3);
+  EXPECT_DOUBLE_EQ(r.queue_delay_mean_s, 90);
+  EXPECT_DOUBLE_EQ(r.queue_delay_max_s, 180);
+  EXPECT_NEAR(r.jct_mean_s, (100 + 190 + 230) / 3.0, 1e-9);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 250);
+  // Allocated GPU-seconds: 6x100 + 8x100 + 1x50 = 1450 over 8 GPUs x 250 s.
+  EXPECT_NEAR(r.gpu_utilization, 1450.0 / 2000.0, 1e-9);
+}
+
+TEST(Simulator, BackfillFillsTheHole) {
+  // Backfill: C runs 20-70 in the hole; B still starts at 100. Delays 0, 90, 0 (mean 30).
+  SimResult r = RunSim({MakeNode("n", "A100-80GB", 8)}, kHoleTrace, "backfill");
+  EXPECT_DOUBLE_EQ(r.queue_delay_mean_s, 30);
+  EXPECT_NEAR(r.jct_mean_s, (100 + 190 + 50) / 3.0, 1e-9);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 200);
+}
+
+TEST(Simulator, GangWaitsForWholeNodes) {
+  // Two 8-GPU nodes; X holds one GPU until 100; G (16 GPUs) needs both nodes whole: it
+  // starts at 100 (delay 99) and ends at 150.
+  SimResult r = RunSim({MakeNode("a", "A100-80GB", 8), MakeNode("b", "A100-80GB", 8)},
+                       "id,submit_time,duration_s,num_gpus\nX,0,100,1\nG,1,50,16\n", "backfill");
+  EXPECT_DOUBLE_EQ(r.queue_delay_max_s, 99);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 150);
+}
+
+TEST(Simulator, FractionsPackOntoOneGpu) {
+  // One GPU; five 0.25 jobs of 100 s at t=0: four share the GPU 0-100, the fifth runs
+  // 100-200. Allocated: 4 x 0.25 x 100 + 0.25 x 100 = 125 GPU-s over 1 GPU x 200 s.
+  SimResult r = RunSim({MakeNode("t", "T4", 1)},
+                       "submit_time,duration_s,num_gpus,gpu_fraction\n0,100,1,0.25\n0,100,1,0.25\n0,100,1,0.25\n"
+                       "0,100,1,0.25\n0,100,1,0.25\n",
+                       "gantry");
+  EXPECT_EQ(r.jobs_completed, 5);
+  EXPECT_DOUBLE_EQ(r.queue_delay_max_s, 100);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 200);
+  EXPECT_NEAR(r.gpu_utilization, 125.0 / 200.0, 1e-9);
+  // Queued 0-100 with the GPU fully allocated: utilization when queued is 1.
+  EXPECT_NEAR(r.gpu_utilization_when_queued, 1.0, 1e-9);
+}
+
+TEST(Simulator, CountsJobsThatCanNeverFitAsRejected) {
+  SimResult r =
+      RunSim({MakeNode("n", "A100-80GB", 8)},
+             "id,submit_time,duration_s,num_gpus,gpu_types\nok,0,10,8,\nbig,0,10,16,\nt4,0,10,1,T4\n", "gantry");
+  EXPECT_EQ(r.jobs_total, 3);
+  EXPECT_EQ(r.jobs_completed, 1);
+  EXPECT_EQ(r.jobs_rejected, 2);
+  ASSERT_EQ(r.rejected_samples.size(), 2u);
+  EXPECT_NE(r.rejected_samples[0].find("big: gpus:"), std::string::npos) << r.rejected_samples[0];
+}
+
+TEST(Simulator, MeasuresTeamStarvationAndShares) {
+  // "hog" holds the only GPU 0-1000; "late" submits at 100 and waits until 1000: it starves
+  // 900 s. GPU-hours: hog 1000 s, late 100 s (1000-1100).
+  SimResult r = RunSim({MakeNode("n", "A100-80GB", 1)},
+                       "submit_time,duration_s,num_gpus,team\n0,1000,1,hog\n100,100,1,late\n", "fifo");
+  EXPECT_DOUBLE_EQ(r.per_team.at("late").max_starvation_s, 900);
+  EXPECT_DOUBLE_EQ(r.per_team.at("hog").max_starvation_s, 0);
+  EXPECT_DOUBLE_EQ(r.max_team_starvation_s, 900);
+  EXPECT_NEAR(r.per_team.at("hog").gpu_hours, 1000.0 / 3600, 1e-12);
+  EXPECT_NEAR(r.per_team.at("late").share_of_gpu_hours, 100.0 / 1100, 1e-12);
+  EXPECT_DOUBLE_EQ(r.per_team.at("late").queue_delay_mean_s, 900);
+  // Jain over run/JCT per team: hog 1, late 100/1000 = 0.1: (1.1)^2 / (2 x 1.01) = 0.599.
+  EXPECT_NEAR(r.jain_fairness, 1.21 / 2.02, 1e-9);
+}
+
+TEST(Simulator, SameInputSameResult) {
+  std::string csv = "submit_time,duration_s,num_gpus,team\n";
+  for (int i = 0; i < 300; ++i) {
+    csv += std::to_string(i * 7 % 500) + "," + std::to_string(50 + i * 13 % 400) + "," + std::to_string(1 << (i % 4)) +
+           ",team" + std::to_string(i % 3) + "\n";
+  }
+  std::vector<Node> nodes = {MakeNode("a", "A100-80GB", 8), MakeNode("b", "A100-80GB", 8)};
+  SimResult a = RunSim(nodes, csv, "gantry");
+  SimResult b = RunSim(nodes, csv, "gantry");
+  EXPECT_EQ(SimResultToJson({a, 0}).dump(), SimResultToJson({b, 0}).dump());
+  EXPECT_EQ(a.jobs_completed, 300);
+}
+
+}  // namespace
+}  // namespace gantry
