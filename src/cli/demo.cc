@@ -106,20 +106,23 @@ int RunDemo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
   }
   for (const Wave& wave : *waves) {
     snap.now_ms = start + wave.at_ms;
+    std::vector<std::string> evicted = RequeueStopped(snap);
     std::vector<std::string> finished = FinishJobs(snap);
     for (const JobSpec& spec : wave.jobs) snap.pending.push_back({std::make_shared<const JobSpec>(spec), snap.now_ms});
     Plan plan = engine.Schedule(snap);
     if (options.json) {
       nlohmann::json c = PlanToJson(plan, snap, config->catalog);
       c["finished"] = finished;
+      c["evicted"] = evicted;
       c["refused"] = wave.refused;
       Snapshot after = snap;
       ApplyPlan(plan, after);
       c["status"] = StatusToJson(ComputeStatus(after, config->catalog));
       cycles.push_back(std::move(c));
     } else {
-      out << fmt::format("\n== {}  (+{}): {} submitted, {} finished\n", FormatUtc(snap.now_ms),
-                         FormatDuration(wave.at_ms), wave.jobs.size() + wave.refused.size(), finished.size());
+      out << fmt::format("\n== {}  (+{}): {} submitted, {} finished, {} evicted and requeued\n", FormatUtc(snap.now_ms),
+                         FormatDuration(wave.at_ms), wave.jobs.size() + wave.refused.size(), finished.size(),
+                         evicted.size());
       for (const std::string& r : wave.refused) out << "  " << r << "\n";
       out << RenderPlanText(plan, snap, config->catalog);
     }

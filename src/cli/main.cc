@@ -37,6 +37,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(gantry::PolicyNames()));
   sim_cmd->add_option("--config", sim.config_dir, "Config directory (default: built-in defaults)");
   sim_cmd->add_option("--seed", sim.sim.seed, "Seed for estimate noise");
+  sim_cmd->add_option("--quotas", sim.quotas_path, "Team quotas YAML (guarantees, limits, fair-share weights)")
+      ->check(CLI::ExistingFile);
+  double checkpoint_s = 1800;
+  sim_cmd
+      ->add_option("--checkpoint-interval", checkpoint_s,
+                   "Seconds between checkpoints for jobs whose trace gives none (0: none)")
+      ->check(CLI::Range(0.0, 1e7));
   sim_cmd->add_option("--json", sim.json_path, "Write the metrics as JSON");
   sim_cmd->add_option("--html", sim.html_path, "Write a self-contained HTML report");
   sim_cmd->add_flag("--strict", sim.strict, "A malformed trace row is fatal");
@@ -50,6 +57,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (*sim_cmd) {
     sim.sim.restart_overhead_ms = static_cast<gantry::DurationMs>(restart_overhead_s * 1000);
+    sim.sim.default_checkpoint_interval_ms = static_cast<gantry::DurationMs>(checkpoint_s * 1000);
     return gantry::RunSimCommand(sim, std::cout, std::cerr);
   }
   if (*demo_cmd) {

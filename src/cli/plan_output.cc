@@ -70,6 +70,10 @@ std::string RenderPlanText(const Plan& plan, const Snapshot& snap, const GpuCata
       what += fmt::format(" create {}@{}", type.mig_profiles[p.profile].name, p.start);
     out += fmt::format("  mig      {} GPU {}:{} (for {})\n", snap.nodes[c.node].id, c.gpu, what, c.for_job);
   }
+  for (const Preemption& p : plan.preemptions) {
+    out += fmt::format("  evict    {:<10} for {} ({}): stops at {}\n", p.job_id, p.for_job, p.reason,
+                       FormatUtc(p.stop_at_ms));
+  }
   for (const StartDecision& s : plan.starts) {
     const JobSpec& spec = *snap.pending[s.pending_index].spec;
     out += fmt::format("  start    {:<10} {:<8} {:<7} {:<34} -> {}{}\n", s.job_id, spec.team, spec.priority_class,
@@ -106,6 +110,11 @@ nlohmann::json PlanToJson(const Plan& plan, const Snapshot& snap, const GpuCatal
                                 {"destroy", names(c.destroy)},
                                 {"create", names(c.create)},
                                 {"for_job", c.for_job}});
+  }
+  j["preemptions"] = nlohmann::json::array();
+  for (const Preemption& p : plan.preemptions) {
+    j["preemptions"].push_back(
+        {{"job", p.job_id}, {"for_job", p.for_job}, {"reason", p.reason}, {"stop_at", FormatUtc(p.stop_at_ms)}});
   }
   j["reservations"] = nlohmann::json::array();
   for (const Reservation& r : plan.reservations) {

@@ -48,11 +48,21 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
   }
   if (trace->skipped.size() > 5) err << fmt::format("gantry sim: ... {} rows skipped in all\n", trace->skipped.size());
 
+  SimOptions base = options.sim;
+  base.quotas = config->quotas;
+  if (!options.quotas_path.empty()) {
+    auto quotas = QuotaConfig::LoadFile(options.quotas_path, config->catalog);
+    if (!quotas) {
+      err << "gantry sim: " << options.quotas_path << ": " << quotas.status().ToString() << "\n";
+      return 2;
+    }
+    base.quotas = std::move(*quotas);
+  }
   std::vector<std::string> policies = options.compare;
   if (policies.empty()) policies = {options.sim.policy};
   std::vector<PolicyRun> runs;
   for (const std::string& policy : policies) {
-    SimOptions sim = options.sim;
+    SimOptions sim = base;
     sim.policy = policy;
     auto started = std::chrono::steady_clock::now();
     auto result = Simulate(*nodes, *trace, *config, sim);

@@ -6,7 +6,7 @@
 namespace gantry {
 
 Expected<ConfigSet> LoadConfigDir(const std::string& dir) {
-  ConfigSet set{GpuCatalog::Builtin(), SchedulerConfig::Builtin()};
+  ConfigSet set{GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}};
   if (dir.empty()) return set;
   if (!std::filesystem::is_directory(dir)) return Status::NotFound("config directory " + dir + " does not exist");
   std::string gpu_types = dir + "/gpu_types.yaml";
@@ -20,6 +20,12 @@ Expected<ConfigSet> LoadConfigDir(const std::string& dir) {
     auto c = SchedulerConfig::LoadFile(sched);
     if (!c) return Status::Invalid(sched + ": " + c.status().field(), c.status().message());
     set.scheduler = std::move(*c);
+  }
+  std::string quotas = dir + "/team_quotas.yaml";
+  if (std::filesystem::exists(quotas)) {
+    auto q = QuotaConfig::LoadFile(quotas, set.catalog);
+    if (!q) return Status::Invalid(quotas + ": " + q.status().field(), q.status().message());
+    set.quotas = std::move(*q);
   }
   return set;
 }

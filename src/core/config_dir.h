@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/gpu_catalog.h"
+#include "core/quota_config.h"
 #include "core/scheduler_config.h"
 
 namespace gantry {
@@ -12,10 +13,11 @@ namespace gantry {
 struct ConfigSet {
   GpuCatalog catalog;
   SchedulerConfig scheduler;
+  QuotaConfig quotas;  // no teams, no limits unless DIR/team_quotas.yaml says so
 };
 
-// Reads DIR/gpu_types.yaml and DIR/scheduler_config.yaml; a missing file means the
-// built-in default. An empty `dir` gives the built-in defaults.
+// Reads DIR/gpu_types.yaml, DIR/scheduler_config.yaml and DIR/team_quotas.yaml; a missing
+// file means the built-in default. An empty `dir` gives the built-in defaults.
 Expected<ConfigSet> LoadConfigDir(const std::string& dir);
 
 }  // namespace gantry

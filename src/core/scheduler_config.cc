@@ -95,6 +95,8 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   YAML::Node backfill = top.Child("backfill");
   YAML::Node placement = top.Child("placement");
   YAML::Node limits = top.Child("time_limits");
+  YAML::Node fair = top.Child("fair_share");
+  YAML::Node preempt = top.Child("preemption");
   if (Status s = top.Finish(); !s.ok()) return s;
 
   if (!classes || !classes.IsSequence() || classes.size() == 0) {
@@ -123,6 +125,12 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   c.age_max_ms = ReadDuration(q, "age_max", c.age_max_ms);
   c.size_weight = q.Optional<double>("size_weight", c.size_weight);
   c.recalc_period_ms = ReadDuration(q, "recalc_period", c.recalc_period_ms);
+  c.fairshare_weight = q.Optional<double>("fairshare_weight", c.fairshare_weight);
+  c.guarantee_weight = q.Optional<double>("guarantee_weight", c.guarantee_weight);
+  c.short_job_weight = q.Optional<double>("short_job_weight", c.short_job_weight);
+  c.short_job_ref_gpu_hours = q.Optional<double>("short_job_ref_gpu_hours", c.short_job_ref_gpu_hours);
+  if (c.short_job_ref_gpu_hours <= 0) return Status::Invalid("queue_order.short_job_ref_gpu_hours", "must be positive");
+  c.las_thresholds_gpu_hours = q.Optional<std::vector<double>>("las_thresholds_gpu_hours", {});
   if (Status s = q.Finish(); !s.ok()) return s;
   if (c.age_max_ms <= 0) return Status::Invalid("queue_order.age_max", "must be positive");
 
@@ -152,6 +160,31 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
     return Status::Invalid("placement.strategy", "must be 'pack' or 'spread', not '" + strategy + "'");
   }
   if (c.candidates_per_type < 1) return Status::Invalid("placement.candidates_per_type", "must be >= 1");
+
+  YamlReader f(fair, "fair_share");
+  c.fairshare_half_life_ms = ReadDuration(f, "half_life", c.fairshare_half_life_ms);
+  c.fairshare_price_weighted = f.Optional<bool>("price_weighted", c.fairshare_price_weighted);
+  if (Status s = f.Finish(); !s.ok()) return s;
+  if (c.fairshare_half_life_ms <= 0) return Status::Invalid("fair_share.half_life", "must be positive");
+  for (size_t i = 1; i < c.las_thresholds_gpu_hours.size(); ++i) {
+    if (c.las_thresholds_gpu_hours[i] <= c.las_thresholds_gpu_hours[i - 1]) {
+      return Status::Invalid("queue_order.las_thresholds_gpu_hours", "must increase");
+    }
+  }
+
+  YamlReader pr(preempt, "preemption");
+  c.preemption_enabled = pr.Optional<bool>("enabled", c.preemption_enabled);
+  c.preempt_by_priority = pr.Optional<bool>("by_priority", c.preempt_by_priority);
+  c.preempt_to_reclaim = pr.Optional<bool>("reclaim", c.preempt_to_reclaim);
+  c.preempt_by_service = pr.Optional<bool>("by_service", c.preempt_by_service);
+  c.min_runtime_ms = ReadDuration(pr, "min_runtime", c.min_runtime_ms);
+  c.max_evictions = pr.Optional<int>("max_evictions", c.max_evictions);
+  c.grace_period_ms = ReadDuration(pr, "grace_period", c.grace_period_ms);
+  c.reclaim_after_ms = ReadDuration(pr, "reclaim_after", c.reclaim_after_ms);
+  c.max_preemptors_per_cycle = pr.Optional<int>("max_preemptors_per_cycle", c.max_preemptors_per_cycle);
+  if (Status s = pr.Finish(); !s.ok()) return s;
+  if (c.max_evictions < 0) return Status::Invalid("preemption.max_evictions", "must be >= 0");
+  if (c.max_preemptors_per_cycle < 0) return Status::Invalid("preemption.max_preemptors_per_cycle", "must be >= 0");
 
   YamlReader t(limits, "time_limits");
   c.default_time_limit_ms = ReadDuration(t, "default", c.default_time_limit_ms);

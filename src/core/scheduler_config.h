@@ -44,6 +44,35 @@ struct SchedulerConfig {
   int weight_nvlink = 20;       // a multi-GPU job's GPUs on one NVLink group
   int weight_labels = 1;        // multiplies the job's preferred-label weights
 
+  // Fair share: a team's factor F = 2^(-U/S) (U its share of decayed usage, S its share
+  // of the weights) adds fairshare_weight * F to its jobs' scores.
+  double fairshare_weight = 2000;
+  // Jobs of a team holding less than its guarantee go first, as Kueue admits work within
+  // nominal quota before borrowing work: + guarantee_weight.
+  double guarantee_weight = 10000;
+  // Short jobs first: + short_job_weight * ref / (ref + estimated GPU-hours), from the job's
+  // estimate (or time limit). 0 turns it off.
+  double short_job_weight = 4000;
+  double short_job_ref_gpu_hours = 1;
+  DurationMs fairshare_half_life_ms = 7 * 24 * kHourMs;
+  bool fairshare_price_weighted = true;  // usage in USD of GPU time, not GPU-hours
+  // Least attained service (Tiresias-style): a job's GPU-hours so far put it in a tier;
+  // lower tiers go first (after priority class). Empty: off.
+  std::vector<double> las_thresholds_gpu_hours;
+
+  // Preemption.
+  bool preemption_enabled = true;
+  bool preempt_by_priority = true;               // a higher class evicts lower, preemptible classes
+  bool preempt_to_reclaim = true;                // a team under its guarantee takes back borrowed GPUs
+  bool preempt_by_service = false;               // a lower LAS tier evicts a higher one
+  DurationMs min_runtime_ms = 10 * kMinuteMs;    // a job runs this long before it can be evicted
+  int max_evictions = 3;                         // a job evicted this often is left alone
+  DurationMs grace_period_ms = 120 * kSecondMs;  // to checkpoint before being stopped
+  // A job reclaims its team's guarantee only after waiting this long: completions usually
+  // free GPUs sooner, and each eviction costs work. Keep it below the starvation bound.
+  DurationMs reclaim_after_ms = 50 * kMinuteMs;
+  int max_preemptors_per_cycle = 16;  // blocked jobs that may evict, per cycle
+
   DurationMs default_time_limit_ms = 24 * kHourMs;
   DurationMs max_time_limit_ms = 14 * 24 * kHourMs;
 

@@ -15,9 +15,14 @@ void ApplyPlan(const Plan& plan, Snapshot& snap) {
     for (const MigPlacement& p : c.create) gpu.mig_instances.push_back({p, ""});
   }
   std::vector<bool> started(snap.pending.size(), false);
+  for (const Preemption& p : plan.preemptions) snap.running[p.running_index].stop_at_ms = p.stop_at_ms;
   for (const StartDecision& s : plan.starts) {
     started[s.pending_index] = true;
-    snap.running.push_back({snap.pending[s.pending_index].spec, snap.now_ms, s.placement});
+    const PendingJob& job = snap.pending[s.pending_index];
+    RunningJob r{job.spec, snap.now_ms, s.placement, job.submit_ms};
+    r.attained_gpu_ms = job.attained_gpu_ms;
+    r.evictions = job.evictions;
+    snap.running.push_back(std::move(r));
   }
   size_t kept = 0;
   for (size_t i = 0; i < snap.pending.size(); ++i) {
@@ -27,6 +32,20 @@ void ApplyPlan(const Plan& plan, Snapshot& snap) {
     }
   }
   snap.pending.resize(kept);
+}
+
+std::vector<std::string> RequeueStopped(Snapshot& snap) {
+  std::vector<std::string> ids;
+  std::erase_if(snap.running, [&](const RunningJob& r) {
+    if (r.stop_at_ms > snap.now_ms) return false;
+    double ran = static_cast<double>(snap.now_ms - r.start_ms);
+    double share = 0;
+    for (const NodeShare& ns : r.placement.nodes) share += static_cast<double>(ns.gpus.size());
+    snap.pending.push_back({r.spec, r.submit_ms, r.attained_gpu_ms + ran * share, r.evictions + 1});
+    ids.push_back(r.spec->id);
+    return true;
+  });
+  return ids;
 }
 
 ClusterStatus ComputeStatus(const Snapshot& snap, const GpuCatalog& catalog) {

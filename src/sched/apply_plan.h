@@ -11,8 +11,13 @@
 
 namespace gantry {
 
-// Applies `plan` (made from `snap`) to `snap` at snap.now_ms.
+// Applies `plan` (made from `snap`) to `snap` at snap.now_ms: starts move to running,
+// MIG layouts change, victims of preemption get their stop time.
 void ApplyPlan(const Plan& plan, Snapshot& snap);
+
+// Moves running jobs whose stop time has come back to the queue, keeping their submit
+// time and counting the eviction; returns their ids.
+std::vector<std::string> RequeueStopped(Snapshot& snap);
 
 struct TypeCapacity {
   int total = 0;         // GPUs on nodes that are up or draining

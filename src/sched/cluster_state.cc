@@ -21,6 +21,10 @@ TimeMs ExpectedEnd(const JobSpec& spec, TimeMs start_ms, TimeMs now_ms) {
   return now_ms + kMinuteMs;
 }
 
+TimeMs ExpectedEnd(const RunningJob& job, TimeMs now_ms) {
+  return std::min(ExpectedEnd(*job.spec, job.start_ms, now_ms), std::max(job.stop_at_ms, now_ms));
+}
+
 ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
     : snapshot_(snapshot), catalog_(catalog) {
   const size_t types = catalog.size();
@@ -75,7 +79,7 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
       if (ns.node < 0 || ns.node >= static_cast<int>(nodes_.size())) valid = false;
     }
     if (!valid) continue;  // a job on a node that left the snapshot holds nothing here
-    TimeMs end = ExpectedEnd(*job.spec, job.start_ms, snapshot.now_ms);
+    TimeMs end = ExpectedEnd(job, snapshot.now_ms);
     for (const NodeShare& ns : job.placement.nodes) {
       NodeUse& s = nodes_[ns.node];
       s.free_cpus -= ns.cpus;

@@ -9,10 +9,13 @@
 
 #include "sched/cluster_state.h"
 #include "sched/demand.h"
+#include "sched/fair_share.h"
 #include "sched/placer.h"
+#include "sched/preemption.h"
 #include "sched/queue_order.h"
 #include "sched/reasons.h"
 #include "sched/reservation.h"
+#include "sched/usage.h"
 
 namespace gantry {
 
@@ -24,6 +27,8 @@ const char* ToString(WaitCode c) {
     case WaitCode::kNeverFits: return "never_fits";
     case WaitCode::kNoSchedulableNode: return "no_schedulable_node";
     case WaitCode::kNotExamined: return "not_examined";
+    case WaitCode::kQuota: return "quota";
+    case WaitCode::kPreempting: return "preempting";
   }
   return "?";
 }
@@ -60,13 +65,20 @@ std::vector<MigPlacement> LayoutAfter(const ClusterState& state, const MigChange
 
 class Cycle {
  public:
-  Cycle(const Snapshot& snap, const GpuCatalog& catalog, const SchedulerConfig& config, ScheduleOptions options)
+  Cycle(const Snapshot& snap, const GpuCatalog& catalog, const SchedulerConfig& config, const QuotaConfig& quotas,
+        ScheduleOptions options)
       : snap_(snap),
         catalog_(catalog),
         config_(config),
+        quotas_(quotas),
         options_(options),
         state_(snap, catalog),
-        placer_(state_, config) {}
+        placer_(state_, config),
+        usage_(snap, catalog, quotas),
+        evicting_(snap.running.size(), 0) {
+    if (config.fairshare_weight != 0) fair_share_ = FairShareFactors(snap.team_usage, quotas);
+    below_guarantee_ = usage_.BelowGuarantee();
+  }
 
   Plan Run();
 
@@ -81,6 +93,12 @@ class Cycle {
   }
   ShapeEntry& Shape(const JobSpec& spec);
   void Consider(const QueueEntry& e);
+  // Evicts running jobs to make room for a blocked job, if the rules allow; true if so.
+  bool TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d, double share);
+  QueueContext Context(int largest_node) const {
+    return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
+            &below_guarantee_};
+  }
   // Without explanations: true once no later job can start this cycle.
   bool Done() const;
   // Numbers the waiting jobs (or drops the list when not explaining).
@@ -89,9 +107,16 @@ class Cycle {
   const Snapshot& snap_;
   const GpuCatalog& catalog_;
   const SchedulerConfig& config_;
+  const QuotaConfig& quotas_;
   const ScheduleOptions options_;
   ClusterState state_;
   Placer placer_;
+  UsageTracker usage_;
+  std::map<std::string, double> fair_share_;
+  std::map<std::string, bool> below_guarantee_;
+  std::optional<VictimFinder> finder_;  // built on the first preemption attempt
+  std::vector<char> evicting_;          // running jobs this plan evicts
+  int preemptors_ = 0;
   Plan plan_;
   std::unordered_map<std::string, ShapeEntry> shapes_;
   std::string key_;                        // reused buffer for shape keys
@@ -135,6 +160,12 @@ void Cycle::Consider(const QueueEntry& e) {
     return;
   }
 
+  const double share = JobGpuShare(spec.request, catalog_);
+  if (std::string why = usage_.QuotaBlock(spec, share); !why.empty()) {
+    Wait(e, WaitCode::kQuota, AddReason(std::move(why)));  // limits, not capacity: holds nothing back
+    return;
+  }
+
   ShapeEntry& shape = Shape(spec);
   const Demand& d = shape.demand;
   const TimeMs end = ExpectedEnd(spec, now, now);
@@ -170,6 +201,7 @@ void Cycle::Consider(const QueueEntry& e) {
       plan_.mig_changes.push_back(c);
     }
     state_.Apply(choice->placement, d.mode, end);
+    usage_.Add(spec, snap_.nodes[choice->placement.nodes[0].node].gpu_type(), share);
     plan_.starts.push_back({e.pending_index, spec.id, std::move(choice->placement), !first_blocked_.empty()});
     return;
   }
@@ -190,6 +222,9 @@ void Cycle::Consider(const QueueEntry& e) {
     code = shape.code;
     if (code == WaitCode::kNeverFits || code == WaitCode::kNoSchedulableNode) {
       Wait(e, code, shape.reason_id);  // cannot start whatever runs: holds nothing back
+      return;
+    }
+    if (config_.preemption_enabled && preemptors_ < config_.max_preemptors_per_cycle && TryPreempt(e, spec, d, share)) {
       return;
     }
   }
@@ -215,13 +250,97 @@ void Cycle::Consider(const QueueEntry& e) {
   Wait(e, code, reason_id, estimate);
 }
 
+bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d, double share) {
+  const TimeMs now = snap_.now_ms;
+  const int my_class = config_.FindClass(spec.priority_class);
+  const bool may_preempt_by_class =
+      config_.preempt_by_priority && my_class >= 0 && config_.priority_classes[my_class].preempts_others;
+  bool under_guarantee = false;
+  for (GpuTypeId t : d.type_order) under_guarantee = under_guarantee || usage_.WithinGuarantee(spec.team, t, share);
+  const bool waited = now - snap_.pending[e.pending_index].submit_ms >= config_.reclaim_after_ms;
+  const bool may_reclaim =
+      config_.preempt_to_reclaim && waited && under_guarantee && quotas_.Team(spec.team).guaranteed_total() > 0;
+  const bool by_service = config_.preempt_by_service && !config_.las_thresholds_gpu_hours.empty();
+  const int my_tier = LasTier(snap_.pending[e.pending_index].attained_gpu_ms, config_);
+  if (!may_preempt_by_class && !may_reclaim && !by_service) return false;
+
+  // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service.
+  std::vector<char> eligible(snap_.running.size(), 0), stopping(snap_.running.size(), 0);
+  bool any = false;
+  for (size_t i = 0; i < snap_.running.size(); ++i) {
+    const RunningJob& r = snap_.running[i];
+    stopping[i] = r.stop_at_ms != kNever || evicting_[i];
+    if (stopping[i] || !r.spec->preemptible || now - r.start_ms < config_.min_runtime_ms ||
+        r.evictions >= config_.max_evictions) {
+      continue;
+    }
+    int c = config_.FindClass(r.spec->priority_class);
+    if (c >= 0 && !config_.priority_classes[c].preemptible) continue;  // e.g. critical
+    int rank = c < 0 ? INT32_MIN : config_.priority_classes[c].rank;
+    if (may_preempt_by_class && my_class >= 0 && rank < config_.priority_classes[my_class].rank) {
+      eligible[i] = 1;
+    } else if (may_reclaim && r.spec->team != spec.team &&
+               usage_.Borrowed(r.spec->team) >= PlacementShare(r.placement, r.spec->request.sharing) - 1e-9) {
+      eligible[i] = 2;  // the victim's team stays at or above its own guarantee
+    } else if (by_service) {
+      double attained = r.attained_gpu_ms +
+                        static_cast<double>(now - r.start_ms) * PlacementShare(r.placement, r.spec->request.sharing);
+      if (LasTier(attained, config_) > my_tier) eligible[i] = 3;
+    }
+    any = any || eligible[i];
+  }
+  if (!any) return false;
+  if (!finder_) finder_.emplace(state_, snap_);
+  std::optional<VictimChoice> choice = finder_->Find(d, eligible, stopping);
+  if (!choice || choice->victims.empty()) return false;  // nothing to evict: wait as usual
+  static constexpr const char* kRule[] = {"", "priority", "reclaim", "service"};
+  const TimeMs stop_at = now + config_.grace_period_ms;
+  std::string names;
+  for (size_t v : choice->victims) {
+    evicting_[v] = 1;
+    const std::string& id = snap_.running[v].spec->id;
+    plan_.preemptions.push_back({v, id, spec.id, stop_at, kRule[static_cast<int>(eligible[v])]});
+    if (options_.explain) names += (names.empty() ? "" : ", ") + id;
+  }
+  state_.Reserve(choice->hold, stop_at);
+  usage_.Add(spec, snap_.nodes[choice->hold.nodes[0].node].gpu_type(), share);
+  ++preemptors_;
+  uint32_t reason = 0;
+  if (options_.explain) {
+    reason = AddReason(fmt::format(
+        "{}; evicting {} ({:.0f} GPU-seconds of work lost); starts after their {} grace period", DescribeRequest(spec),
+        names, choice->lost_gpu_ms / 1000.0, FormatDuration(config_.grace_period_ms)));
+  }
+  if (first_blocked_.empty()) {
+    first_blocked_ = spec.id;
+    strict_reason_ = AddReason("waits behind higher-ranked job " + spec.id + " (strict order, backfill off)");
+  }
+  Wait(e, WaitCode::kPreempting, reason, stop_at);
+  return true;
+}
+
 Plan Cycle::Run() {
   int largest_node = 0;
   for (int g : state_.max_gpus_per_type()) largest_node = std::max(largest_node, g);
   std::vector<QueueEntry> order;
   if (options_.pending_in_order) {
-    // Entries are made as the walk reaches them: it often stops early.
-    auto entry = [&](size_t i) { return MakeQueueEntry(snap_.pending, i, config_, snap_.now_ms, largest_node); };
+    // The caller's order stands; a job needs only its class here (an unknown class waits).
+    // Class names repeat: remember the last lookup.
+    const std::string* last_class = nullptr;
+    int last_rank = 0;
+    auto entry = [&](size_t i) {
+      const PendingJob& job = snap_.pending[i];
+      if (!last_class || *last_class != job.spec->priority_class) {
+        int c = config_.FindClass(job.spec->priority_class);
+        last_rank = c < 0 ? INT32_MIN : config_.class_tiers ? config_.priority_classes[c].rank : 0;
+        last_class = &job.spec->priority_class;
+      }
+      QueueEntry e;
+      e.pending_index = i;
+      e.class_rank = last_rank;
+      e.submit_ms = job.submit_ms;
+      return e;
+    };
     for (size_t i = 0; i < snap_.pending.size(); ++i) {
       if (!options_.explain && Done()) break;
       Consider(entry(i));
@@ -229,7 +348,7 @@ Plan Cycle::Run() {
     Finish();
     return std::move(plan_);
   }
-  order = OrderQueue(snap_.pending, config_, snap_.now_ms, largest_node, options_.explain);
+  order = OrderQueue(snap_.pending, Context(largest_node), options_.explain);
   if (options_.explain) {
     plan_.waiting.reserve(order.size());
     for (const QueueEntry& e : order) Consider(e);
@@ -264,8 +383,12 @@ void Cycle::Finish() {
 
 }  // namespace
 
+Engine::Engine(const GpuCatalog& catalog, const SchedulerConfig& config, const QuotaConfig* quotas)
+    : catalog_(catalog), config_(config), quotas_(quotas) {}
+
 Plan Engine::Schedule(const Snapshot& snap, ScheduleOptions options) const {
-  return Cycle(snap, catalog_, config_, options).Run();
+  static const QuotaConfig kNoQuotas;
+  return Cycle(snap, catalog_, config_, quotas_ ? *quotas_ : kNoQuotas, options).Run();
 }
 
 Status CheckAdmissible(const JobSpec& spec, const std::vector<Node>& nodes, const GpuCatalog& catalog) {

@@ -1,15 +1,18 @@
 // The scheduling engine: snapshot in, plan out. No I/O, no threads, no clock: the same
 // snapshot always gives the same plan. The server and the simulator both call Schedule().
 //
-// One cycle: order the queue (queue_order.h); walk it, placing each job that fits now
-// (placer.h) without delaying any reservation; the first blocked jobs (up to
-// backfill.reservations) get a reservation at their earliest start (reservation.h); with
-// backfill off, everything behind the first blocked job waits. Jobs of the same shape that
+// One cycle: order the queue (queue_order.h, with fair share from fair_share.h); walk it.
+// A job over its team's, project's or user's limit waits (usage.h). A job that fits now
+// (placer.h) starts unless it would delay a reservation. A blocked job may evict running
+// jobs (preemption.h) by priority, to reclaim its team's guarantee, or by attained
+// service; else the first blocked jobs (up to backfill.reservations) get a reservation at
+// their earliest start (reservation.h); with backfill off, everything behind waits. Jobs of the same shape that
 // failed once this cycle fail again without a search, since free resources only shrink
 // within a cycle.
 #pragma once
 
 #include "core/gpu_catalog.h"
+#include "core/quota_config.h"
 #include "core/scheduler_config.h"
 #include "sched/plan.h"
 
@@ -26,7 +29,8 @@ struct ScheduleOptions {
 
 class Engine {
  public:
-  Engine(const GpuCatalog& catalog, const SchedulerConfig& config) : catalog_(catalog), config_(config) {}
+  // `quotas` may be null: no team limits, every team weight 1.
+  Engine(const GpuCatalog& catalog, const SchedulerConfig& config, const QuotaConfig* quotas = nullptr);
 
   Plan Schedule(const Snapshot& snapshot, ScheduleOptions options = {}) const;
 
@@ -36,6 +40,7 @@ class Engine {
  private:
   const GpuCatalog& catalog_;
   const SchedulerConfig& config_;
+  const QuotaConfig* quotas_;
 };
 
 // Refuses at submission a job no node of `nodes` could ever hold, naming the field: more

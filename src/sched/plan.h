@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,13 +43,24 @@ using JobSpecPtr = std::shared_ptr<const JobSpec>;
 
 struct RunningJob {
   JobSpecPtr spec;
-  TimeMs start_ms = 0;
+  TimeMs start_ms = 0;  // of this run
   Placement placement;
+  TimeMs submit_ms = 0;            // when first submitted: an evicted job requeues with it
+  TimeMs last_checkpoint_ms = -1;  // -1: none in this run (an eviction loses all of it)
+  int evictions = 0;               // times evicted before
+  double attained_gpu_ms = 0;      // GPU-milliseconds of service before this run
+  TimeMs stop_at_ms = kNever;      // being preempted: stops at this time
 };
 
 struct PendingJob {
-  JobSpecPtr spec;  // validated (ValidateJobSpec) before it enters the queue
-  TimeMs submit_ms = 0;
+  JobSpecPtr spec;       // validated (ValidateJobSpec) before it enters the queue
+  TimeMs submit_ms = 0;  // kept across evictions: a requeued job keeps its place
+  double attained_gpu_ms = 0;
+  int evictions = 0;
+  // Jobs were evicted for it: it goes first in its class, so the GPUs freed for it are
+  // not taken by others (like a Kubernetes pod's nominated node). The caller sets it
+  // from Plan::preemptions and clears it when the job starts.
+  bool nominated = false;
 };
 
 struct Snapshot {
@@ -56,6 +68,8 @@ struct Snapshot {
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
   TimeMs now_ms = 0;
+  // Decayed fair-share usage per team (FairShareLedger); absent teams have none.
+  std::map<std::string, double> team_usage;
 };
 
 struct StartDecision {
@@ -87,6 +101,8 @@ enum class WaitCode : uint8_t {
   kNeverFits,          // larger than any node, no node of its type, ...
   kNoSchedulableNode,  // only drained or down nodes could hold it
   kNotExamined,        // past the backfill depth this cycle
+  kQuota,              // its team, project or user is at a limit
+  kPreempting,         // jobs are being evicted to make room for it
 };
 const char* ToString(WaitCode c);
 
@@ -99,8 +115,18 @@ struct WaitingJob {
   TimeMs estimated_start_ms = kNever;  // set when the job holds a reservation
 };
 
+// Evict a running job: it gets until stop_at_ms to checkpoint, then stops and requeues.
+struct Preemption {
+  size_t running_index = 0;  // into Snapshot::running
+  std::string job_id;
+  std::string for_job;
+  TimeMs stop_at_ms = 0;
+  std::string reason;  // "priority", "reclaim" or "service"
+};
+
 struct Plan {
   std::vector<StartDecision> starts;
+  std::vector<Preemption> preemptions;
   std::vector<MigChange> mig_changes;
   std::vector<Reservation> reservations;
   std::vector<WaitingJob> waiting;   // in queue order
@@ -112,5 +138,7 @@ struct Plan {
 // When a job is expected to end: its estimate if given and not yet passed, else its
 // time limit; an overdue job is assumed to end within a minute.
 TimeMs ExpectedEnd(const JobSpec& spec, TimeMs start_ms, TimeMs now_ms);
+// The same for a running job, which ends at its stop time if it is being preempted.
+TimeMs ExpectedEnd(const RunningJob& job, TimeMs now_ms);
 
 }  // namespace gantry

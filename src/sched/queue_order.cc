@@ -1,45 +1,60 @@
-// Queue ordering by class, weighted score, submit time and id.
+// Queue ordering by class, LAS tier, weighted score, submit time and id.
 #include "sched/queue_order.h"
 
 #include <algorithm>
 
 namespace gantry {
 
-double QueueScore(const PendingJob& job, const SchedulerConfig& config, TimeMs now_ms, int largest_node_gpus) {
+double QueueScore(const PendingJob& job, const QueueContext& ctx) {
+  const SchedulerConfig& config = ctx.config;
   double age =
-      std::clamp(static_cast<double>(now_ms - job.submit_ms) / static_cast<double>(config.age_max_ms), 0.0, 1.0);
+      std::clamp(static_cast<double>(ctx.now_ms - job.submit_ms) / static_cast<double>(config.age_max_ms), 0.0, 1.0);
   double size = 0;
-  if (largest_node_gpus > 0) {
+  if (ctx.largest_node_gpus > 0) {
     const GpuRequest& r = job.spec->request;
     double gpus = r.sharing == SharingMode::kExclusive ? r.gpus : r.gpu_milli / 1000.0;
-    size = std::min(1.0, gpus / largest_node_gpus);
+    size = std::min(1.0, gpus / ctx.largest_node_gpus);
   }
-  return config.age_weight * age + config.size_weight * size;
+  double fair = 0;
+  if (ctx.fair_share && config.fairshare_weight != 0) {
+    auto it = ctx.fair_share->find(job.spec->team);
+    fair = it == ctx.fair_share->end() ? 1.0 : it->second;
+  }
+  double short_job = 0;
+  if (config.short_job_weight != 0) {
+    const JobSpec& s = *job.spec;
+    DurationMs d = s.estimated_duration_ms > 0 ? s.estimated_duration_ms : s.time_limit_ms;
+    double gpus = s.request.sharing == SharingMode::kExclusive ? s.request.gpus : s.request.gpu_milli / 1000.0;
+    double gpu_hours = gpus * static_cast<double>(d) / static_cast<double>(kHourMs);
+    short_job = config.short_job_ref_gpu_hours / (config.short_job_ref_gpu_hours + gpu_hours);
+  }
+  double below = 0;
+  if (ctx.below_guarantee && config.guarantee_weight != 0) {
+    auto it = ctx.below_guarantee->find(job.spec->team);
+    below = it != ctx.below_guarantee->end() && it->second ? 1 : 0;
+  }
+  return config.age_weight * age + config.size_weight * size + config.fairshare_weight * fair +
+         config.short_job_weight * short_job + config.guarantee_weight * below;
 }
 
-QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const SchedulerConfig& config,
-                          TimeMs now_ms, int largest_node_gpus) {
+int LasTier(double attained_gpu_ms, const SchedulerConfig& config) {
+  double hours = attained_gpu_ms / static_cast<double>(kHourMs);
+  int tier = 0;
+  for (double threshold : config.las_thresholds_gpu_hours) tier += hours >= threshold ? 1 : 0;
+  return tier;
+}
+
+QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const QueueContext& ctx) {
   const PendingJob& job = pending[index];
-  int c = config.FindClass(job.spec->priority_class);
-  int rank = c < 0 ? INT32_MIN : config.class_tiers ? config.priority_classes[c].rank : 0;
-  return {index, rank, QueueScore(job, config, now_ms, largest_node_gpus), job.submit_ms};
+  int c = ctx.config.FindClass(job.spec->priority_class);
+  int rank = c < 0 ? INT32_MIN : ctx.config.class_tiers ? ctx.config.priority_classes[c].rank : 0;
+  return {index, rank, job.nominated, LasTier(job.attained_gpu_ms, ctx.config), QueueScore(job, ctx), job.submit_ms};
 }
 
-std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const SchedulerConfig& config, TimeMs now_ms,
-                                   int largest_node_gpus, bool sorted) {
+std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted) {
   std::vector<QueueEntry> order;
   order.reserve(pending.size());
-  // Class names repeat: remember the last lookup.
-  const std::string* last_name = nullptr;
-  int last_rank = 0;
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const PendingJob& job = pending[i];
-    if (!last_name || *last_name != job.spec->priority_class) {
-      last_rank = MakeQueueEntry(pending, i, config, now_ms, largest_node_gpus).class_rank;
-      last_name = &job.spec->priority_class;
-    }
-    order.push_back({i, last_rank, QueueScore(job, config, now_ms, largest_node_gpus), job.submit_ms});
-  }
+  for (size_t i = 0; i < pending.size(); ++i) order.push_back(MakeQueueEntry(pending, i, ctx));
   if (sorted) {
     std::sort(order.begin(), order.end(),
               [&](const QueueEntry& a, const QueueEntry& b) { return QueueBefore(a, b, pending); });

@@ -1,13 +1,17 @@
-// Queue order: priority classes as strict tiers, then a weighted score (age, size), like
+// Queue order: priority classes as strict tiers; then, when configured, least attained
+// service tiers (Tiresias); then a weighted score of age, size and fair share, like
 // Slurm's multifactor priority; ties go to the earlier submit, then the smaller job id.
 //
-// Worked example (age_weight 1000, age_max 7d, size_weight 500, largest node 8 GPUs):
-// job A (high, waiting 1d, 8 GPUs) scores 1000*1/7 + 500*1 = 642.9; job B (high, waiting
-// 3.5d, 1 GPU) scores 500 + 62.5 = 562.5; job C (critical, just submitted, 1 GPU) 62.5.
-// Order: C (critical outranks high), then A, then B.
+// Worked example (age_weight 1000, age_max 7d, size_weight 500, fairshare_weight 0,
+// largest node 8 GPUs): job A (high, waiting 1d, 8 GPUs) scores 1000*1/7 + 500*1 = 642.9;
+// job B (high, waiting 3.5d, 1 GPU) scores 500 + 62.5 = 562.5; job C (critical, just
+// submitted, 1 GPU) 62.5. Order: C (critical outranks high), then A, then B.
+// With fair share, a team's factor F (fair_share.h) adds fairshare_weight * F.
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/scheduler_config.h"
@@ -15,29 +19,44 @@
 
 namespace gantry {
 
+struct QueueContext {
+  const SchedulerConfig& config;
+  TimeMs now_ms = 0;
+  int largest_node_gpus = 0;
+  const std::map<std::string, double>* fair_share = nullptr;     // team -> F; null: no fair share
+  const std::map<std::string, bool>* below_guarantee = nullptr;  // team -> holds less than it
+};
+
 struct QueueEntry {
   size_t pending_index = 0;
   int class_rank = 0;
+  bool nominated = false;  // jobs were evicted for it: first in its class
+  int tier = 0;            // least-attained-service tier (0 when LAS is off)
   double score = 0;
   TimeMs submit_ms = 0;
 };
 
-double QueueScore(const PendingJob& job, const SchedulerConfig& config, TimeMs now_ms, int largest_node_gpus);
+double QueueScore(const PendingJob& job, const QueueContext& ctx);
+// The job's LAS tier: how many thresholds its attained GPU-hours have passed.
+int LasTier(double attained_gpu_ms, const SchedulerConfig& config);
 
-// True when `a` goes before `b` in `pending`: class rank, score, submit time, job id.
-inline bool QueueBefore(const QueueEntry& a, const QueueEntry& b, const std::vector<PendingJob>& pending) {
+// True when entry `a` (of job id `a_id`) goes before `b`.
+inline bool QueueKeyBefore(const QueueEntry& a, const std::string& a_id, const QueueEntry& b, const std::string& b_id) {
   if (a.class_rank != b.class_rank) return a.class_rank > b.class_rank;
+  if (a.nominated != b.nominated) return a.nominated;
+  if (a.tier != b.tier) return a.tier < b.tier;
   if (a.score != b.score) return a.score > b.score;
   if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms;
-  return pending[a.pending_index].spec->id < pending[b.pending_index].spec->id;
+  return a_id < b_id;
+}
+inline bool QueueBefore(const QueueEntry& a, const QueueEntry& b, const std::vector<PendingJob>& pending) {
+  return QueueKeyBefore(a, pending[a.pending_index].spec->id, b, pending[b.pending_index].spec->id);
 }
 
-// The entry of one pending job (class rank, score, submit time).
-QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const SchedulerConfig& config,
-                          TimeMs now_ms, int largest_node_gpus);
+// The entry of one pending job.
+QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const QueueContext& ctx);
 
 // Pending jobs in the order the engine considers them (unsorted when `sorted` is false).
-std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const SchedulerConfig& config, TimeMs now_ms,
-                                   int largest_node_gpus, bool sorted = true);
+std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted = true);
 
 }  // namespace gantry

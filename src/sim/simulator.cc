@@ -1,5 +1,6 @@
-// The discrete-event loop: arrivals and completions in time order, one engine cycle after
-// each batch of events at the same instant, integrals of allocation and queue length.
+// The discrete-event loop: arrivals, completions and preempted jobs' stops in time order,
+// one engine cycle after each batch of events at the same instant; integrals of
+// allocation and queue length; the fair-share ledger advanced through time.
 #include "sim/simulator.h"
 
 #include <fmt/format.h>
@@ -8,9 +9,12 @@
 #include <cmath>
 #include <queue>
 #include <random>
+#include <tuple>
 
 #include "sched/engine.h"
+#include "sched/fair_share.h"
 #include "sched/queue_order.h"
+#include "sched/usage.h"
 #include "sim/policy.h"
 
 namespace gantry {
@@ -21,11 +25,21 @@ struct JobState {
   int team = 0;
   TimeMs first_start = -1;
   TimeMs end = -1;
-  DurationMs remaining_ms = 0;  // work left, on the original hardware
-  double share = 0;             // GPUs held while running
+  DurationMs remaining_ms = 0;   // work left, on the original hardware
+  DurationMs overhead_ms = 0;    // restart overhead owed by the next run
+  DurationMs checkpoint_ms = 0;  // periodic checkpoint interval (work time); 0: none
+  double share = 0;              // GPUs held while running
+  double rate = 0;               // fair-share usage per ms while running
+  double speed = 1;              // of the current run
+  double attained_gpu_ms = 0;    // service in earlier runs
+  int evictions = 0;
+  int generation = 0;  // bumps at each start: stale events are ignored
   bool rejected = false;
   bool done = false;
 };
+
+enum class EventKind { kEnd, kStop };
+using Event = std::tuple<TimeMs, size_t, int, EventKind>;  // time, job, generation, kind
 
 // One logged stretch [t, next t): allocated GPUs, waiting jobs, GPUs per team.
 struct LogEntry {
@@ -51,7 +65,12 @@ class Simulation {
  public:
   Simulation(const std::vector<Node>& nodes, const Trace& trace, const ConfigSet& config, const SchedulerConfig& policy,
              const SimOptions& options)
-      : trace_(trace), config_(config), options_(options), engine_(config.catalog, policy), policy_(policy) {
+      : trace_(trace),
+        config_(config),
+        options_(options),
+        policy_(policy),
+        engine_(config.catalog, policy, &options.quotas),
+        ledger_(policy.fairshare_half_life_ms) {
     snap_.nodes = nodes;
     for (const Node& n : nodes) {
       largest_node_ = std::max(largest_node_, static_cast<int>(n.gpus.size()));
@@ -71,36 +90,53 @@ class Simulation {
   void Admit(size_t i);
   void Enqueue(PendingJob job, size_t trace_index);
   void Reorder();
+  void Nominate(const std::string& job_id);
+  void Cycle();
   void Start(const StartDecision& s);
+  void Release(size_t job);  // frees a running job's GPUs and accounting
   void Finish(size_t job);
+  void Stop(size_t job);  // a preempted job's grace period is over
   void Account(TimeMs t);
   void UpdateStarvation(TimeMs t);
   void Summarize(SimResult& r);
   int TeamIndex(const std::string& team);
+  bool TimeDependentOrder() const {
+    return policy_.size_weight != 0 || policy_.fairshare_weight != 0 ||
+           (policy_.guarantee_weight != 0 && !options_.quotas.teams.empty());
+  }
+  // The queue-order context as of the last re-sort (Reorder).
+  QueueContext Context() const {
+    return {policy_, snap_.now_ms, largest_node_, policy_.fairshare_weight != 0 ? &factors_ : nullptr, &below_};
+  }
 
   const Trace& trace_;
   const ConfigSet& config_;
   const SimOptions& options_;
+  const SchedulerConfig& policy_;
   Engine engine_;
+  FairShareLedger ledger_;
   Snapshot snap_;
   std::vector<size_t> pending_job_;       // trace index of snap_.pending[i]
   std::vector<QueueEntry> pending_keys_;  // queue key of snap_.pending[i] (pending_index unused)
-  const SchedulerConfig& policy_;
-  int largest_node_ = 0;
-  TimeMs last_reorder_ = 0;
-  std::vector<size_t> running_job_;  // trace index of snap_.running[i]
-  std::vector<size_t> running_pos_;  // trace index -> position in snap_.running
+  std::vector<size_t> running_job_;       // trace index of snap_.running[i]
+  std::vector<size_t> running_pos_;       // trace index -> position in snap_.running
   std::vector<JobState> jobs_;
-  std::priority_queue<std::pair<TimeMs, size_t>, std::vector<std::pair<TimeMs, size_t>>, std::greater<>> ends_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_queue_;
   std::vector<int> node_gpu_offset_;
   std::vector<int> gpu_jobs_;
   int cluster_gpus_ = 0;
   int idle_gpus_ = 0;
+  int largest_node_ = 0;
   bool has_partial_ = false;  // MIG GPUs or shared jobs: "no idle GPU" does not mean full
+  TimeMs last_reorder_ = -1;
+  std::map<std::string, double> factors_;
+  std::map<std::string, bool> below_;
+  bool stop_happened_ = false;
 
   std::vector<std::string> teams_;
   std::map<std::string, int> team_index_;
   std::vector<double> team_alloc_;
+  std::vector<double> team_rate_;
   std::vector<int> team_waiting_;
   std::vector<TimeMs> starve_since_;
   std::vector<double> team_max_starve_ms_;
@@ -116,6 +152,7 @@ class Simulation {
   std::vector<double> team_log_;
   int64_t events_ = 0;
   int64_t cycles_ = 0;
+  int preemptions_ = 0;
   std::vector<std::string> rejected_samples_;
   int rejected_ = 0;
 };
@@ -125,6 +162,7 @@ int Simulation::TeamIndex(const std::string& team) {
   if (added) {
     teams_.push_back(team);
     team_alloc_.push_back(0);
+    team_rate_.push_back(0);
     team_waiting_.push_back(0);
     starve_since_.push_back(-1);
     team_max_starve_ms_.push_back(0);
@@ -141,6 +179,7 @@ void Simulation::Admit(size_t i) {
   spec.time_limit_ms = 0;  // the trace's limit is applied below, past the config's maximum
   Status s = ValidateJobSpec(spec, config_.catalog, config_.scheduler);
   if (s.ok()) s = CheckAdmissible(spec, snap_.nodes, config_.catalog);
+  if (s.ok()) s = CheckQuotaAdmissible(spec, options_.quotas, config_.catalog);
   if (!s.ok()) {
     js.rejected = true;
     ++rejected_;
@@ -151,6 +190,8 @@ void Simulation::Admit(size_t i) {
   if (options_.scale_by_gpu_speed) {
     for (const GpuType& t : config_.catalog.types()) slowest = std::max(slowest, 1.0 / t.relative_speed);
   }
+  // No job is killed for its limit unless the trace says so: evictions and restarts
+  // cannot stretch a run past this.
   DurationMs worst_run = static_cast<DurationMs>(static_cast<double>(tj.duration_ms) * slowest) + kHourMs;
   spec.time_limit_ms = tj.spec.time_limit_ms > 0 ? tj.spec.time_limit_ms : worst_run;
   if (spec.estimated_duration_ms == 0) spec.estimated_duration_ms = std::max<DurationMs>(tj.duration_ms, 1);
@@ -161,38 +202,53 @@ void Simulation::Admit(size_t i) {
   }
   if (spec.request.sharing != SharingMode::kExclusive) has_partial_ = true;
   js.remaining_ms = tj.duration_ms;
+  js.checkpoint_ms =
+      tj.checkpoint_interval_ms > 0 ? tj.checkpoint_interval_ms : options_.default_checkpoint_interval_ms;
   Enqueue({std::make_shared<const JobSpec>(std::move(spec)), tj.submit_ms}, i);
-  team_waiting_[js.team]++;
 }
 
-// Keeps snap_.pending in queue order: a new job goes where QueueBefore puts it.
+// Keeps snap_.pending in queue order: a new job goes where QueueKeyBefore puts it.
 void Simulation::Enqueue(PendingJob job, size_t trace_index) {
+  team_waiting_[jobs_[trace_index].team]++;
   snap_.pending.push_back(std::move(job));
-  QueueEntry key = MakeQueueEntry(snap_.pending, snap_.pending.size() - 1, policy_, snap_.now_ms, largest_node_);
+  QueueEntry key = MakeQueueEntry(snap_.pending, snap_.pending.size() - 1, Context());
   const std::string& id = snap_.pending.back().spec->id;
-  auto before = [&](size_t i) {  // does pending[i] go before the new job?
-    const QueueEntry& k = pending_keys_[i];
-    if (k.class_rank != key.class_rank) return k.class_rank > key.class_rank;
-    if (k.score != key.score) return k.score > key.score;
-    if (k.submit_ms != key.submit_ms) return k.submit_ms < key.submit_ms;
-    return snap_.pending[i].spec->id < id;
-  };
   size_t lo = 0, hi = pending_keys_.size();
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (before(mid))
+    if (QueueKeyBefore(pending_keys_[mid], snap_.pending[mid].spec->id, key, id)) {
       lo = mid + 1;
-    else
+    } else {
       hi = mid;
+    }
   }
   pending_keys_.insert(pending_keys_.begin() + static_cast<std::ptrdiff_t>(lo), key);
   pending_job_.insert(pending_job_.begin() + static_cast<std::ptrdiff_t>(lo), trace_index);
   std::rotate(snap_.pending.begin() + static_cast<std::ptrdiff_t>(lo), snap_.pending.end() - 1, snap_.pending.end());
 }
 
+// Marks the job that evictions were made for, and moves it to its new place in the queue.
+void Simulation::Nominate(const std::string& job_id) {
+  for (size_t i = 0; i < snap_.pending.size(); ++i) {
+    if (snap_.pending[i].spec->id != job_id || snap_.pending[i].nominated) continue;
+    PendingJob job = std::move(snap_.pending[i]);
+    size_t trace_index = pending_job_[i];
+    snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
+    pending_job_.erase(pending_job_.begin() + static_cast<std::ptrdiff_t>(i));
+    pending_keys_.erase(pending_keys_.begin() + static_cast<std::ptrdiff_t>(i));
+    team_waiting_[jobs_[trace_index].team]--;
+    job.nominated = true;
+    Enqueue(std::move(job), trace_index);
+    return;
+  }
+}
+
 // Recomputes every queue key and re-sorts, as Slurm recalculates priorities periodically.
 void Simulation::Reorder() {
-  std::vector<QueueEntry> order = OrderQueue(snap_.pending, policy_, snap_.now_ms, largest_node_);
+  // Scores as of now: fair-share factors and who is below its guarantee.
+  factors_ = FairShareFactors(snap_.team_usage, options_.quotas);
+  below_ = UsageTracker(snap_, config_.catalog, options_.quotas).BelowGuarantee();
+  std::vector<QueueEntry> order = OrderQueue(snap_.pending, Context());
   std::vector<PendingJob> pending;
   std::vector<size_t> jobs;
   pending.reserve(order.size());
@@ -210,33 +266,39 @@ void Simulation::Reorder() {
 void Simulation::Start(const StartDecision& s) {
   size_t job = pending_job_[s.pending_index];
   JobState& js = jobs_[job];
-  const JobSpec& spec = *snap_.pending[s.pending_index].spec;
-  double share = 0;
+  const PendingJob& pending = snap_.pending[s.pending_index];
+  const JobSpec& spec = *pending.spec;
   for (const NodeShare& ns : s.placement.nodes) {
     for (const GpuShare& g : ns.gpus) {
-      share += spec.request.sharing == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
       int& count = gpu_jobs_[node_gpu_offset_[ns.node] + g.gpu];
       if (count++ == 0 && !snap_.nodes[ns.node].gpus[g.gpu].mig_enabled) idle_gpus_--;
     }
   }
-  double speed = 1.0;
+  js.speed = 1.0;
   if (options_.scale_by_gpu_speed && !s.placement.nodes.empty()) {
-    speed = config_.catalog.Get(snap_.nodes[s.placement.nodes[0].node].gpu_type()).relative_speed;
+    js.speed = config_.catalog.Get(snap_.nodes[s.placement.nodes[0].node].gpu_type()).relative_speed;
   }
-  DurationMs run = static_cast<DurationMs>(std::ceil(static_cast<double>(js.remaining_ms) / speed));
+  DurationMs run = static_cast<DurationMs>(std::ceil(static_cast<double>(js.remaining_ms) / js.speed)) + js.overhead_ms;
   run = std::min(run, spec.time_limit_ms);
+  js.overhead_ms = 0;
   if (js.first_start < 0) js.first_start = snap_.now_ms;
-  js.share = share;
-  allocated_ += share;
-  team_alloc_[js.team] += share;
+  js.share = PlacementShare(s.placement, spec.request.sharing);
+  allocated_ += js.share;
+  team_alloc_[js.team] += js.share;
   team_waiting_[js.team]--;
+  RunningJob r{pending.spec, snap_.now_ms, s.placement};
+  r.attained_gpu_ms = js.attained_gpu_ms;
+  r.evictions = js.evictions;
+  js.rate = UsageRate(r, snap_, config_.catalog, policy_.fairshare_price_weighted);
+  team_rate_[js.team] += js.rate;
   running_pos_[job] = snap_.running.size();
   running_job_.push_back(job);
-  snap_.running.push_back({snap_.pending[s.pending_index].spec, snap_.now_ms, s.placement});
-  ends_.push({snap_.now_ms + run, job});
+  snap_.running.push_back(std::move(r));
+  ++js.generation;
+  events_queue_.push({snap_.now_ms + run, job, js.generation, EventKind::kEnd});
 }
 
-void Simulation::Finish(size_t job) {
+void Simulation::Release(size_t job) {
   JobState& js = jobs_[job];
   size_t pos = running_pos_[job];
   for (const NodeShare& ns : snap_.running[pos].placement.nodes) {
@@ -254,8 +316,77 @@ void Simulation::Finish(size_t job) {
   running_job_.pop_back();
   allocated_ -= js.share;
   team_alloc_[js.team] -= js.share;
-  js.end = snap_.now_ms;
-  js.done = true;
+  team_rate_[js.team] -= js.rate;
+}
+
+void Simulation::Finish(size_t job) {
+  Release(job);
+  jobs_[job].end = snap_.now_ms;
+  jobs_[job].done = true;
+}
+
+// The evicted job keeps the work up to its last periodic checkpoint, pays the restart
+// overhead on its next run, and requeues with its original submit time.
+void Simulation::Stop(size_t job) {
+  JobState& js = jobs_[job];
+  const RunningJob& r = snap_.running[running_pos_[job]];
+  DurationMs ran = snap_.now_ms - r.start_ms;
+  double work = static_cast<double>(ran) * js.speed;  // on the original hardware
+  DurationMs saved = 0;
+  if (js.checkpoint_ms > 0) saved = static_cast<DurationMs>(work / js.checkpoint_ms) * js.checkpoint_ms;
+  js.remaining_ms = std::max<DurationMs>(1, js.remaining_ms - saved);
+  js.overhead_ms = options_.restart_overhead_ms;
+  js.attained_gpu_ms += static_cast<double>(ran) * js.share;
+  js.evictions++;
+  js.generation++;  // the run's end event is void now
+  JobSpecPtr spec = r.spec;
+  Release(job);
+  ++preemptions_;
+  PendingJob again{spec, trace_.jobs[job].submit_ms, js.attained_gpu_ms, js.evictions};
+  Enqueue(std::move(again), job);
+}
+
+void Simulation::Cycle() {
+  if (policy_.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
+  if (TimeDependentOrder() && snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms) Reorder();
+  if (policy_.preemption_enabled) {
+    // The engine weighs lost work from each running job's last checkpoint.
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      RunningJob& r = snap_.running[i];
+      const JobState& js = jobs_[running_job_[i]];
+      if (js.checkpoint_ms <= 0) continue;
+      DurationMs period = std::max<DurationMs>(1, static_cast<DurationMs>(js.checkpoint_ms / js.speed));
+      DurationMs ran = std::max<DurationMs>(0, snap_.now_ms - r.start_ms - js.overhead_ms);
+      r.last_checkpoint_ms = ran >= period ? r.start_ms + (ran / period) * period : -1;
+    }
+  }
+  Plan plan = engine_.Schedule(snap_, {.explain = false, .pending_in_order = true});
+  ++cycles_;
+  for (const Preemption& p : plan.preemptions) {
+    size_t job = running_job_[p.running_index];
+    snap_.running[p.running_index].stop_at_ms = p.stop_at_ms;
+    events_queue_.push({p.stop_at_ms, job, jobs_[job].generation, EventKind::kStop});
+    Nominate(p.for_job);
+  }
+  if (plan.starts.empty()) return;
+  std::vector<bool> started(snap_.pending.size(), false);
+  for (const StartDecision& s : plan.starts) {
+    Start(s);
+    started[s.pending_index] = true;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < snap_.pending.size(); ++i) {
+    if (started[i]) continue;
+    if (kept != i) {
+      snap_.pending[kept] = std::move(snap_.pending[i]);
+      pending_job_[kept] = pending_job_[i];
+      pending_keys_[kept] = pending_keys_[i];
+    }
+    ++kept;
+  }
+  snap_.pending.resize(kept);
+  pending_job_.resize(kept);
+  pending_keys_.resize(kept);
 }
 
 void Simulation::Account(TimeMs t) {
@@ -267,6 +398,13 @@ void Simulation::Account(TimeMs t) {
     alloc_when_queued_gpu_ms_ += allocated_ * dt;
   }
   for (size_t k = 0; k < teams_.size(); ++k) team_gpu_ms_[k] += team_alloc_[k] * dt;
+  if (policy_.fairshare_weight != 0) {
+    std::map<std::string, double> rates;
+    for (size_t k = 0; k < teams_.size(); ++k) {
+      if (team_rate_[k] > 1e-15) rates[teams_[k]] = team_rate_[k];
+    }
+    ledger_.Advance(t, rates);
+  }
   log_.push_back({last_t_, allocated_, static_cast<int>(snap_.pending.size()), team_log_.size()});
   team_log_.insert(team_log_.end(), team_alloc_.begin(), team_alloc_.end());
   last_t_ = t;
@@ -289,51 +427,31 @@ SimResult Simulation::Run() {
   running_pos_.assign(trace_.jobs.size(), 0);
   size_t next = 0;
   if (!trace_.jobs.empty()) t0_ = last_t_ = trace_.jobs.front().submit_ms;
-  while (next < trace_.jobs.size() || !ends_.empty()) {
+  ledger_.Advance(t0_, {});
+  while (next < trace_.jobs.size() || !events_queue_.empty()) {
     TimeMs t = kNever;
     if (next < trace_.jobs.size()) t = trace_.jobs[next].submit_ms;
-    if (!ends_.empty()) t = std::min(t, ends_.top().first);
+    if (!events_queue_.empty()) t = std::min(t, std::get<0>(events_queue_.top()));
     Account(t);
     snap_.now_ms = t;
-    bool freed = false;
-    bool arrived = false;
-    while (!ends_.empty() && ends_.top().first == t) {
-      Finish(ends_.top().second);
-      ends_.pop();
-      freed = true;
+    bool changed = false;
+    while (!events_queue_.empty() && std::get<0>(events_queue_.top()) == t) {
+      auto [when, job, generation, kind] = events_queue_.top();
+      events_queue_.pop();
+      if (generation != jobs_[job].generation || jobs_[job].done) continue;  // superseded
+      if (kind == EventKind::kStop && snap_.running[running_pos_[job]].stop_at_ms != when) continue;
+      kind == EventKind::kEnd ? Finish(job) : Stop(job);
+      changed = true;
       ++events_;
     }
     while (next < trace_.jobs.size() && trace_.jobs[next].submit_ms == t) {
       Admit(next++);
-      arrived = true;
+      changed = true;
       ++events_;
     }
-    // Scores that change with time (job size against age) need a periodic re-sort.
-    if (policy_.size_weight != 0 && t - last_reorder_ >= policy_.recalc_period_ms) Reorder();
-    if ((freed || arrived) && !snap_.pending.empty() && (idle_gpus_ > 0 || has_partial_)) {
-      Plan plan = engine_.Schedule(snap_, {.explain = false, .pending_in_order = true});
-      ++cycles_;
-      if (!plan.starts.empty()) {
-        std::vector<bool> started(snap_.pending.size(), false);
-        for (const StartDecision& s : plan.starts) {
-          Start(s);
-          started[s.pending_index] = true;
-        }
-        size_t kept = 0;
-        for (size_t i = 0; i < snap_.pending.size(); ++i) {
-          if (started[i]) continue;
-          if (kept != i) {
-            snap_.pending[kept] = std::move(snap_.pending[i]);
-            pending_job_[kept] = pending_job_[i];
-            pending_keys_[kept] = pending_keys_[i];
-          }
-          ++kept;
-        }
-        snap_.pending.resize(kept);
-        pending_job_.resize(kept);
-        pending_keys_.resize(kept);
-      }
-    }
+    // Preemption can free GPUs held by others, so a full cluster may still change.
+    bool may_start = idle_gpus_ > 0 || has_partial_ || policy_.preemption_enabled;
+    if (changed && !snap_.pending.empty() && may_start) Cycle();
     UpdateStarvation(t);
   }
   UpdateStarvation(last_t_);
@@ -351,12 +469,15 @@ void Simulation::Summarize(SimResult& r) {
   r.rejected_samples = rejected_samples_;
   r.events = events_;
   r.cycles = cycles_;
+  r.preemptions = preemptions_;
   TimeMs t_end = t0_;
   std::vector<double> jct, delay;
   std::vector<double> team_run(teams_.size(), 0), team_jct(teams_.size(), 0);
   std::vector<std::vector<double>> team_delay(teams_.size());
+  std::vector<int> team_jobs(teams_.size(), 0);
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobState& js = jobs_[i];
+    if (!js.rejected) team_jobs[js.team]++;
     if (!js.done) continue;
     const TraceJob& tj = trace_.jobs[i];
     ++r.jobs_completed;
@@ -365,7 +486,7 @@ void Simulation::Summarize(SimResult& r) {
     double q = static_cast<double>(js.first_start - tj.submit_ms) / 1000.0;
     jct.push_back(j);
     delay.push_back(q);
-    team_run[js.team] += static_cast<double>(js.end - js.first_start) / 1000.0;
+    team_run[js.team] += static_cast<double>(tj.duration_ms) / 1000.0;
     team_jct[js.team] += j;
     team_delay[js.team].push_back(q);
   }
@@ -390,7 +511,7 @@ void Simulation::Summarize(SimResult& r) {
   int n = 0;
   for (size_t k = 0; k < teams_.size(); ++k) {
     TeamMetrics& tm = r.per_team[teams_[k]];
-    for (size_t i = 0; i < jobs_.size(); ++i) tm.jobs += jobs_[i].team == static_cast<int>(k) ? 1 : 0;
+    tm.jobs = team_jobs[k];
     tm.gpu_hours = team_gpu_ms_[k] / 3.6e6;
     tm.share_of_gpu_hours = total_gpu_ms > 0 ? team_gpu_ms_[k] / total_gpu_ms : 0;
     tm.queue_delay_mean_s = Mean(team_delay[k]);
@@ -398,7 +519,7 @@ void Simulation::Summarize(SimResult& r) {
     tm.max_starvation_s = team_max_starve_ms_[k] / 1000.0;
     r.max_team_starvation_s = std::max(r.max_team_starvation_s, tm.max_starvation_s);
     if (team_jct[k] > 0) {
-      double x = team_run[k] / team_jct[k];  // the team's share of time spent running, not waiting
+      double x = team_run[k] / team_jct[k];  // the team's run time over its completion time
       sum_x += x;
       sum_x2 += x * x;
       ++n;

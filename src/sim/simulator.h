@@ -10,17 +10,22 @@
 
 #include "core/config_dir.h"
 #include "core/node.h"
+#include "core/quota_config.h"
 #include "sim/trace.h"
 
 namespace gantry {
 
 struct SimOptions {
   std::string policy = "gantry";
+  QuotaConfig quotas;                               // team guarantees, limits and fair-share weights
   bool scale_by_gpu_speed = false;                  // run time x (1.0 / relative_speed of the GPU type)
   DurationMs restart_overhead_ms = 60 * kSecondMs;  // paid by a preempted job on restart
-  double estimate_error = 0;                        // estimates = duration x U(1-e, 1+e) when the trace has none
-  uint64_t seed = 1;                                // seeds the estimate noise
-  int series_points = 400;                          // samples kept for the charts
+  // Periodic checkpoints for jobs whose trace row gives none (0: such jobs lose all their
+  // work when evicted). An evicted job resumes from its last checkpoint.
+  DurationMs default_checkpoint_interval_ms = 30 * kMinuteMs;
+  double estimate_error = 0;  // estimates = duration x U(1-e, 1+e) when the trace has none
+  uint64_t seed = 1;          // seeds the estimate noise
+  int series_points = 400;    // samples kept for the charts
 };
 
 struct TeamMetrics {

@@ -27,8 +27,8 @@ TEST(DemoCommand, PlansTheExampleScenario) {
   ASSERT_EQ(RunCommand(kDemo + " -o json", &out), 0) << out;
   auto doc = nlohmann::json::parse(out);
   const auto& cycles = doc["cycles"];
-  ASSERT_EQ(cycles.size(), 3u);
-  // Wave 1: the two refused jobs name their field; the gang takes both A100 nodes.
+  ASSERT_EQ(cycles.size(), 4u);
+  // 09:00: the two refused jobs name their field; the gang takes both A100 nodes.
   EXPECT_EQ(cycles[0]["refused"][0], "vis-bad-1: refused: gpus: must be at least 1, got -2");
   bool gang = false;
   for (const auto& s : cycles[0]["starts"]) {
@@ -36,23 +36,33 @@ TEST(DemoCommand, PlansTheExampleScenario) {
   }
   EXPECT_TRUE(gang);
   EXPECT_EQ(cycles[0]["mig_changes"].size(), 1u);
-  // Wave 2: nlp-train-2 holds a reservation, vis-sweep-1 backfills, vis-long-1 waits behind it.
-  ASSERT_EQ(cycles[1]["reservations"].size(), 1u);
-  EXPECT_EQ(cycles[1]["reservations"][0]["job"], "nlp-train-2");
-  EXPECT_EQ(cycles[1]["reservations"][0]["start"], "2026-11-26T11:00:00Z");
+  // 09:30: high nlp-train-2 evicts the medium gang (2 min grace); vis-long-1 backfills
+  // onto free H100s; vis-sweep-1 holds a reservation.
+  ASSERT_EQ(cycles[1]["preemptions"].size(), 1u);
+  EXPECT_EQ(cycles[1]["preemptions"][0]["job"], "nlp-train-1");
+  EXPECT_EQ(cycles[1]["preemptions"][0]["for_job"], "nlp-train-2");
+  EXPECT_EQ(cycles[1]["preemptions"][0]["reason"], "priority");
+  EXPECT_EQ(cycles[1]["preemptions"][0]["stop_at"], "2026-11-26T09:32:00Z");
+  EXPECT_EQ(cycles[1]["waiting"][0]["job"], "nlp-train-2");
+  EXPECT_EQ(cycles[1]["waiting"][0]["code"], "preempting");
   ASSERT_EQ(cycles[1]["starts"].size(), 1u);
-  EXPECT_EQ(cycles[1]["starts"][0]["job"], "vis-sweep-1");
+  EXPECT_EQ(cycles[1]["starts"][0]["job"], "vis-long-1");
   EXPECT_TRUE(cycles[1]["starts"][0]["backfilled"].get<bool>());
-  EXPECT_EQ(cycles[1]["waiting"][1]["code"], "behind_reservation");
-  // Wave 3: the reserved job starts when its GPUs free up.
+  ASSERT_EQ(cycles[1]["reservations"].size(), 1u);
+  EXPECT_EQ(cycles[1]["reservations"][0]["job"], "vis-sweep-1");
+  // 09:35: the evicted gang is back in the queue and nlp-train-2 runs on its GPUs.
+  EXPECT_EQ(cycles[2]["evicted"][0], "nlp-train-1");
   EXPECT_EQ(cycles[2]["starts"][0]["job"], "nlp-train-2");
-  EXPECT_EQ(cycles[2]["status"]["queued"], 1);
+  EXPECT_EQ(cycles[2]["waiting"][0]["job"], "nlp-train-1");
+  EXPECT_EQ(cycles[3]["status"]["queued"], 1);
 }
 
 TEST(DemoCommand, TextOutputExplainsWaits) {
   std::string out;
   ASSERT_EQ(RunCommand(kDemo, &out), 0);
   EXPECT_NE(out.find("reserved for 2026-11-26T11:00:00Z on h100-0"), std::string::npos) << out;
+  EXPECT_NE(out.find("evict    nlp-train-1 for nlp-train-2 (priority): stops at 2026-11-26T09:32:00Z"),
+            std::string::npos);
   EXPECT_NE(out.find("[backfill]"), std::string::npos);
 }
 

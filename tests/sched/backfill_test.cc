@@ -9,6 +9,13 @@ namespace {
 
 using namespace testing;
 
+// These tests are about backfill: no preemption (it is tested in preemption_test.cc).
+SchedulerConfig NoPreemption() {
+  SchedulerConfig c = SchedulerConfig::Builtin();
+  c.preemption_enabled = false;
+  return c;
+}
+
 // Node "a" (8 A100s): a job holds GPUs 0-5 until 2h. At 30m: BIG (high, 8 GPUs) is blocked;
 // LONG (2 GPUs, 5h) would still run at 2h; SHORT (2 GPUs, 1h, ends 1h30) fits before it.
 Snapshot BackfillCase() {
@@ -24,7 +31,7 @@ Snapshot BackfillCase() {
 
 TEST(Backfill, ShortJobFillsTheHoleWithoutDelayingTheReservation) {
   Snapshot snap = BackfillCase();
-  Plan plan = Schedule(snap);
+  Plan plan = Schedule(snap, NoPreemption());
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].job_id, "big");
   EXPECT_EQ(plan.reservations[0].start_ms, 2 * kHourMs);
@@ -42,7 +49,7 @@ TEST(Backfill, ShortJobFillsTheHoleWithoutDelayingTheReservation) {
 }
 
 TEST(Backfill, StrictOrderWhenBackfillIsOff) {
-  SchedulerConfig fifo = SchedulerConfig::Builtin();
+  SchedulerConfig fifo = NoPreemption();
   fifo.backfill_enabled = false;
   Plan plan = Schedule(BackfillCase(), fifo);
   EXPECT_TRUE(plan.starts.empty());
@@ -57,7 +64,7 @@ TEST(Backfill, ReservationUsesTimeLimitsWhenNoEstimate) {
   spec.estimated_duration_ms = 0;
   spec.time_limit_ms = 6 * kHourMs;
   snap.running[0].spec = std::make_shared<const JobSpec>(spec);
-  Plan plan = Schedule(snap);
+  Plan plan = Schedule(snap, NoPreemption());
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].start_ms, 6 * kHourMs);
   EXPECT_NE(FindStart(plan, "long"), nullptr);  // ends at 5h30 < 6h: may run now

@@ -65,10 +65,12 @@ TEST(QueueOrder, WorkedExampleFromTheHeader) {
   std::vector<PendingJob> q = {Pending(MakeJob("A").Class("high").Gpus(8), now - 24 * kHourMs),
                                Pending(MakeJob("B").Class("high").Gpus(1), now - 84 * kHourMs),
                                Pending(MakeJob("C").Class("critical").Gpus(1), now)};
-  EXPECT_NEAR(QueueScore(q[0], config, now, 8), 1000.0 / 7 + 500, 1e-9);  // 642.9
-  EXPECT_NEAR(QueueScore(q[1], config, now, 8), 500 + 62.5, 1e-9);
-  EXPECT_NEAR(QueueScore(q[2], config, now, 8), 62.5, 1e-9);
-  std::vector<QueueEntry> order = OrderQueue(q, config, now, 8);
+  config.fairshare_weight = 0;
+  const QueueContext ctx{config, now, 8, nullptr};
+  EXPECT_NEAR(QueueScore(q[0], ctx), 1000.0 / 7 + 500, 1e-9);  // 642.9
+  EXPECT_NEAR(QueueScore(q[1], ctx), 500 + 62.5, 1e-9);
+  EXPECT_NEAR(QueueScore(q[2], ctx), 62.5, 1e-9);
+  std::vector<QueueEntry> order = OrderQueue(q, ctx);
   EXPECT_EQ(q[order[0].pending_index].spec->id, "C");
   EXPECT_EQ(q[order[1].pending_index].spec->id, "A");
   EXPECT_EQ(q[order[2].pending_index].spec->id, "B");

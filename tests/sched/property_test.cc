@@ -158,7 +158,7 @@ void ExpectWholeGangs(const Snapshot& before, const Plan& plan) {
 void ExpectReservationsKept(const Snapshot& after, const Plan& plan) {
   for (const Reservation& res : plan.reservations) {
     for (const RunningJob& r : after.running) {
-      if (ExpectedEnd(*r.spec, r.start_ms, after.now_ms) <= res.start_ms) continue;
+      if (ExpectedEnd(r, after.now_ms) <= res.start_ms) continue;
       for (const NodeShare& rn : r.placement.nodes) {
         for (const NodeShare& hn : res.placement.nodes) {
           if (rn.node != hn.node) continue;
@@ -173,16 +173,34 @@ void ExpectReservationsKept(const Snapshot& after, const Plan& plan) {
   }
 }
 
+// Every victim is preemptible, of a preemptible class, ran its minimum run time and was
+// evicted fewer than the maximum times; each is evicted once.
+void ExpectFairEvictions(const Snapshot& before, const Plan& plan, const SchedulerConfig& config) {
+  std::set<size_t> seen;
+  for (const Preemption& p : plan.preemptions) {
+    const RunningJob& r = before.running[p.running_index];
+    EXPECT_TRUE(seen.insert(p.running_index).second) << r.spec->id << " evicted twice";
+    EXPECT_TRUE(r.spec->preemptible) << r.spec->id;
+    EXPECT_NE(r.spec->priority_class, "critical") << r.spec->id;
+    EXPECT_GE(before.now_ms - r.start_ms, config.min_runtime_ms) << r.spec->id;
+    EXPECT_LT(r.evictions, config.max_evictions) << r.spec->id;
+    EXPECT_EQ(r.stop_at_ms, kNever) << r.spec->id << " was already stopping";
+    EXPECT_EQ(p.stop_at_ms, before.now_ms + config.grace_period_ms);
+  }
+}
+
 TEST(Properties, RandomClustersAndQueues) {
+  int total_preemptions = 0, total_starts = 0;
   for (uint32_t seed = 1; seed <= 150; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937 rng(seed);
     Snapshot snap = RandomCluster(rng);
     int id = 0;
-    for (int wave = 0; wave < 3; ++wave) {
+    for (int wave = 0; wave < 4; ++wave) {
       snap.now_ms = wave * 30 * kMinuteMs;
       std::erase_if(snap.running,
                     [&](const RunningJob& r) { return r.start_ms + r.spec->estimated_duration_ms <= snap.now_ms; });
+      RequeueStopped(snap);
       int jobs = std::uniform_int_distribution<>(0, 25)(rng);
       for (int i = 0; i < jobs; ++i) snap.pending.push_back(Pending(RandomJob(rng, id++), snap.now_ms));
       SchedulerConfig config = SchedulerConfig::Builtin();
@@ -190,8 +208,11 @@ TEST(Properties, RandomClustersAndQueues) {
       config.strategy = rng() % 2 ? PlacementStrategy::kPack : PlacementStrategy::kSpread;
       Plan plan = Schedule(snap, config);
       Plan again = Schedule(snap, config);
+      total_preemptions += static_cast<int>(plan.preemptions.size());
+      total_starts += static_cast<int>(plan.starts.size());
       ASSERT_EQ(PlanToJson(plan, snap, Catalog()).dump(), PlanToJson(again, snap, Catalog()).dump());
       ExpectWholeGangs(snap, plan);
+      ExpectFairEvictions(snap, plan, config);
       EXPECT_EQ(plan.starts.size() + plan.waiting.size(), snap.pending.size());
       ApplyPlan(plan, snap);
       ExpectNoOverAllocation(snap);
@@ -199,6 +220,9 @@ TEST(Properties, RandomClustersAndQueues) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+  // The random workloads exercise what the properties guard.
+  EXPECT_GT(total_starts, 1000);
+  EXPECT_GT(total_preemptions, 10);
 }
 
 }  // namespace

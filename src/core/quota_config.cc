@@ -1,0 +1,156 @@
+// team_quotas.yaml parsing and submission-time quota checks.
+#include "core/quota_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/scheduler_config.h"
+#include "core/yaml_util.h"
+
+namespace gantry {
+
+double TeamQuota::guaranteed_total() const {
+  double total = guaranteed_any;
+  for (const auto& [type, gpus] : guaranteed) total += gpus;
+  return total;
+}
+
+double TeamQuota::ceiling() const {
+  double c = borrow_limit < 0 ? kUnlimited : guaranteed_total() + borrow_limit;
+  if (max_gpus >= 0) c = c < 0 ? max_gpus : std::min(c, max_gpus);
+  return c;
+}
+
+const TeamQuota& QuotaConfig::Team(const std::string& team) const {
+  auto it = teams.find(team);
+  return it == teams.end() ? default_team : it->second;
+}
+
+double QuotaConfig::TotalWeight() const {
+  double w = 0;
+  for (const auto& [name, q] : teams) w += q.weight;
+  return w;
+}
+
+namespace {
+
+Status ParseTeam(const YAML::Node& node, const std::string& where, const GpuCatalog& catalog, TeamQuota* q) {
+  YamlReader r(node, where);
+  auto guaranteed = r.Optional<std::map<std::string, double>>("guaranteed", {});
+  q->borrow_limit = r.Optional<double>("borrow_limit", kUnlimited);
+  q->max_gpus = r.Optional<double>("max_gpus", kUnlimited);
+  q->weight = r.Optional<double>("weight", 1.0);
+  q->user_max_gpus = r.Optional<double>("user_max_gpus", kUnlimited);
+  q->project_max_gpus = r.Optional<std::map<std::string, double>>("project_max_gpus", {});
+  if (Status s = r.Finish(); !s.ok()) return s;
+  for (const auto& [type, gpus] : guaranteed) {
+    if (gpus < 0) return Status::Invalid(where + ".guaranteed." + type, "must be >= 0");
+    if (type == "any") {
+      q->guaranteed_any = gpus;
+      continue;
+    }
+    const GpuType* t = catalog.Find(type);
+    if (!t) return Status::Invalid(where + ".guaranteed." + type, "unknown GPU type (or 'any')");
+    q->guaranteed[t->id] = gpus;
+  }
+  if (q->weight <= 0) return Status::Invalid(where + ".weight", "must be positive");
+  if (q->borrow_limit < 0 && q->borrow_limit != kUnlimited)
+    return Status::Invalid(where + ".borrow_limit", "must be >= 0");
+  if (q->max_gpus < 0 && q->max_gpus != kUnlimited) return Status::Invalid(where + ".max_gpus", "must be >= 0");
+  if (q->max_gpus >= 0 && q->max_gpus < q->guaranteed_total()) {
+    return Status::Invalid(where + ".max_gpus", "is below the guarantee");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<QuotaConfig> QuotaConfig::FromYaml(const std::string& text, const GpuCatalog& catalog) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid("team_quotas", "malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  QuotaConfig c;
+  YamlReader top(root, "team_quotas");
+  c.user_max_gpus = top.Optional<double>("user_max_gpus", kUnlimited);
+  auto runtimes = top.Optional<std::map<std::string, std::string>>("class_max_runtime", {});
+  YAML::Node teams = top.Child("teams");
+  YAML::Node defaults = top.Child("default_team");
+  if (Status s = top.Finish(); !s.ok()) return s;
+  for (const auto& [cls, text_value] : runtimes) {
+    auto d = ParseDuration(text_value);
+    if (!d) return Status::Invalid("class_max_runtime." + cls, d.status().message());
+    c.class_max_runtime_ms[cls] = *d;
+  }
+  if (defaults) {
+    if (Status s = ParseTeam(defaults, "default_team", catalog, &c.default_team); !s.ok()) return s;
+  }
+  if (teams) {
+    if (!teams.IsMap()) return Status::Invalid("teams", "must be a map of team name to quota");
+    for (const auto& kv : teams) {
+      std::string name = kv.first.as<std::string>();
+      TeamQuota q;
+      if (Status s = ParseTeam(kv.second, "teams." + name, catalog, &q); !s.ok()) return s;
+      c.teams[name] = q;
+    }
+  }
+  return c;
+}
+
+Expected<QuotaConfig> QuotaConfig::LoadFile(const std::string& path, const GpuCatalog& catalog) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return FromYaml(buf.str(), catalog);
+}
+
+double JobGpuShare(const GpuRequest& r, const GpuCatalog& catalog) {
+  switch (r.sharing) {
+    case SharingMode::kExclusive: return r.gpus;
+    case SharingMode::kTimeSlice:
+    case SharingMode::kMps: return r.gpu_milli / 1000.0;
+    case SharingMode::kMig: {
+      uint64_t mask = AllowedTypeMask(r, catalog);
+      for (const GpuType& t : catalog.types()) {
+        int p = t.FindMigProfile(r.mig_profile);
+        if ((mask >> t.id & 1) && p >= 0)
+          return static_cast<double>(t.mig_profiles[p].compute_slices) / t.mig_compute_slices;
+      }
+      return 0;
+    }
+  }
+  return 0;
+}
+
+Status CheckQuotaAdmissible(const JobSpec& spec, const QuotaConfig& quotas, const GpuCatalog& catalog) {
+  const TeamQuota& team = quotas.Team(spec.team);
+  double share = JobGpuShare(spec.request, catalog);
+  double ceiling = team.ceiling();
+  auto fmt_gpus = [](double g) { return std::to_string(g).substr(0, std::to_string(g).find('.') + 3); };
+  if (ceiling >= 0 && share > ceiling + 1e-9) {
+    return Status::Invalid("gpus", "team " + spec.team + " may never hold more than " + fmt_gpus(ceiling) +
+                                       " GPUs (guarantee + borrow limit, or max_gpus); this job needs " +
+                                       fmt_gpus(share));
+  }
+  auto project = team.project_max_gpus.find(spec.project);
+  if (project != team.project_max_gpus.end() && share > project->second + 1e-9) {
+    return Status::Invalid("gpus",
+                           "project " + spec.project + " may hold at most " + fmt_gpus(project->second) + " GPUs");
+  }
+  double user_max = team.user_max_gpus >= 0 ? team.user_max_gpus : quotas.user_max_gpus;
+  if (user_max >= 0 && share > user_max + 1e-9) {
+    return Status::Invalid("gpus", "user " + spec.user + " may hold at most " + fmt_gpus(user_max) + " GPUs");
+  }
+  auto runtime = quotas.class_max_runtime_ms.find(spec.priority_class);
+  if (runtime != quotas.class_max_runtime_ms.end() && spec.time_limit_ms > runtime->second) {
+    return Status::Invalid("time_limit", FormatDuration(spec.time_limit_ms) + " exceeds the " + spec.priority_class +
+                                             " class maximum of " + FormatDuration(runtime->second));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gantry

@@ -1,0 +1,54 @@
+// Team quotas from team_quotas.yaml: per team a guarantee (per GPU type and/or a
+// type-agnostic pool), a borrowing limit above it, a hard maximum, a fair-share weight,
+// per-project limits; per-user limits; a maximum run time per priority class. GPU counts
+// are GPU shares: a 0.25 fraction counts 0.25, a MIG slice its share of the GPU.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/gpu_catalog.h"
+#include "core/job.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace gantry {
+
+constexpr double kUnlimited = -1;
+
+struct TeamQuota {
+  std::map<GpuTypeId, double> guaranteed;  // per GPU type
+  double guaranteed_any = 0;               // pool usable on any type
+  double borrow_limit = kUnlimited;        // GPUs above the guarantee
+  double max_gpus = kUnlimited;            // hard maximum
+  double weight = 1;                       // fair-share weight
+  double user_max_gpus = kUnlimited;       // overrides the global per-user limit
+  std::map<std::string, double> project_max_gpus;
+
+  double guaranteed_total() const;
+  // The most GPUs this team may ever hold: min(max, guarantee + borrow limit).
+  double ceiling() const;
+};
+
+struct QuotaConfig {
+  std::map<std::string, TeamQuota> teams;
+  TeamQuota default_team;             // for teams not listed
+  double user_max_gpus = kUnlimited;  // per user, every team
+  std::map<std::string, DurationMs> class_max_runtime_ms;
+
+  const TeamQuota& Team(const std::string& team) const;
+  double TotalWeight() const;
+
+  static Expected<QuotaConfig> FromYaml(const std::string& text, const GpuCatalog& catalog);
+  static Expected<QuotaConfig> LoadFile(const std::string& path, const GpuCatalog& catalog);
+};
+
+// A job's GPU share: whole GPUs, the fraction, or for MIG the profile's compute share on
+// the first allowed type that has it.
+double JobGpuShare(const GpuRequest& r, const GpuCatalog& catalog);
+
+// Refuses at submission a job that exceeds every limit its team could ever reach (team
+// ceiling, project limit, user limit) or its class's maximum run time, naming the field.
+Status CheckQuotaAdmissible(const JobSpec& spec, const QuotaConfig& quotas, const GpuCatalog& catalog);
+
+}  // namespace gantry

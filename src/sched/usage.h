@@ -1,0 +1,51 @@
+// Who holds what, per team, GPU type, project and user, during one cycle; and the quota
+// rules on top: guarantees (per type plus an "any" pool), borrowing, hard maximums,
+// project and user limits.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/quota_config.h"
+#include "sched/plan.h"
+
+namespace gantry {
+
+class UsageTracker {
+ public:
+  UsageTracker(const Snapshot& snap, const GpuCatalog& catalog, const QuotaConfig& quotas);
+
+  // Why `spec` (holding `share` GPUs) may not start under the quotas now; empty if it may.
+  std::string QuotaBlock(const JobSpec& spec, double share) const;
+  // Records a start (or, with a negative share, an end) on GPU type `type`.
+  void Add(const JobSpec& spec, GpuTypeId type, double share);
+
+  // Whether the team stays within its guarantee after taking `share` more on `type`.
+  bool WithinGuarantee(const std::string& team, GpuTypeId type, double share) const;
+  // GPUs the team holds above its guarantee (0 when at or below it).
+  double Borrowed(const std::string& team) const;
+  double TeamTotal(const std::string& team) const;
+  // Teams with a guarantee, and whether each holds less than it.
+  std::map<std::string, bool> BelowGuarantee() const;
+
+ private:
+  struct TeamUse {
+    double total = 0;
+    std::vector<double> by_type;
+  };
+  const TeamUse* Find(const std::string& team) const;
+  double Over(const TeamQuota& q, const TeamUse* use, GpuTypeId type, double extra) const;
+
+  const GpuCatalog& catalog_;
+  const QuotaConfig& quotas_;
+  std::unordered_map<std::string, TeamUse> teams_;
+  std::unordered_map<std::string, double> projects_;  // "team/project"
+  std::unordered_map<std::string, double> users_;
+};
+
+// GPU share of a placement (for quotas and usage): whole GPUs, fractions, MIG shares.
+double PlacementShare(const Placement& p, SharingMode mode);
+
+}  // namespace gantry
