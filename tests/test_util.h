@@ -115,8 +115,21 @@ inline RunningJob Running(JobSpec spec, int node, std::vector<int> gpus, TimeMs 
   return r;
 }
 
-inline Plan Schedule(const Snapshot& snap, const SchedulerConfig& config = SchedulerConfig::Builtin()) {
-  return Engine(Catalog(), config).Schedule(snap);
+// The built-in config without the policies that reorder or evict (short-job weighting,
+// preemption), so a test sees one mechanism at a time; tests of those turn them on.
+inline const SchedulerConfig& MechanismConfig() {
+  static const SchedulerConfig config = [] {
+    SchedulerConfig c = SchedulerConfig::Builtin();
+    c.short_job_weight = 0;
+    c.preemption_enabled = false;
+    return c;
+  }();
+  return config;
+}
+
+inline Plan Schedule(const Snapshot& snap, const SchedulerConfig& config = MechanismConfig(),
+                     const QuotaConfig* quotas = nullptr) {
+  return Engine(Catalog(), config, quotas).Schedule(snap);
 }
 
 inline const StartDecision* FindStart(const Plan& p, const std::string& id) {

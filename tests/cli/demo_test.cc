@@ -36,8 +36,8 @@ TEST(DemoCommand, PlansTheExampleScenario) {
   }
   EXPECT_TRUE(gang);
   EXPECT_EQ(cycles[0]["mig_changes"].size(), 1u);
-  // 09:30: high nlp-train-2 evicts the medium gang (2 min grace); vis-long-1 backfills
-  // onto free H100s; vis-sweep-1 holds a reservation.
+  // 09:30: high nlp-train-2 evicts the medium gang (2 min grace); the short vis-sweep-1
+  // (0.7 GPU-hours) backfills onto free H100s; the long vis-long-1 holds a reservation.
   ASSERT_EQ(cycles[1]["preemptions"].size(), 1u);
   EXPECT_EQ(cycles[1]["preemptions"][0]["job"], "nlp-train-1");
   EXPECT_EQ(cycles[1]["preemptions"][0]["for_job"], "nlp-train-2");
@@ -46,10 +46,11 @@ TEST(DemoCommand, PlansTheExampleScenario) {
   EXPECT_EQ(cycles[1]["waiting"][0]["job"], "nlp-train-2");
   EXPECT_EQ(cycles[1]["waiting"][0]["code"], "preempting");
   ASSERT_EQ(cycles[1]["starts"].size(), 1u);
-  EXPECT_EQ(cycles[1]["starts"][0]["job"], "vis-long-1");
+  EXPECT_EQ(cycles[1]["starts"][0]["job"], "vis-sweep-1");
   EXPECT_TRUE(cycles[1]["starts"][0]["backfilled"].get<bool>());
   ASSERT_EQ(cycles[1]["reservations"].size(), 1u);
-  EXPECT_EQ(cycles[1]["reservations"][0]["job"], "vis-sweep-1");
+  EXPECT_EQ(cycles[1]["reservations"][0]["job"], "vis-long-1");
+  EXPECT_EQ(cycles[1]["reservations"][0]["start"], "2026-11-26T09:50:00Z");  // vis-sweep-1 ends
   // 09:35: the evicted gang is back in the queue and nlp-train-2 runs on its GPUs.
   EXPECT_EQ(cycles[2]["evicted"][0], "nlp-train-1");
   EXPECT_EQ(cycles[2]["starts"][0]["job"], "nlp-train-2");
@@ -60,7 +61,7 @@ TEST(DemoCommand, PlansTheExampleScenario) {
 TEST(DemoCommand, TextOutputExplainsWaits) {
   std::string out;
   ASSERT_EQ(RunCommand(kDemo, &out), 0);
-  EXPECT_NE(out.find("reserved for 2026-11-26T11:00:00Z on h100-0"), std::string::npos) << out;
+  EXPECT_NE(out.find("reserved for 2026-11-26T09:50:00Z on h100-0"), std::string::npos) << out;
   EXPECT_NE(out.find("evict    nlp-train-1 for nlp-train-2 (priority): stops at 2026-11-26T09:32:00Z"),
             std::string::npos);
   EXPECT_NE(out.find("[backfill]"), std::string::npos);

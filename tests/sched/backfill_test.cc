@@ -10,11 +10,7 @@ namespace {
 using namespace testing;
 
 // These tests are about backfill: no preemption (it is tested in preemption_test.cc).
-SchedulerConfig NoPreemption() {
-  SchedulerConfig c = SchedulerConfig::Builtin();
-  c.preemption_enabled = false;
-  return c;
-}
+SchedulerConfig NoPreemption() { return MechanismConfig(); }
 
 // Node "a" (8 A100s): a job holds GPUs 0-5 until 2h. At 30m: BIG (high, 8 GPUs) is blocked;
 // LONG (2 GPUs, 5h) would still run at 2h; SHORT (2 GPUs, 1h, ends 1h30) fits before it.
@@ -89,7 +85,7 @@ TEST(Reservation, WorkedExampleFromTheHeader) {
 }
 
 TEST(Reservation, SeveralBlockedJobsHoldDifferentGpus) {
-  SchedulerConfig config = SchedulerConfig::Builtin();
+  SchedulerConfig config = MechanismConfig();
   config.backfill_reservations = 2;
   Snapshot snap;
   snap.nodes = {MakeNode("a", "A100-80GB", 8), MakeNode("b", "A100-80GB", 8)};

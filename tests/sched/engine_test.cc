@@ -66,6 +66,7 @@ TEST(QueueOrder, WorkedExampleFromTheHeader) {
                                Pending(MakeJob("B").Class("high").Gpus(1), now - 84 * kHourMs),
                                Pending(MakeJob("C").Class("critical").Gpus(1), now)};
   config.fairshare_weight = 0;
+  config.short_job_weight = 0;
   const QueueContext ctx{config, now, 8, nullptr};
   EXPECT_NEAR(QueueScore(q[0], ctx), 1000.0 / 7 + 500, 1e-9);  // 642.9
   EXPECT_NEAR(QueueScore(q[1], ctx), 500 + 62.5, 1e-9);
@@ -143,7 +144,7 @@ TEST(Engine, PackingFillsBusyNodesAndSpreadingAvoidsThem) {
   snap.running = {Running(MakeJob("r").Gpus(6), 1, {0, 1, 2, 3, 4, 5})};
   snap.pending = {Pending(MakeJob("small").Gpus(2))};
   EXPECT_EQ(Where(snap, Schedule(snap).starts[0].placement), "busy:6,7");
-  SchedulerConfig spread = SchedulerConfig::Builtin();
+  SchedulerConfig spread = MechanismConfig();
   spread.strategy = PlacementStrategy::kSpread;
   EXPECT_EQ(Where(snap, Schedule(snap, spread).starts[0].placement), "empty:0,1");
 }

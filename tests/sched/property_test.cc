@@ -203,7 +203,7 @@ TEST(Properties, RandomClustersAndQueues) {
       RequeueStopped(snap);
       int jobs = std::uniform_int_distribution<>(0, 25)(rng);
       for (int i = 0; i < jobs; ++i) snap.pending.push_back(Pending(RandomJob(rng, id++), snap.now_ms));
-      SchedulerConfig config = SchedulerConfig::Builtin();
+      SchedulerConfig config = SchedulerConfig::Builtin();  // every policy on, preemption included
       config.backfill_reservations = static_cast<int>(rng() % 3);
       config.strategy = rng() % 2 ? PlacementStrategy::kPack : PlacementStrategy::kSpread;
       Plan plan = Schedule(snap, config);
