@@ -68,9 +68,10 @@ struct SchedulerConfig {
   DurationMs min_runtime_ms = 10 * kMinuteMs;    // a job runs this long before it can be evicted
   int max_evictions = 3;                         // a job evicted this often is left alone
   DurationMs grace_period_ms = 120 * kSecondMs;  // to checkpoint before being stopped
-  // A job reclaims its team's guarantee only after waiting this long: completions usually
-  // free GPUs sooner, and each eviction costs work. Keep it below the starvation bound.
-  DurationMs reclaim_after_ms = 50 * kMinuteMs;
+  // A team reclaims its guarantee only after holding less than it, with jobs waiting, for
+  // this long: completions usually free GPUs sooner, and each eviction costs work. Keep it
+  // below the starvation bound you promise (1 hour by default).
+  DurationMs reclaim_after_ms = 40 * kMinuteMs;
   int max_preemptors_per_cycle = 16;  // blocked jobs that may evict, per cycle
 
   DurationMs default_time_limit_ms = 24 * kHourMs;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sched/cluster_state.h"
 #include "sched/demand.h"
@@ -77,7 +78,7 @@ class Cycle {
         usage_(snap, catalog, quotas),
         evicting_(snap.running.size(), 0) {
     if (config.fairshare_weight != 0) fair_share_ = FairShareFactors(snap.team_usage, quotas);
-    below_guarantee_ = usage_.BelowGuarantee();
+    guarantee_levels_ = usage_.GuaranteeLevels(snap.below_guarantee_since, snap.now_ms, config.reclaim_after_ms);
   }
 
   Plan Run();
@@ -97,7 +98,7 @@ class Cycle {
   bool TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d, double share);
   QueueContext Context(int largest_node) const {
     return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
-            &below_guarantee_};
+            &guarantee_levels_};
   }
   // Without explanations: true once no later job can start this cycle.
   bool Done() const;
@@ -113,9 +114,12 @@ class Cycle {
   Placer placer_;
   UsageTracker usage_;
   std::map<std::string, double> fair_share_;
-  std::map<std::string, bool> below_guarantee_;
+  std::map<std::string, int> guarantee_levels_;
   std::optional<VictimFinder> finder_;  // built on the first preemption attempt
   std::vector<char> evicting_;          // running jobs this plan evicts
+  std::vector<int> victim_rank_;        // per running job: class rank, INT32_MAX if protected
+  std::unordered_set<std::string> preempt_failed_;
+  int lowest_victim_rank_ = INT32_MAX;
   int preemptors_ = 0;
   Plan plan_;
   std::unordered_map<std::string, ShapeEntry> shapes_;
@@ -209,6 +213,10 @@ void Cycle::Consider(const QueueEntry& e) {
   const bool explain = options_.explain;
   std::string reason;
   if (code == WaitCode::kBehindReservation) {
+    // It may still evict elsewhere (never on reserved GPUs).
+    if (config_.preemption_enabled && preemptors_ < config_.max_preemptors_per_cycle && TryPreempt(e, spec, d, share)) {
+      return;
+    }
     if (explain) {
       reason = fmt::format("{} free now, but it would still run at {} when GPUs are reserved for a higher-ranked job",
                            DescribeRequest(spec), FormatUtc(reservation_times_.front()));
@@ -255,32 +263,62 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   const int my_class = config_.FindClass(spec.priority_class);
   const bool may_preempt_by_class =
       config_.preempt_by_priority && my_class >= 0 && config_.priority_classes[my_class].preempts_others;
-  bool under_guarantee = false;
-  for (GpuTypeId t : d.type_order) under_guarantee = under_guarantee || usage_.WithinGuarantee(spec.team, t, share);
-  const bool waited = now - snap_.pending[e.pending_index].submit_ms >= config_.reclaim_after_ms;
-  const bool may_reclaim =
-      config_.preempt_to_reclaim && waited && under_guarantee && quotas_.Team(spec.team).guaranteed_total() > 0;
+  // Cheap tests first: most blocked jobs' teams have not been below their guarantee long.
+  auto since = snap_.below_guarantee_since.find(spec.team);
+  bool may_reclaim = config_.preempt_to_reclaim && since != snap_.below_guarantee_since.end() &&
+                     now - since->second >= config_.reclaim_after_ms && quotas_.Team(spec.team).guaranteed_total() > 0;
+  if (may_reclaim) {
+    bool under_guarantee = false;
+    for (GpuTypeId t : d.type_order) {
+      if ((under_guarantee = usage_.WithinGuarantee(spec.team, t, share))) break;
+    }
+    may_reclaim = under_guarantee;
+  }
   const bool by_service = config_.preempt_by_service && !config_.las_thresholds_gpu_hours.empty();
   const int my_tier = LasTier(snap_.pending[e.pending_index].attained_gpu_ms, config_);
   if (!may_preempt_by_class && !may_reclaim && !by_service) return false;
 
+  // Once per cycle: each running job's class rank, and whether the protections let it go
+  // at all (preemptible, its class preemptible, ran min_runtime, evicted < max_evictions).
+  if (victim_rank_.empty() && !snap_.running.empty()) {
+    victim_rank_.assign(snap_.running.size(), INT32_MAX);  // INT32_MAX: protected
+    lowest_victim_rank_ = INT32_MAX;
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      const RunningJob& r = snap_.running[i];
+      if (r.stop_at_ms != kNever || !r.spec->preemptible || now - r.start_ms < config_.min_runtime_ms ||
+          r.evictions >= config_.max_evictions) {
+        continue;
+      }
+      int c = config_.FindClass(r.spec->priority_class);
+      if (c >= 0 && !config_.priority_classes[c].preemptible) continue;  // e.g. critical
+      victim_rank_[i] = c < 0 ? INT32_MIN : config_.priority_classes[c].rank;
+      lowest_victim_rank_ = std::min(lowest_victim_rank_, victim_rank_[i]);
+    }
+  }
+  const int my_rank = my_class >= 0 ? config_.priority_classes[my_class].rank : INT32_MIN;
+  if (!(may_preempt_by_class && lowest_victim_rank_ < my_rank) && !may_reclaim && !by_service) return false;
+
+  // GPUs each team holds above its guarantee, looked up once per team for this attempt.
+  std::unordered_map<std::string, double> borrowed;
+  auto BorrowedBy = [&](const std::string& team) {
+    auto [it, added] = borrowed.emplace(team, 0.0);
+    if (added) it->second = usage_.Borrowed(team);
+    return it->second;
+  };
   // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service.
   std::vector<char> eligible(snap_.running.size(), 0), stopping(snap_.running.size(), 0);
   bool any = false;
   for (size_t i = 0; i < snap_.running.size(); ++i) {
     const RunningJob& r = snap_.running[i];
-    stopping[i] = r.stop_at_ms != kNever || evicting_[i];
-    if (stopping[i] || !r.spec->preemptible || now - r.start_ms < config_.min_runtime_ms ||
-        r.evictions >= config_.max_evictions) {
-      continue;
-    }
-    int c = config_.FindClass(r.spec->priority_class);
-    if (c >= 0 && !config_.priority_classes[c].preemptible) continue;  // e.g. critical
-    int rank = c < 0 ? INT32_MIN : config_.priority_classes[c].rank;
-    if (may_preempt_by_class && my_class >= 0 && rank < config_.priority_classes[my_class].rank) {
+    // Stopping already, or ending within a grace period anyway: its GPUs come free
+    // without an eviction.
+    stopping[i] = r.stop_at_ms != kNever || evicting_[i] || ExpectedEnd(r, now) <= now + config_.grace_period_ms;
+    if (stopping[i] || victim_rank_[i] == INT32_MAX) continue;
+    int rank = victim_rank_[i];
+    if (may_preempt_by_class && rank < my_rank) {
       eligible[i] = 1;
     } else if (may_reclaim && r.spec->team != spec.team &&
-               usage_.Borrowed(r.spec->team) >= PlacementShare(r.placement, r.spec->request.sharing) - 1e-9) {
+               BorrowedBy(r.spec->team) >= PlacementShare(r.placement, r.spec->request.sharing) - 1e-9) {
       eligible[i] = 2;  // the victim's team stays at or above its own guarantee
     } else if (by_service) {
       double attained = r.attained_gpu_ms +
@@ -290,9 +328,16 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     any = any || eligible[i];
   }
   if (!any) return false;
+  // A search that failed for this shape, team, class and tier fails again this cycle (the
+  // victims only get fewer).
+  std::string failed_key = key_ + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier);
+  if (preempt_failed_.count(failed_key)) return false;
   if (!finder_) finder_.emplace(state_, snap_);
   std::optional<VictimChoice> choice = finder_->Find(d, eligible, stopping);
-  if (!choice || choice->victims.empty()) return false;  // nothing to evict: wait as usual
+  if (!choice || choice->victims.empty()) {  // nothing to evict: wait as usual
+    preempt_failed_.insert(std::move(failed_key));
+    return false;
+  }
   static constexpr const char* kRule[] = {"", "priority", "reclaim", "service"};
   const TimeMs stop_at = now + config_.grace_period_ms;
   std::string names;

@@ -70,6 +70,9 @@ struct Snapshot {
   TimeMs now_ms = 0;
   // Decayed fair-share usage per team (FairShareLedger); absent teams have none.
   std::map<std::string, double> team_usage;
+  // Since when each team has held less than its guarantee while it had jobs waiting
+  // (kept by the caller across cycles); reclaim waits for preemption.reclaim_after.
+  std::map<std::string, TimeMs> below_guarantee_since;
 };
 
 struct StartDecision {

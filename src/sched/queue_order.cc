@@ -29,9 +29,9 @@ double QueueScore(const PendingJob& job, const QueueContext& ctx) {
     short_job = config.short_job_ref_gpu_hours / (config.short_job_ref_gpu_hours + gpu_hours);
   }
   double below = 0;
-  if (ctx.below_guarantee && config.guarantee_weight != 0) {
-    auto it = ctx.below_guarantee->find(job.spec->team);
-    below = it != ctx.below_guarantee->end() && it->second ? 1 : 0;
+  if (ctx.guarantee_level && config.guarantee_weight != 0) {
+    auto it = ctx.guarantee_level->find(job.spec->team);
+    below = it == ctx.guarantee_level->end() ? 0 : it->second;
   }
   return config.age_weight * age + config.size_weight * size + config.fairshare_weight * fair +
          config.short_job_weight * short_job + config.guarantee_weight * below;

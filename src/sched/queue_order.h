@@ -23,8 +23,9 @@ struct QueueContext {
   const SchedulerConfig& config;
   TimeMs now_ms = 0;
   int largest_node_gpus = 0;
-  const std::map<std::string, double>* fair_share = nullptr;     // team -> F; null: no fair share
-  const std::map<std::string, bool>* below_guarantee = nullptr;  // team -> holds less than it
+  const std::map<std::string, double>* fair_share = nullptr;  // team -> F; null: no fair share
+  // Team -> 1 while it holds less than its guarantee, 2 once that has lasted reclaim_after.
+  const std::map<std::string, int>* guarantee_level = nullptr;
 };
 
 struct QueueEntry {

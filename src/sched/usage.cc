@@ -66,12 +66,17 @@ double UsageTracker::Borrowed(const std::string& team) const {
   return std::max(0.0, Over(q, use, 0, 0) - q.guaranteed_any);
 }
 
-std::map<std::string, bool> UsageTracker::BelowGuarantee() const {
-  std::map<std::string, bool> below;
+std::map<std::string, int> UsageTracker::GuaranteeLevels(const std::map<std::string, TimeMs>& since, TimeMs now,
+                                                         DurationMs reclaim_after) const {
+  std::map<std::string, int> levels;
   for (const auto& [team, q] : quotas_.teams) {
-    if (q.guaranteed_total() > 0) below[team] = TeamTotal(team) < q.guaranteed_total() - 1e-9;
+    if (q.guaranteed_total() <= 0) continue;
+    bool below = TeamTotal(team) < q.guaranteed_total() - 1e-9;
+    auto it = since.find(team);
+    bool long_below = below && it != since.end() && now - it->second >= reclaim_after;
+    levels[team] = long_below ? 2 : below ? 1 : 0;
   }
-  return below;
+  return levels;
 }
 
 std::string UsageTracker::QuotaBlock(const JobSpec& spec, double share) const {

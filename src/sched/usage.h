@@ -27,8 +27,10 @@ class UsageTracker {
   // GPUs the team holds above its guarantee (0 when at or below it).
   double Borrowed(const std::string& team) const;
   double TeamTotal(const std::string& team) const;
-  // Teams with a guarantee, and whether each holds less than it.
-  std::map<std::string, bool> BelowGuarantee() const;
+  // Per team with a guarantee: 0 at or above it, 1 below it, 2 below it since at least
+  // `reclaim_after` (from `since`, kept by the caller) ago.
+  std::map<std::string, int> GuaranteeLevels(const std::map<std::string, TimeMs>& since, TimeMs now,
+                                             DurationMs reclaim_after) const;
 
  private:
   struct TeamUse {

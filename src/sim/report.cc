@@ -14,7 +14,8 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
                    {"share_of_gpu_hours", t.share_of_gpu_hours},
                    {"queue_delay_mean_s", t.queue_delay_mean_s},
                    {"queue_delay_max_s", t.queue_delay_max_s},
-                   {"max_starvation_s", t.max_starvation_s}};
+                   {"max_starvation_s", t.max_starvation_s},
+                   {"max_starvation_fitting_guarantee_s", t.max_starvation_fitting_guarantee_s}};
   }
   return {{"policy", r.policy},
           {"cluster_gpus", r.cluster_gpus},
@@ -37,6 +38,7 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
           {"queue_delay_max_s", r.queue_delay_max_s},
           {"preemptions", r.preemptions},
           {"max_team_starvation_s", r.max_team_starvation_s},
+          {"max_team_starvation_fitting_guarantee_s", r.max_team_starvation_fitting_guarantee_s},
           {"jain_fairness", r.jain_fairness},
           {"events", r.events},
           {"scheduling_cycles", r.cycles},

@@ -89,6 +89,7 @@ class Simulation {
  private:
   void Admit(size_t i);
   void Enqueue(PendingJob job, size_t trace_index);
+  bool FitsGuarantee(const JobSpec& spec, int team) const;
   void Reorder();
   void Nominate(const std::string& job_id);
   void Cycle();
@@ -130,7 +131,7 @@ class Simulation {
   bool has_partial_ = false;  // MIG GPUs or shared jobs: "no idle GPU" does not mean full
   TimeMs last_reorder_ = -1;
   std::map<std::string, double> factors_;
-  std::map<std::string, bool> below_;
+  std::map<std::string, int> below_;
   bool stop_happened_ = false;
 
   std::vector<std::string> teams_;
@@ -139,6 +140,11 @@ class Simulation {
   std::vector<double> team_rate_;
   std::vector<int> team_waiting_;
   std::vector<TimeMs> starve_since_;
+  std::vector<double> team_guarantee_;
+  std::vector<int> team_waiting_fit_;  // waiting jobs no larger than the team's guarantee
+  std::vector<TimeMs> starve_fit_since_;
+  std::vector<double> team_max_starve_fit_ms_;
+  std::vector<TimeMs> below_since_;
   std::vector<double> team_max_starve_ms_;
   std::vector<double> team_gpu_ms_;
 
@@ -165,6 +171,11 @@ int Simulation::TeamIndex(const std::string& team) {
     team_rate_.push_back(0);
     team_waiting_.push_back(0);
     starve_since_.push_back(-1);
+    team_guarantee_.push_back(options_.quotas.Team(team).guaranteed_total());
+    team_waiting_fit_.push_back(0);
+    starve_fit_since_.push_back(-1);
+    team_max_starve_fit_ms_.push_back(0);
+    below_since_.push_back(-1);
     team_max_starve_ms_.push_back(0);
     team_gpu_ms_.push_back(0);
   }
@@ -208,8 +219,13 @@ void Simulation::Admit(size_t i) {
 }
 
 // Keeps snap_.pending in queue order: a new job goes where QueueKeyBefore puts it.
+bool Simulation::FitsGuarantee(const JobSpec& spec, int team) const {
+  return JobGpuShare(spec.request, config_.catalog) <= team_guarantee_[team] + 1e-9;
+}
+
 void Simulation::Enqueue(PendingJob job, size_t trace_index) {
   team_waiting_[jobs_[trace_index].team]++;
+  if (FitsGuarantee(*job.spec, jobs_[trace_index].team)) team_waiting_fit_[jobs_[trace_index].team]++;
   snap_.pending.push_back(std::move(job));
   QueueEntry key = MakeQueueEntry(snap_.pending, snap_.pending.size() - 1, Context());
   const std::string& id = snap_.pending.back().spec->id;
@@ -237,6 +253,7 @@ void Simulation::Nominate(const std::string& job_id) {
     pending_job_.erase(pending_job_.begin() + static_cast<std::ptrdiff_t>(i));
     pending_keys_.erase(pending_keys_.begin() + static_cast<std::ptrdiff_t>(i));
     team_waiting_[jobs_[trace_index].team]--;
+    if (FitsGuarantee(*job.spec, jobs_[trace_index].team)) team_waiting_fit_[jobs_[trace_index].team]--;
     job.nominated = true;
     Enqueue(std::move(job), trace_index);
     return;
@@ -247,7 +264,8 @@ void Simulation::Nominate(const std::string& job_id) {
 void Simulation::Reorder() {
   // Scores as of now: fair-share factors and who is below its guarantee.
   factors_ = FairShareFactors(snap_.team_usage, options_.quotas);
-  below_ = UsageTracker(snap_, config_.catalog, options_.quotas).BelowGuarantee();
+  below_ = UsageTracker(snap_, config_.catalog, options_.quotas)
+               .GuaranteeLevels(snap_.below_guarantee_since, snap_.now_ms, policy_.reclaim_after_ms);
   std::vector<QueueEntry> order = OrderQueue(snap_.pending, Context());
   std::vector<PendingJob> pending;
   std::vector<size_t> jobs;
@@ -286,6 +304,7 @@ void Simulation::Start(const StartDecision& s) {
   allocated_ += js.share;
   team_alloc_[js.team] += js.share;
   team_waiting_[js.team]--;
+  if (FitsGuarantee(spec, js.team)) team_waiting_fit_[js.team]--;
   RunningJob r{pending.spec, snap_.now_ms, s.placement};
   r.attained_gpu_ms = js.attained_gpu_ms;
   r.evictions = js.evictions;
@@ -348,6 +367,10 @@ void Simulation::Stop(size_t job) {
 
 void Simulation::Cycle() {
   if (policy_.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
+  snap_.below_guarantee_since.clear();
+  for (size_t k = 0; k < teams_.size(); ++k) {
+    if (below_since_[k] >= 0) snap_.below_guarantee_since[teams_[k]] = below_since_[k];
+  }
   if (TimeDependentOrder() && snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms) Reorder();
   if (policy_.preemption_enabled) {
     // The engine weighs lost work from each running job's last checkpoint.
@@ -410,15 +433,22 @@ void Simulation::Account(TimeMs t) {
   last_t_ = t;
 }
 
-// A team starves while it has a job waiting and no GPU allocated.
+// A team starves while it has a job waiting and no GPU allocated. Also tracks since when
+// each team has been below its guarantee with jobs waiting (for reclaim).
 void Simulation::UpdateStarvation(TimeMs t) {
   for (size_t k = 0; k < teams_.size(); ++k) {
-    bool starving = team_waiting_[k] > 0 && team_alloc_[k] < 1e-9;
-    if (starving && starve_since_[k] < 0) starve_since_[k] = t;
-    if (!starving && starve_since_[k] >= 0) {
-      team_max_starve_ms_[k] = std::max(team_max_starve_ms_[k], static_cast<double>(t - starve_since_[k]));
-      starve_since_[k] = -1;
-    }
+    bool below = team_waiting_[k] > 0 && team_alloc_[k] < team_guarantee_[k] - 1e-9;
+    if (below && below_since_[k] < 0) below_since_[k] = t;
+    if (!below) below_since_[k] = -1;
+    auto track = [&](bool starving, TimeMs& since, double& max_ms) {
+      if (starving && since < 0) since = t;
+      if (!starving && since >= 0) {
+        max_ms = std::max(max_ms, static_cast<double>(t - since));
+        since = -1;
+      }
+    };
+    track(team_waiting_[k] > 0 && team_alloc_[k] < 1e-9, starve_since_[k], team_max_starve_ms_[k]);
+    track(team_waiting_fit_[k] > 0 && team_alloc_[k] < 1e-9, starve_fit_since_[k], team_max_starve_fit_ms_[k]);
   }
 }
 
@@ -517,7 +547,10 @@ void Simulation::Summarize(SimResult& r) {
     tm.queue_delay_mean_s = Mean(team_delay[k]);
     tm.queue_delay_max_s = team_delay[k].empty() ? 0 : *std::max_element(team_delay[k].begin(), team_delay[k].end());
     tm.max_starvation_s = team_max_starve_ms_[k] / 1000.0;
+    tm.max_starvation_fitting_guarantee_s = team_max_starve_fit_ms_[k] / 1000.0;
     r.max_team_starvation_s = std::max(r.max_team_starvation_s, tm.max_starvation_s);
+    r.max_team_starvation_fitting_guarantee_s =
+        std::max(r.max_team_starvation_fitting_guarantee_s, tm.max_starvation_fitting_guarantee_s);
     if (team_jct[k] > 0) {
       double x = team_run[k] / team_jct[k];  // the team's run time over its completion time
       sum_x += x;

@@ -35,6 +35,8 @@ struct TeamMetrics {
   double queue_delay_mean_s = 0;
   double queue_delay_max_s = 0;
   double max_starvation_s = 0;
+  // The same, counted only while the team had a waiting job that fits its guarantee.
+  double max_starvation_fitting_guarantee_s = 0;
 };
 
 // Time series for charts, averaged over equal buckets of the makespan.
@@ -60,6 +62,7 @@ struct SimResult {
   double queue_delay_max_s = 0;
   int preemptions = 0;
   double max_team_starvation_s = 0;
+  double max_team_starvation_fitting_guarantee_s = 0;
   double jain_fairness = 0;
   std::map<std::string, TeamMetrics> per_team;
   std::vector<std::string> rejected_samples;  // "t12: gpus: ..." (first few)
