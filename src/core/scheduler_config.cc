@@ -181,6 +181,7 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   c.max_evictions = pr.Optional<int>("max_evictions", c.max_evictions);
   c.grace_period_ms = ReadDuration(pr, "grace_period", c.grace_period_ms);
   c.reclaim_after_ms = ReadDuration(pr, "reclaim_after", c.reclaim_after_ms);
+  c.reclaim_patience_ms = ReadDuration(pr, "reclaim_patience", c.reclaim_patience_ms);
   c.max_preemptors_per_cycle = pr.Optional<int>("max_preemptors_per_cycle", c.max_preemptors_per_cycle);
   if (Status s = pr.Finish(); !s.ok()) return s;
   if (c.max_evictions < 0) return Status::Invalid("preemption.max_evictions", "must be >= 0");

@@ -71,7 +71,10 @@ struct SchedulerConfig {
   // A team reclaims its guarantee only after holding less than it, with jobs waiting, for
   // this long: completions usually free GPUs sooner, and each eviction costs work. Keep it
   // below the starvation bound you promise (1 hour by default).
-  DurationMs reclaim_after_ms = 40 * kMinuteMs;
+  DurationMs reclaim_after_ms = 30 * kMinuteMs;
+  // ...and, until it has been below for reclaim_after + reclaim_patience, not when the job
+  // would start by itself within reclaim_patience anyway.
+  DurationMs reclaim_patience_ms = 10 * kMinuteMs;
   int max_preemptors_per_cycle = 16;  // blocked jobs that may evict, per cycle
 
   DurationMs default_time_limit_ms = 24 * kHourMs;

@@ -296,7 +296,23 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     }
   }
   const int my_rank = my_class >= 0 ? config_.priority_classes[my_class].rank : INT32_MIN;
-  if (!(may_preempt_by_class && lowest_victim_rank_ < my_rank) && !may_reclaim && !by_service) return false;
+  const bool class_victims = may_preempt_by_class && lowest_victim_rank_ < my_rank;
+  if (!class_victims && !may_reclaim && !by_service) return false;
+  // A search that failed for this shape, team, class and tier fails again this cycle (the
+  // victims only get fewer, and natural starts only get later).
+  std::string failed_key = key_ + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier);
+  if (preempt_failed_.count(failed_key)) return false;
+  const bool patience_left =
+      may_reclaim && now - since->second < config_.reclaim_after_ms + config_.reclaim_patience_ms;
+  if (patience_left && !class_victims && !by_service) {
+    // Reclaiming alone, and not yet past its patience: if GPUs come free by themselves
+    // soon, waiting loses no work.
+    auto natural = FindEarliestStart(state_, d);
+    if (natural && natural->at_ms <= now + config_.reclaim_patience_ms) {
+      preempt_failed_.insert(std::move(failed_key));
+      return false;
+    }
+  }
 
   // GPUs each team holds above its guarantee, looked up once per team for this attempt.
   std::unordered_map<std::string, double> borrowed;
@@ -328,12 +344,28 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     any = any || eligible[i];
   }
   if (!any) return false;
-  // A search that failed for this shape, team, class and tier fails again this cycle (the
-  // victims only get fewer).
-  std::string failed_key = key_ + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier);
-  if (preempt_failed_.count(failed_key)) return false;
   if (!finder_) finder_.emplace(state_, snap_);
-  std::optional<VictimChoice> choice = finder_->Find(d, eligible, stopping);
+  std::optional<VictimChoice> choice;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    choice = finder_->Find(d, eligible, stopping);
+    if (!choice || choice->victims.empty()) break;
+    // Reclaim takes only what a team holds above its guarantee, all its victims together;
+    // a team that would drop below is left out and the search runs again.
+    std::unordered_map<std::string, double> reclaimed;
+    std::string over;
+    for (size_t v : choice->victims) {
+      if (eligible[v] != 2) continue;
+      const RunningJob& r = snap_.running[v];
+      double& sum = reclaimed[r.spec->team];
+      sum += PlacementShare(r.placement, r.spec->request.sharing);
+      if (sum > BorrowedBy(r.spec->team) + 1e-9) over = r.spec->team;
+    }
+    if (over.empty()) break;
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      if (eligible[i] == 2 && snap_.running[i].spec->team == over) eligible[i] = 0;
+    }
+    choice.reset();
+  }
   if (!choice || choice->victims.empty()) {  // nothing to evict: wait as usual
     preempt_failed_.insert(std::move(failed_key));
     return false;
