@@ -119,11 +119,11 @@ TEST(Preemption, ReclaimTakesBackBorrowedGpusAfterTheWait) {
   }
   snap.pending = {Pending(MakeJob("mine").Team("owner").Gpus(4), 0)};
   SchedulerConfig config = Preempting();
-  // Below its guarantee for 30 min: not yet (reclaim_after is 40 min).
-  snap.below_guarantee_since = {{"owner", kHourMs - 30 * kMinuteMs}};
+  // Below its guarantee for 20 min: not yet (reclaim_after is 30 min).
+  snap.below_guarantee_since = {{"owner", kHourMs - 20 * kMinuteMs}};
   EXPECT_TRUE(Schedule(snap, config, &*quotas).preemptions.empty());
-  // For 40 min: it reclaims 4 GPUs, the jobs with the least work since their checkpoint.
-  snap.below_guarantee_since = {{"owner", kHourMs - 40 * kMinuteMs}};
+  // For 30 min: it reclaims 4 GPUs, the jobs with the least work since their checkpoint.
+  snap.below_guarantee_since = {{"owner", kHourMs - 30 * kMinuteMs}};
   Plan plan = Schedule(snap, config, &*quotas);
   EXPECT_EQ(Victims(plan), (std::vector<std::string>{"b0", "b1", "b2", "b3"}));
   EXPECT_EQ(plan.preemptions[0].reason, "reclaim");
