@@ -39,6 +39,7 @@ namespace {
 // What this cycle knows about one job shape: its compiled demand and what was learned.
 struct ShapeEntry {
   Demand demand;
+  double share = 0;        // GPUs a job of this shape holds (for quotas)
   bool fails_now = false;  // no room even ignoring reservations (stays true: room only shrinks)
   int reason_id = -1;      // diagnosis, in Plan::reasons
   WaitCode code = WaitCode::kNoCapacity;
@@ -96,6 +97,12 @@ class Cycle {
   void Consider(const QueueEntry& e);
   // Evicts running jobs to make room for a blocked job, if the rules allow; true if so.
   bool TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d, double share);
+  // Preemption is on and this cycle has searches left: at most max_preemptors_per_cycle
+  // evictions for that many jobs, and twice that many victim searches.
+  bool MayTryPreempt() const {
+    return config_.preemption_enabled && preemptors_ < config_.max_preemptors_per_cycle &&
+           searches_ < 2 * config_.max_preemptors_per_cycle;
+  }
   QueueContext Context(int largest_node) const {
     return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
             &guarantee_levels_};
@@ -118,9 +125,11 @@ class Cycle {
   std::optional<VictimFinder> finder_;  // built on the first preemption attempt
   std::vector<char> evicting_;          // running jobs this plan evicts
   std::vector<int> victim_rank_;        // per running job: class rank, INT32_MAX if protected
+  std::vector<char> ends_soon_;         // per running job: expected to end within a grace period
   std::unordered_set<std::string> preempt_failed_;
   int lowest_victim_rank_ = INT32_MAX;
   int preemptors_ = 0;
+  int searches_ = 0;  // victim searches this cycle (successful or not)
   Plan plan_;
   std::unordered_map<std::string, ShapeEntry> shapes_;
   std::string key_;                        // reused buffer for shape keys
@@ -138,6 +147,7 @@ ShapeEntry& Cycle::Shape(const JobSpec& spec) {
   if (it == shapes_.end()) {
     ShapeEntry entry;
     entry.demand = CompileDemand(spec, catalog_, state_.max_gpus_per_type());
+    entry.share = JobGpuShare(spec.request, catalog_);
     it = shapes_.emplace(key_, std::move(entry)).first;
   }
   it->second.demand.spec = &spec;  // the shape's own fields are equal; preferences are the job's
@@ -164,14 +174,14 @@ void Cycle::Consider(const QueueEntry& e) {
     return;
   }
 
-  const double share = JobGpuShare(spec.request, catalog_);
+  ShapeEntry& shape = Shape(spec);
+  const Demand& d = shape.demand;
+  const double share = shape.share;
   if (std::string why = usage_.QuotaBlock(spec, share); !why.empty()) {
     Wait(e, WaitCode::kQuota, AddReason(std::move(why)));  // limits, not capacity: holds nothing back
     return;
   }
 
-  ShapeEntry& shape = Shape(spec);
-  const Demand& d = shape.demand;
   const TimeMs end = ExpectedEnd(spec, now, now);
   const size_t respected = static_cast<size_t>(
       std::lower_bound(reservation_times_.begin(), reservation_times_.end(), end) - reservation_times_.begin());
@@ -214,7 +224,7 @@ void Cycle::Consider(const QueueEntry& e) {
   std::string reason;
   if (code == WaitCode::kBehindReservation) {
     // It may still evict elsewhere (never on reserved GPUs).
-    if (config_.preemption_enabled && preemptors_ < config_.max_preemptors_per_cycle && TryPreempt(e, spec, d, share)) {
+    if (MayTryPreempt() && TryPreempt(e, spec, d, share)) {
       return;
     }
     if (explain) {
@@ -232,7 +242,7 @@ void Cycle::Consider(const QueueEntry& e) {
       Wait(e, code, shape.reason_id);  // cannot start whatever runs: holds nothing back
       return;
     }
-    if (config_.preemption_enabled && preemptors_ < config_.max_preemptors_per_cycle && TryPreempt(e, spec, d, share)) {
+    if (MayTryPreempt() && TryPreempt(e, spec, d, share)) {
       return;
     }
   }
@@ -282,9 +292,11 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   // at all (preemptible, its class preemptible, ran min_runtime, evicted < max_evictions).
   if (victim_rank_.empty() && !snap_.running.empty()) {
     victim_rank_.assign(snap_.running.size(), INT32_MAX);  // INT32_MAX: protected
+    ends_soon_.assign(snap_.running.size(), 0);
     lowest_victim_rank_ = INT32_MAX;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       const RunningJob& r = snap_.running[i];
+      ends_soon_[i] = ExpectedEnd(r, now) <= now + config_.grace_period_ms;
       if (r.stop_at_ms != kNever || !r.spec->preemptible || now - r.start_ms < config_.min_runtime_ms ||
           r.evictions >= config_.max_evictions) {
         continue;
@@ -307,6 +319,7 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   if (patience_left && !class_victims && !by_service) {
     // Reclaiming alone, and not yet past its patience: if GPUs come free by themselves
     // soon, waiting loses no work.
+    ++searches_;
     auto natural = FindEarliestStart(state_, d);
     if (natural && natural->at_ms <= now + config_.reclaim_patience_ms) {
       preempt_failed_.insert(std::move(failed_key));
@@ -321,6 +334,7 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     if (added) it->second = usage_.Borrowed(team);
     return it->second;
   };
+  ++searches_;
   // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service.
   std::vector<char> eligible(snap_.running.size(), 0), stopping(snap_.running.size(), 0);
   bool any = false;
@@ -328,7 +342,7 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     const RunningJob& r = snap_.running[i];
     // Stopping already, or ending within a grace period anyway: its GPUs come free
     // without an eviction.
-    stopping[i] = r.stop_at_ms != kNever || evicting_[i] || ExpectedEnd(r, now) <= now + config_.grace_period_ms;
+    stopping[i] = r.stop_at_ms != kNever || evicting_[i] || ends_soon_[i];
     if (stopping[i] || victim_rank_[i] == INT32_MAX) continue;
     int rank = victim_rank_[i];
     if (may_preempt_by_class && rank < my_rank) {
@@ -343,7 +357,10 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     }
     any = any || eligible[i];
   }
-  if (!any) return false;
+  if (!any) {
+    preempt_failed_.insert(std::move(failed_key));
+    return false;
+  }
   if (!finder_) finder_.emplace(state_, snap_);
   std::optional<VictimChoice> choice;
   for (int attempt = 0; attempt < 4; ++attempt) {
