@@ -148,11 +148,9 @@ Expected<GpuCatalog> GpuCatalog::FromYaml(const std::string& yaml_text) {
 }
 
 Expected<GpuCatalog> GpuCatalog::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return FromYaml(buf.str());
+  auto text = ReadTextFile(path);
+  if (!text) return text.status();
+  return FromYaml(*text);
 }
 
 const GpuCatalog& GpuCatalog::Builtin() {

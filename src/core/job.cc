@@ -94,7 +94,8 @@ Status ValidateShape(const GpuRequest& r) {
   return Status::Invalid("sharing", "unknown sharing mode");
 }
 
-// True when type `t` can ever satisfy the request's GPU memory and MIG profile.
+}  // namespace
+
 bool TypeCanServe(const GpuType& t, const GpuRequest& r) {
   switch (r.sharing) {
     case SharingMode::kExclusive: return t.memory_mib >= r.gpu_memory_mib;
@@ -107,8 +108,6 @@ bool TypeCanServe(const GpuType& t, const GpuRequest& r) {
   }
   return false;
 }
-
-}  // namespace
 
 Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const SchedulerConfig& config) {
   if (spec.user.empty()) return Status::Invalid("user", "is required");

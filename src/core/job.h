@@ -74,6 +74,10 @@ struct SchedulerConfig;
 // Fills in defaults (priority class, time limit) on success.
 Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const SchedulerConfig& config);
 
+// True when GPU type `t` can ever serve `r`: enough memory for the GPU or share, and the
+// MIG profile when one is asked for.
+bool TypeCanServe(const GpuType& t, const GpuRequest& r);
+
 // Allowed types of a request as a bit mask over catalog ids (all types when none listed).
 uint64_t AllowedTypeMask(const GpuRequest& r, const GpuCatalog& catalog);
 }  // namespace gantry

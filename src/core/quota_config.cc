@@ -101,11 +101,9 @@ Expected<QuotaConfig> QuotaConfig::FromYaml(const std::string& text, const GpuCa
 }
 
 Expected<QuotaConfig> QuotaConfig::LoadFile(const std::string& path, const GpuCatalog& catalog) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return FromYaml(buf.str(), catalog);
+  auto text = ReadTextFile(path);
+  if (!text) return text.status();
+  return FromYaml(*text, catalog);
 }
 
 double JobGpuShare(const GpuRequest& r, const GpuCatalog& catalog) {

@@ -198,11 +198,9 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
 }
 
 Expected<SchedulerConfig> SchedulerConfig::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return FromYaml(buf.str());
+  auto text = ReadTextFile(path);
+  if (!text) return text.status();
+  return FromYaml(*text);
 }
 
 const SchedulerConfig& SchedulerConfig::Builtin() {

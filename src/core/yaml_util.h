@@ -5,12 +5,23 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "core/status.h"
 
 namespace gantry {
+
+// The whole file as text, or NotFound naming the path.
+inline Expected<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
 
 class YamlReader {
  public:

@@ -10,19 +10,6 @@ namespace gantry {
 
 namespace {
 
-bool TypeServes(const GpuType& t, const GpuRequest& r) {
-  switch (r.sharing) {
-    case SharingMode::kExclusive: return t.memory_mib >= r.gpu_memory_mib;
-    case SharingMode::kTimeSlice: return t.memory_mib * r.gpu_milli / kMilliPerGpu >= r.gpu_memory_mib;
-    case SharingMode::kMps: return t.memory_mib >= r.gpu_memory_mib;
-    case SharingMode::kMig: {
-      int p = t.FindMigProfile(r.mig_profile);
-      return p >= 0 && t.mig_profiles[p].memory_mib >= r.gpu_memory_mib;
-    }
-  }
-  return false;
-}
-
 template <typename T>
 void Append(std::string& out, const T& v) {
   char buf[sizeof(T)];
@@ -43,7 +30,7 @@ Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::
   d.mig_profile.fill(-1);
   uint64_t allowed = AllowedTypeMask(r, catalog);
   for (const GpuType& t : catalog.types()) {
-    if ((allowed >> t.id & 1) && TypeServes(t, r)) {
+    if ((allowed >> t.id & 1) && TypeCanServe(t, r)) {
       d.type_mask |= uint64_t{1} << t.id;
       if (r.sharing == SharingMode::kMig) d.mig_profile[t.id] = static_cast<int8_t>(t.FindMigProfile(r.mig_profile));
     }
