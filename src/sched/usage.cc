@@ -17,6 +17,11 @@ double PlacementShare(const Placement& p, SharingMode mode) {
 
 UsageTracker::UsageTracker(const Snapshot& snap, const GpuCatalog& catalog, const QuotaConfig& quotas)
     : catalog_(catalog), quotas_(quotas) {
+  auto limited = [](const TeamQuota& q) {
+    return q.max_gpus >= 0 || q.borrow_limit >= 0 || q.user_max_gpus >= 0 || !q.project_max_gpus.empty();
+  };
+  has_limits_ = quotas.user_max_gpus >= 0 || limited(quotas.default_team);
+  for (const auto& [team, q] : quotas.teams) has_limits_ = has_limits_ || limited(q);
   for (const RunningJob& r : snap.running) {
     if (r.placement.nodes.empty() || r.placement.nodes[0].node >= static_cast<int>(snap.nodes.size())) continue;
     GpuTypeId type = snap.nodes[r.placement.nodes[0].node].gpu_type();
@@ -80,6 +85,7 @@ std::map<std::string, int> UsageTracker::GuaranteeLevels(const std::map<std::str
 }
 
 std::string UsageTracker::QuotaBlock(const JobSpec& spec, double share) const {
+  if (!has_limits_) return "";
   const TeamQuota& q = quotas_.Team(spec.team);
   double held = TeamTotal(spec.team);
   if (q.max_gpus >= 0 && held + share > q.max_gpus + 1e-9) {

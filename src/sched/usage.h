@@ -45,6 +45,7 @@ class UsageTracker {
   std::unordered_map<std::string, TeamUse> teams_;
   std::unordered_map<std::string, double> projects_;  // "team/project"
   std::unordered_map<std::string, double> users_;
+  bool has_limits_ = false;  // any team, project or user limit configured at all
 };
 
 // GPU share of a placement (for quotas and usage): whole GPUs, fractions, MIG shares.
