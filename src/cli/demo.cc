@@ -54,6 +54,7 @@ Expected<std::vector<Wave>> LoadScenario(const std::string& path, const ConfigSe
       std::string id = jobs[j]["id"] ? jobs[j]["id"].as<std::string>() : fmt::format("wave{}-job{}", w, j);
       Status s = spec ? ValidateJobSpec(*spec, config.catalog, config.scheduler) : spec.status();
       if (s.ok()) s = CheckAdmissible(*spec, nodes, config.catalog);
+      if (s.ok()) s = CheckQuotaAdmissible(*spec, config.quotas, config.catalog);
       if (!s.ok()) {
         wave.refused.push_back(fmt::format("{}: refused: {}", id, s.ToString()));
         continue;
@@ -97,7 +98,7 @@ int RunDemo(const DemoOptions& options, std::ostream& out, std::ostream& err) {
     err << "gantry demo: " << options.scenario_path << ": " << waves.status().ToString() << "\n";
     return 2;
   }
-  Engine engine(config->catalog, config->scheduler);
+  Engine engine(config->catalog, config->scheduler, &config->quotas);
   Snapshot snap;
   snap.nodes = std::move(*nodes);
   nlohmann::json cycles = nlohmann::json::array();
