@@ -39,7 +39,7 @@ double NiceStep(double range) {
   double raw = range / 5;
   double mag = std::pow(10, std::floor(std::log10(std::max(raw, 1e-12))));
   for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * mag) return m * mag;
+    if (raw <= m * mag * (1 + 1e-6)) return m * mag;  // 1.0000001 / 5 still steps by 0.2
   }
   return 10 * mag;
 }
@@ -64,7 +64,7 @@ std::string Chart(const std::string& title, const std::string& xlabel, const std
   if (xmin > xmax) xmin = 0, xmax = 1;
   if (xmax == xmin) xmax = xmin + 1;
   double ystep = NiceStep(ymax > 0 ? ymax : 1);
-  ymax = std::ceil((ymax > 0 ? ymax : 1) / ystep) * ystep;
+  ymax = std::ceil((ymax > 0 ? ymax : 1) / ystep - 1e-6) * ystep;
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (x - xmin) / (xmax - xmin) * pw; };
   auto py = [&](double y) { return kTop + ph - y / ymax * ph; };
