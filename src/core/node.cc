@@ -15,16 +15,6 @@ const char* ToString(NodeState s) {
   return "?";
 }
 
-bool ParseNodeState(const std::string& s, NodeState* out) {
-  for (NodeState n : {NodeState::kUp, NodeState::kDraining, NodeState::kDrained, NodeState::kDown}) {
-    if (s == ToString(n)) {
-      *out = n;
-      return true;
-    }
-  }
-  return false;
-}
-
 Status ValidateNode(const Node& node, const GpuCatalog& catalog) {
   if (node.id.empty()) return Status::Invalid("id", "node id is empty");
   std::string where = "nodes." + node.id;

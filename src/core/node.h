@@ -14,7 +14,6 @@ enum class NodeState : uint8_t { kUp, kDraining, kDrained, kDown };
 enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
 
 const char* ToString(NodeState s);
-bool ParseNodeState(const std::string& s, NodeState* out);
 
 // A MIG instance that exists on a GPU (created earlier, by an admin or by Gantry).
 struct MigInstance {

@@ -105,11 +105,6 @@ bool PassesStaticFilters(const Node& node, const NodeUse& state, const Demand& d
          (node.taints.empty() || TaintsTolerated(node, state, d)) && LargeEnough(node, state, d);
 }
 
-const ScorePlugin* ScorePlugins(size_t* count) {
-  *count = kScores.size();
-  return kScores.data();
-}
-
 double ScoreNode(const ScoreInput& in, const SchedulerConfig& config) {
   double total = 0;
   for (const ScorePlugin& p : kScores) total += config.*(p.weight) * p.score(in, config);

@@ -43,7 +43,6 @@ struct ScorePlugin {
   double (*score)(const ScoreInput& in, const SchedulerConfig& config);  // in [0, 1]
 };
 
-const ScorePlugin* ScorePlugins(size_t* count);
 // Weighted sum of all score plugins.
 double ScoreNode(const ScoreInput& in, const SchedulerConfig& config);
 
