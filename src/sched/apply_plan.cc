@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "sched/usage.h"
+
 namespace gantry {
 
 void ApplyPlan(const Plan& plan, Snapshot& snap) {
@@ -39,8 +41,7 @@ std::vector<std::string> RequeueStopped(Snapshot& snap) {
   std::erase_if(snap.running, [&](const RunningJob& r) {
     if (r.stop_at_ms > snap.now_ms) return false;
     double ran = static_cast<double>(snap.now_ms - r.start_ms);
-    double share = 0;
-    for (const NodeShare& ns : r.placement.nodes) share += static_cast<double>(ns.gpus.size());
+    double share = PlacementShare(r.placement, r.spec->request.sharing);
     snap.pending.push_back({r.spec, r.submit_ms, r.attained_gpu_ms + ran * share, r.evictions + 1});
     ids.push_back(r.spec->id);
     return true;

@@ -6,17 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "command_util.h"
+
 namespace {
 
-// Runs a shell command; returns its exit status and fills `out` with stdout.
-int RunCommand(const std::string& cmd, std::string* out) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe.get())) > 0) out->append(buf, n);
-  int status = pclose(pipe.release());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using gantry::testing::RunCommand;
 
 const std::string kDemo = std::string(GANTRY_BINARY) + " demo --cluster " GANTRY_SOURCE_DIR
                                                        "/examples/clusters/demo.yaml --scenario " GANTRY_SOURCE_DIR

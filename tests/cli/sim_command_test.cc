@@ -8,16 +8,12 @@
 #include <sstream>
 #include <string>
 
+#include "command_util.h"
+
 namespace {
 
-int RunCommand(const std::string& cmd, std::string* out) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((cmd + " 2>&1").c_str(), "r"), pclose);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe.get())) > 0) out->append(buf, n);
-  int status = pclose(pipe.release());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+// The command with its stderr folded into the output (errors are part of what is checked).
+int RunCommand(const std::string& cmd, std::string* out) { return gantry::testing::RunCommand(cmd + " 2>&1", out); }
 
 std::string Write(const std::string& name, const std::string& content) {
   std::string path = ::testing::TempDir() + "/" + name;

@@ -174,7 +174,21 @@ TEST(Preemption, VictimsRequeueAtTheirOldPlace) {
   ASSERT_EQ(snap.pending.size(), 2u);
   EXPECT_EQ(snap.pending[1].submit_ms, 42);  // keeps its place by submit time
   EXPECT_EQ(snap.pending[1].evictions, 1);
+  EXPECT_DOUBLE_EQ(snap.pending[1].attained_gpu_ms, 8.0 * (kHourMs + 120 * kSecondMs));  // 8 GPUs x its run
   EXPECT_TRUE(snap.running.empty());
+}
+
+TEST(Preemption, RequeuedFractionKeepsItsShareOfService) {
+  // A 0.5 time-slice job stopped after 100 s has had 0.5 x 100 s of GPU service.
+  Snapshot snap;
+  snap.now_ms = 100 * kSecondMs;
+  snap.nodes = {MakeNode("t", "T4", 1)};
+  RunningJob half = Running(MakeJob("half").Fraction(0.5), 0, {0}, 0);
+  half.placement.nodes[0].gpus[0].milli = 500;
+  half.stop_at_ms = snap.now_ms;
+  snap.running = {half};
+  ASSERT_EQ(RequeueStopped(snap).size(), 1u);
+  EXPECT_DOUBLE_EQ(snap.pending[0].attained_gpu_ms, 0.5 * 100 * kSecondMs);
 }
 
 }  // namespace
