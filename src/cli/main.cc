@@ -1,13 +1,22 @@
-// gantry: the one binary, with a subcommand per role (demo now; server, agent, sim, and
-// the client commands as they land).
+// gantry: the one binary, with a subcommand per role: server, the client commands
+// (submit, jobs, queue, ...), sim, demo, and the hidden job-shim the agent runs jobs under.
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <iostream>
 
+#include "agent/process.h"
 #include "cli/demo.h"
 #include "cli/sim_command.h"
+#include "client/commands.h"
+#include "server/server_main.h"
 #include "sim/policy.h"
 
 int main(int argc, char** argv) {
+  // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
+  if (argc >= 5 && std::strcmp(argv[1], "job-shim") == 0 && std::strcmp(argv[2], "--exit-file") == 0 &&
+      std::strcmp(argv[4], "--") == 0) {
+    return gantry::RunJobShim(argv[3], std::vector<std::string>(argv + 5, argv + argc));
+  }
   CLI::App app{"Gantry: a GPU cluster manager for ML teams"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gantry 0.1.0");
@@ -54,7 +63,28 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--estimate-error", sim.sim.estimate_error, "Runtime estimate noise e: duration x U(1-e,1+e)")
       ->check(CLI::Range(0.0, 0.99));
 
+  gantry::ServerOptions server;
+  CLI::App* server_cmd = app.add_subcommand("server", "Run the controller (REST API, scheduler, store)");
+  server_cmd->add_option("--db", server.db, "SQLite database file (default DATA_DIR/gantry.db)");
+  server_cmd->add_option("--data-dir", server.data_dir, "Standalone state: job logs, admin token")
+      ->default_str(gantry::DefaultDataDir());
+  server_cmd->add_option("--listen", server.listen, "HOST:PORT (port 0: any free port)")->default_str(server.listen);
+  server_cmd->add_option("--config", server.config_dir,
+                         "Config directory: gpu_types, scheduler_config, team_quotas, users (.yaml)");
+  server_cmd->add_flag("--standalone", server.standalone, "Run jobs on this machine with an in-process agent");
+  server_cmd->add_option("--fake-gpus", server.fake_gpus, "Standalone without GPUs: e.g. 2x8xA100-80GB,1x4xT4");
+  server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
+  bool no_fsync = false;
+  server_cmd->add_flag("--no-fsync", no_fsync, "Commit without fsync (survives a crash of gantry, not of the machine)");
+
+  auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
+
   CLI11_PARSE(app, argc, argv);
+  if (*server_cmd) {
+    server.sync_full = !no_fsync;
+    return gantry::RunServer(server, std::cout, std::cerr);
+  }
+  if (int rc = client->run(); rc >= 0) return rc;
   if (*sim_cmd) {
     sim.sim.restart_overhead_ms = static_cast<gantry::DurationMs>(restart_overhead_s * 1000);
     sim.sim.default_checkpoint_interval_ms = static_cast<gantry::DurationMs>(checkpoint_s * 1000);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/scheduler_config.h"
 
@@ -109,6 +110,44 @@ bool TypeCanServe(const GpuType& t, const GpuRequest& r) {
   return false;
 }
 
+namespace {
+
+bool IsEnvName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// The fields the agent uses to run the job: sizes bounded, names well formed.
+Status ValidateRunFields(const JobSpec& spec) {
+  constexpr size_t kMaxCommand = 64 * 1024;
+  if (spec.name.size() > 256) return Status::Invalid("name", "longer than 256 characters");
+  if (spec.command.size() > kMaxCommand) return Status::Invalid("command", "longer than 64 KiB");
+  if (spec.command.find('\0') != std::string::npos) return Status::Invalid("command", "contains a NUL byte");
+  if (!spec.working_dir.empty() && spec.working_dir[0] != '/') {
+    return Status::Invalid("working_dir", "must be an absolute path");
+  }
+  if (spec.env.size() > 256) return Status::Invalid("env", "more than 256 variables");
+  for (const auto& [k, v] : spec.env) {
+    if (!IsEnvName(k)) return Status::Invalid("env", fmt::format("'{}' is not a variable name", k));
+    if (v.size() > 32 * 1024) return Status::Invalid("env", fmt::format("value of {} longer than 32 KiB", k));
+  }
+  if (spec.max_retries < 0 || spec.max_retries > 100) return Status::Invalid("max_retries", "must be within 0..100");
+  if (spec.retries_on_failure < 0 || spec.retries_on_failure > 100) {
+    return Status::Invalid("retries_on_failure", "must be within 0..100");
+  }
+  const std::pair<const char*, const std::string*> names[] = {
+      {"id", &spec.id}, {"user", &spec.user}, {"team", &spec.team}, {"project", &spec.project}};
+  for (const auto& [field, value] : names) {
+    if (value->size() > 128) return Status::Invalid(field, "longer than 128 characters");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const SchedulerConfig& config) {
   if (spec.user.empty()) return Status::Invalid("user", "is required");
   if (spec.team.empty()) return Status::Invalid("team", "is required");
@@ -134,6 +173,7 @@ Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const Scheduler
     return Status::Invalid("time_limit", fmt::format("{} exceeds the maximum {}", FormatDuration(spec.time_limit_ms),
                                                      FormatDuration(config.max_time_limit_ms)));
   }
+  if (Status s = ValidateRunFields(spec); !s.ok()) return s;
   for (const LabelPreference& p : spec.preferred_labels) {
     if (p.key.empty()) return Status::Invalid("preferred_labels", "label key is empty");
     if (p.weight < 0 || p.weight > 100) return Status::Invalid("preferred_labels", "weight must be within 0..100");

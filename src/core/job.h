@@ -58,6 +58,14 @@ struct JobSpec {
   bool checkpointable = false;
   DurationMs estimated_duration_ms = 0;  // 0: unknown, the time limit is used
   DurationMs time_limit_ms = 0;          // 0: the configured default
+
+  // What the node agent runs (the engine ignores these).
+  std::string name;                        // for people; need not be unique
+  std::string command;                     // run by /bin/sh -c; empty: the job only holds GPUs
+  std::string working_dir;                 // absolute; empty: the agent's job directory
+  std::map<std::string, std::string> env;  // extra environment variables
+  int max_retries = 3;                     // restarts after a node or GPU fault
+  int retries_on_failure = 0;              // restarts after the command exits non-zero
 };
 
 // Resolves the MPS thread share: explicit, or the fraction's share of 100%.

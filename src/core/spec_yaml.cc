@@ -66,6 +66,12 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.checkpointable = r.Optional<bool>("checkpointable", false);
   j.estimated_duration_ms = ReadDurationField(r, field("estimated_duration"));
   j.time_limit_ms = ReadDurationField(r, field("time_limit"));
+  j.name = r.Optional<std::string>("name", "");
+  j.command = r.Optional<std::string>("command", "");
+  j.working_dir = r.Optional<std::string>("working_dir", "");
+  j.env = r.Optional<std::map<std::string, std::string>>("env", {});
+  j.max_retries = r.Optional<int>("max_retries", 3);
+  j.retries_on_failure = r.Optional<int>("retries_on_failure", 0);
   Status s = r.Finish();
   if (!s.ok()) {
     std::string f = s.field();

@@ -1,0 +1,252 @@
+// The in-process agent: orders in, processes out, exits reported.
+#include "agent/local_agent.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "agent/process.h"
+#include "server/job_record.h"
+
+namespace gantry {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+LocalAgent::LocalAgent(LocalAgentOptions options, AgentReports reports)
+    : options_(std::move(options)), reports_(std::move(reports)) {}
+
+LocalAgent::~LocalAgent() { Shutdown(); }
+
+std::string LocalAgent::JobDir(const std::string& job_id) const { return options_.state_dir + "/jobs/" + job_id; }
+
+std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& o, const std::string& checkpoint_dir) {
+  std::map<std::string, std::string> env = o.spec->env;
+  std::string devices;
+  for (const AssignedGpu& g : o.gpus) {
+    if (!devices.empty()) devices += ",";
+    devices += !g.mig_uuid.empty() ? g.mig_uuid : g.uuid;
+  }
+  env["CUDA_VISIBLE_DEVICES"] = devices;
+  env["NVIDIA_VISIBLE_DEVICES"] = devices;
+  env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  env["GANTRY_JOB_ID"] = o.job_id;
+  env["GANTRY_JOB_NAME"] = o.spec->name;
+  env["GANTRY_USER"] = o.spec->user;
+  env["GANTRY_TEAM"] = o.spec->team;
+  env["GANTRY_RESTART_COUNT"] = std::to_string(o.run - 1);
+  env["GANTRY_CHECKPOINT_DIR"] = checkpoint_dir;
+  env["GANTRY_NODE_RANK"] = std::to_string(o.node_rank);
+  env["GANTRY_NUM_NODES"] = std::to_string(o.num_nodes);
+  env["GANTRY_MASTER_NODE"] = o.leader_node;
+  env["GANTRY_SHARING"] = ToString(o.sharing);
+  if (o.sharing == SharingMode::kTimeSlice && !o.gpus.empty()) {
+    env["GANTRY_GPU_FRACTION"] = fmt::format("{:g}", o.gpus[0].milli / 1000.0);
+    if (o.gpus[0].memory_mib > 0) env["GANTRY_GPU_MEMORY_LIMIT_MIB"] = std::to_string(o.gpus[0].memory_mib);
+  }
+  if (o.sharing == SharingMode::kMps && !o.gpus.empty()) {
+    const AssignedGpu& g = o.gpus[0];
+    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(g.mps_thread_percent);
+    if (g.memory_mib > 0) env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", g.memory_mib);
+  }
+  return env;
+}
+
+std::vector<RunReport> LocalAgent::Recover() {
+  std::vector<RunReport> out;
+  std::error_code ec;
+  fs::path jobs = fs::path(options_.state_dir) / "jobs";
+  if (!fs::exists(jobs, ec)) return out;
+  for (const auto& dir : fs::directory_iterator(jobs, ec)) {
+    for (const auto& file : fs::directory_iterator(dir.path(), ec)) {
+      std::string name = file.path().filename().string();
+      if (name.rfind("run-", 0) != 0 || file.path().extension() != ".json") continue;
+      std::ifstream in(file.path());
+      nlohmann::json rec = nlohmann::json::parse(in, nullptr, false);
+      if (rec.is_discarded()) continue;
+      Run r;
+      r.job_id = rec.value("job_id", "");
+      r.run = rec.value("run", 0);
+      r.node_id = rec.value("node_id", "");
+      r.pid = rec.value("pid", 0);
+      r.ends_at_ms = rec.value("ends_at_ms", int64_t{-1});
+      r.exit_file = rec.value("exit_file", "");
+      r.record_file = file.path().string();
+      RunReport report{r.job_id, r.run, r.node_id, false, -1, ""};
+      int code = r.pid > 0 ? ReadExitFile(r.exit_file) : -1;
+      if (rec.value("ended", false)) {
+        report.exited = true;
+        report.exit_code = rec.value("exit_code", -1);
+        report.reason = rec.value("reason", "");
+      } else if (code >= 0) {
+        report.exited = true;
+        report.exit_code = code;
+      } else if (r.pid > 0 && !IsLiveShim(r.pid)) {
+        report.exited = true;
+        report.exit_code = 137;
+        report.reason = "the job's process ended while no agent watched it";
+      } else {
+        runs_[Key(r.job_id, r.run, r.node_id)] = r;  // adopted: still running
+      }
+      out.push_back(report);
+    }
+  }
+  return out;
+}
+
+void LocalAgent::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void LocalAgent::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void LocalAgent::Start(const StartOrder& order) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    orders_.push_back([this, order] { DoStart(order); });
+  }
+  cv_.notify_one();
+}
+
+void LocalAgent::Stop(const StopOrder& order) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    orders_.push_back([this, order] { DoStop(order); });
+  }
+  cv_.notify_one();
+}
+
+void LocalAgent::Loop() {
+  for (;;) {
+    std::deque<std::function<void()>> work;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms), [&] { return stopping_ || !orders_.empty(); });
+      if (stopping_) return;
+      work.swap(orders_);
+    }
+    for (auto& w : work) w();
+    Poll();
+  }
+}
+
+void LocalAgent::DoStart(const StartOrder& o) {
+  std::string key = Key(o.job_id, o.run, o.node_id);
+  if (runs_.count(key)) return;  // resent after a controller restart: already running
+  std::string dir = JobDir(o.job_id);
+  std::string checkpoint = dir + "/checkpoint";
+  std::error_code ec;
+  fs::create_directories(checkpoint, ec);
+  Run r;
+  r.job_id = o.job_id;
+  r.run = o.run;
+  r.node_id = o.node_id;
+  r.record_file = fmt::format("{}/run-{}-{}.json", dir, o.run, o.node_id);
+  r.exit_file = fmt::format("{}/run-{}-{}.exit", dir, o.run, o.node_id);
+  fs::remove(r.exit_file, ec);
+  const JobSpec& spec = *o.spec;
+  if (spec.command.empty()) {
+    // Holds its GPUs: for its estimated duration, else until stopped.
+    if (spec.estimated_duration_ms > 0) r.ends_at_ms = WallMs() + spec.estimated_duration_ms;
+  } else {
+    SpawnRequest req;
+    req.shim = options_.shim;
+    req.command = spec.command;
+    req.working_dir = spec.working_dir.empty() ? dir : spec.working_dir;
+    req.env = JobEnvironment(o, checkpoint);
+    req.stdout_path = dir + "/stdout.log";
+    req.stderr_path = dir + "/stderr.log";
+    req.exit_file = r.exit_file;
+    auto pid = SpawnJob(req);
+    if (!pid) {
+      reports_.exited(o.job_id, o.run, o.node_id, 127, pid.status().message());
+      return;
+    }
+    r.pid = *pid;
+    r.child = true;
+  }
+  std::ofstream(r.record_file, std::ios::trunc) << nlohmann::json{
+      {"job_id", r.job_id},      {"run", r.run}, {"node_id", r.node_id}, {"pid", r.pid}, {"ends_at_ms", r.ends_at_ms},
+      {"exit_file", r.exit_file}}.dump(-1, ' ', false, kReplaceBadUtf8);
+  runs_[key] = r;
+  reports_.started(o.job_id, o.run);
+}
+
+void LocalAgent::DoStop(const StopOrder& o) {
+  std::string key = Key(o.job_id, o.run, o.node_id);
+  auto it = runs_.find(key);
+  if (it == runs_.end()) {
+    reports_.exited(o.job_id, o.run, o.node_id, 143, "not running on this node");
+    return;
+  }
+  Run& r = it->second;
+  r.stop_reason = o.reason;
+  if (r.pid == 0) {
+    Exited(key, 143, o.reason);
+    return;
+  }
+  kill(-r.pid, o.grace_ms > 0 ? SIGTERM : SIGKILL);
+  if (o.grace_ms > 0) r.kill_at_ms = WallMs() + o.grace_ms;
+}
+
+void LocalAgent::Poll() {
+  int64_t now = WallMs();
+  std::vector<std::pair<std::string, int>> ended;
+  for (auto& [key, r] : runs_) {
+    if (r.pid == 0) {
+      if (r.ends_at_ms >= 0 && now >= r.ends_at_ms) ended.emplace_back(key, 0);
+      continue;
+    }
+    if (r.kill_at_ms >= 0 && now >= r.kill_at_ms) {
+      kill(-r.pid, SIGKILL);
+      r.kill_at_ms = -1;
+    }
+    int code = -1;
+    if (r.child) {
+      int status = 0;
+      if (waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
+      code = ReadExitFile(r.exit_file);
+      if (code < 0) code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 137;  // the shim itself was killed
+    } else {
+      code = ReadExitFile(r.exit_file);
+      if (code < 0 && IsLiveShim(r.pid)) continue;
+      if (code < 0) code = 137;
+    }
+    ended.emplace_back(key, code);
+  }
+  for (const auto& [key, code] : ended) Exited(key, code, runs_[key].stop_reason);
+}
+
+void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
+  Run r = runs_[key];
+  runs_.erase(key);
+  if (r.pid > 0) kill(-r.pid, SIGKILL);  // leftovers of the group
+  std::ofstream(r.record_file, std::ios::trunc)
+      << nlohmann::json{{"job_id", r.job_id}, {"run", r.run},      {"node_id", r.node_id}, {"pid", r.pid},
+                        {"ended", true},      {"exit_code", code}, {"reason", reason},     {"exit_file", r.exit_file}}
+             .dump(-1, ' ', false, kReplaceBadUtf8);
+  reports_.exited(r.job_id, r.run, r.node_id, code, reason);
+}
+
+}  // namespace gantry

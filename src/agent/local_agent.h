@@ -1,0 +1,87 @@
+// The node agent's job runner, used in-process by `gantry server --standalone`: takes
+// start and stop orders, launches each job under a shim in its own process group with the
+// environment its GPU sharing mode needs, sends SIGTERM and then SIGKILL after the grace
+// period, reaps, and reports exits. Its run records (one small JSON file per run) let a
+// restarted server adopt the jobs that kept running instead of starting them again.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "server/agent_link.h"
+
+namespace gantry {
+
+struct LocalAgentOptions {
+  std::string state_dir;  // jobs/<id>/ holds logs, checkpoints and run records
+  std::string shim;       // the gantry binary (runs `gantry job-shim`)
+  DurationMs poll_ms = 50;
+};
+
+// Where the agent's reports go (the controller).
+struct AgentReports {
+  std::function<void(const std::string& job_id, int run)> started;
+  std::function<void(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                     const std::string& reason)>
+      exited;
+};
+
+class LocalAgent : public AgentLink {
+ public:
+  LocalAgent(LocalAgentOptions options, AgentReports reports);
+  ~LocalAgent() override;
+
+  // Reads the run records left by an earlier process: live shims are adopted, ended ones
+  // reported with their exit status. Call before Start().
+  std::vector<RunReport> Recover();
+  void Start();
+  void Shutdown();  // stops the agent thread; the jobs keep running
+
+  void Start(const StartOrder& order) override;
+  void Stop(const StopOrder& order) override;
+
+  // The environment a job gets for an order (also used by tests and the remote agent).
+  static std::map<std::string, std::string> JobEnvironment(const StartOrder& order, const std::string& checkpoint_dir);
+  std::string JobDir(const std::string& job_id) const;
+
+ private:
+  struct Run {
+    std::string job_id;
+    int run = 0;
+    std::string node_id;
+    pid_t pid = 0;            // 0: a job without a command (it only holds its GPUs)
+    bool child = false;       // started by this process (waitpid works)
+    int64_t ends_at_ms = -1;  // commandless jobs with an estimated duration
+    int64_t kill_at_ms = -1;  // SIGKILL deadline after a SIGTERM
+    std::string exit_file;
+    std::string record_file;
+    std::string stop_reason;
+  };
+  void Loop();
+  void DoStart(const StartOrder& order);
+  void DoStop(const StopOrder& order);
+  void Poll();
+  void Exited(const std::string& key, int code, std::string reason);
+  static std::string Key(const std::string& job_id, int run, const std::string& node) {
+    return job_id + "/" + std::to_string(run) + "/" + node;
+  }
+
+  LocalAgentOptions options_;
+  AgentReports reports_;
+  std::map<std::string, Run> runs_;  // by Key(); agent thread only
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> orders_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gantry

@@ -1,0 +1,125 @@
+// Process spawning for jobs, and the job shim.
+#include "agent/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace gantry {
+
+Expected<pid_t> SpawnJob(const SpawnRequest& req) {
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : req.env) env[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = {req.shim, "job-shim", "--exit-file", req.exit_file,
+                                   "--",     "/bin/sh",  "-c",          req.command};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int out = open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int err = open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (out < 0 || err < 0 || devnull < 0) {
+    std::string why = std::strerror(errno);
+    for (int fd : {out, err, devnull}) {
+      if (fd >= 0) close(fd);
+    }
+    return Status::Internal("cannot open job logs: " + why);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    for (int fd : {out, err, devnull}) close(fd);
+    return Status::Internal(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    setsid();
+    dup2(devnull, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (chdir(req.working_dir.c_str()) != 0) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  for (int fd : {out, err, devnull}) close(fd);
+  return pid;
+}
+
+int RunJobShim(const std::string& exit_file, const std::vector<std::string>& argv) {
+  if (argv.empty()) return 2;
+  // The shim outlives a SIGTERM to the group (the job decides how to end); SIGKILL ends both.
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  pid_t child = fork();
+  if (child < 0) return 2;
+  if (child == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::string tmp = exit_file + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << code << "\n";
+    f.flush();
+    if (!f) return 2;
+  }
+  int fd = open(tmp.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  std::rename(tmp.c_str(), exit_file.c_str());
+  return code;
+}
+
+int ReadExitFile(const std::string& path) {
+  std::ifstream f(path);
+  int code = -1;
+  if (!(f >> code)) return -1;
+  return code;
+}
+
+bool IsLiveShim(pid_t pid) {
+  if (pid <= 0 || kill(pid, 0) != 0) return false;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::stringstream buf;
+  buf << f.rdbuf();
+  std::string cmdline = buf.str();
+  // A zombie has an empty cmdline: it has ended.
+  return cmdline.find("job-shim") != std::string::npos;
+}
+
+}  // namespace gantry

@@ -1,0 +1,41 @@
+// Starting a job's process the way the agent needs it: in its own session and process
+// group (so a signal reaches everything it started), with its environment, working
+// directory and log files, under a small shim (`gantry job-shim`) that survives the
+// agent and writes the exit status to a file, so a restarted agent can adopt it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gantry {
+
+struct SpawnRequest {
+  std::string shim;                        // path of the gantry binary
+  std::string command;                     // run by /bin/sh -c
+  std::string working_dir;                 // must exist
+  std::map<std::string, std::string> env;  // added to (and overriding) the agent's environment
+  std::string stdout_path;                 // appended
+  std::string stderr_path;                 // appended
+  std::string exit_file;                   // the shim writes the exit status here
+};
+
+// Starts the shim (which starts the command); returns the shim's pid, which is also the
+// process group id.
+Expected<pid_t> SpawnJob(const SpawnRequest& req);
+
+// The shim's main: runs argv (after "--") as a child, ignores SIGTERM/SIGINT/SIGHUP itself,
+// waits, writes the exit status (the code, or 128 + signal) atomically to `exit_file`.
+int RunJobShim(const std::string& exit_file, const std::vector<std::string>& argv);
+
+// Reads an exit file: the status, or -1 when it is not there (yet).
+int ReadExitFile(const std::string& path);
+
+// True when `pid` is alive and is a gantry job shim (not a recycled pid).
+bool IsLiveShim(pid_t pid);
+
+}  // namespace gantry

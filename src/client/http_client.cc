@@ -1,0 +1,114 @@
+// The CLI's HTTP client.
+#include "client/http_client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/yaml_util.h"
+#include "server/server_main.h"
+
+namespace gantry {
+
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+}  // namespace
+
+Status ResolveClientConfig(ClientConfig& c) {
+  std::string home = Env("HOME");
+  std::string config_home = Env("XDG_CONFIG_HOME").empty() ? home + "/.config" : Env("XDG_CONFIG_HOME");
+  std::string file = config_home + "/gantry/config.yaml";
+  ClientConfig from_file;
+  if (std::ifstream(file).good()) {
+    auto text = ReadTextFile(file);
+    try {
+      YamlReader r(YAML::Load(*text), file);
+      from_file.server = r.Optional<std::string>("server", "");
+      from_file.token = r.Optional<std::string>("token", "");
+      from_file.token_file = r.Optional<std::string>("token_file", "");
+      from_file.profiles = r.Optional<std::string>("profiles", "");
+      if (Status s = r.Finish(); !s.ok()) return s;
+    } catch (const YAML::Exception& e) {
+      return Status::Invalid(file, e.what());
+    }
+  }
+  auto pick = [](std::string& v, std::initializer_list<std::string> options) {
+    for (const std::string& o : options) {
+      if (v.empty()) v = o;
+    }
+  };
+  pick(c.server, {Env("GANTRY_SERVER"), from_file.server, "http://127.0.0.1:8080"});
+  pick(c.token_file, {Env("GANTRY_TOKEN_FILE"), from_file.token_file});
+  pick(c.token, {Env("GANTRY_TOKEN"), c.token_file.empty() ? "" : FirstLine(c.token_file), from_file.token,
+                 FirstLine(DefaultDataDir() + "/admin.token")});
+  pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
+  if (c.server.find("://") == std::string::npos) c.server = "http://" + c.server;
+  return Status::Ok();
+}
+
+ApiClient::ApiClient(const ClientConfig& config)
+    : http_(std::make_unique<httplib::Client>(config.server)), server_(config.server) {
+  http_->set_keep_alive(true);
+  http_->set_connection_timeout(5);
+  http_->set_read_timeout(60);
+  if (!config.token.empty()) http_->set_bearer_token_auth(config.token);
+}
+
+ApiClient::~ApiClient() = default;
+
+namespace {
+
+Expected<HttpAnswer> ToAnswer(const httplib::Result& r, const std::string& server) {
+  if (!r) {
+    return Status::Invalid("server", fmt::format("cannot reach {}: {} (is `gantry server` running? set --server "
+                                                 "or GANTRY_SERVER)",
+                                                 server, httplib::to_string(r.error())));
+  }
+  HttpAnswer a;
+  a.status = r->status;
+  a.text = r->body;
+  for (const auto& [k, v] : r->headers) a.headers[k] = v;
+  if (r->get_header_value("Content-Type").find("json") != std::string::npos) {
+    a.body = nlohmann::json::parse(r->body, nullptr, false);
+  }
+  return a;
+}
+
+}  // namespace
+
+Expected<HttpAnswer> ApiClient::Get(const std::string& path) { return ToAnswer(http_->Get(path), server_); }
+
+Expected<HttpAnswer> ApiClient::Post(const std::string& path, const std::string& body, const std::string& content_type,
+                                     const std::map<std::string, std::string>& headers) {
+  httplib::Headers h(headers.begin(), headers.end());
+  return ToAnswer(http_->Post(path, h, body, content_type), server_);
+}
+
+Expected<HttpAnswer> ApiClient::Delete(const std::string& path) { return ToAnswer(http_->Delete(path), server_); }
+
+std::string DescribeError(const HttpAnswer& a) {
+  if (a.body.is_object() && a.body.contains("error")) {
+    const auto& e = a.body["error"];
+    std::string field = e.value("field", "");
+    return fmt::format("error ({}): {}{}", a.status, field.empty() ? "" : field + ": ", e.value("message", ""));
+  }
+  return fmt::format("error ({}): {}", a.status, a.text);
+}
+
+}  // namespace gantry

@@ -1,0 +1,55 @@
+// The CLI's connection to a server: address and token from flags, the environment
+// (GANTRY_SERVER, GANTRY_TOKEN, GANTRY_TOKEN_FILE) or ~/.config/gantry/config.yaml, and
+// JSON requests that turn server errors into messages naming the field.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/status.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace gantry {
+
+struct ClientConfig {
+  std::string server;  // http://host:port
+  std::string token;
+  std::string token_file;
+  std::string profiles;  // job profiles YAML
+};
+
+// Fills what the flags left empty from the environment, the config file and defaults
+// (http://127.0.0.1:8080; the standalone admin token file when readable).
+Status ResolveClientConfig(ClientConfig& c);
+
+struct HttpAnswer {
+  int status = 0;
+  nlohmann::json body;  // JSON answers
+  std::string text;     // the raw body
+  std::map<std::string, std::string> headers;
+};
+
+class ApiClient {
+ public:
+  explicit ApiClient(const ClientConfig& config);
+  ~ApiClient();
+
+  Expected<HttpAnswer> Get(const std::string& path);
+  Expected<HttpAnswer> Post(const std::string& path, const std::string& body, const std::string& content_type,
+                            const std::map<std::string, std::string>& headers = {});
+  Expected<HttpAnswer> Delete(const std::string& path);
+
+ private:
+  std::unique_ptr<httplib::Client> http_;
+  std::string server_;
+};
+
+// "error (400): gpus: must be >= 1" from an error answer.
+std::string DescribeError(const HttpAnswer& a);
+
+}  // namespace gantry

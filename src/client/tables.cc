@@ -1,0 +1,163 @@
+// Table rendering for the client commands.
+#include "client/tables.h"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace gantry {
+
+namespace {
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+std::string Request(const nlohmann::json& spec) {
+  std::string sharing = spec.value("sharing", "exclusive");
+  std::string what;
+  if (sharing == "mig") {
+    what = "mig " + spec.value("mig_profile", "");
+  } else if (sharing == "exclusive") {
+    what = fmt::format("{} gpu", spec.value("gpus", 1));
+  } else {
+    what = fmt::format("{:g} gpu {}", spec.value("gpu_milli", 0) / 1000.0, sharing);
+  }
+  if (spec.contains("gpu_types")) {
+    std::string types;
+    for (const auto& t : spec["gpu_types"]) types += (types.empty() ? "" : "|") + t.get<std::string>();
+    what += " " + types;
+  }
+  return what;
+}
+
+std::string Trim(std::string s, size_t width) {
+  if (s.size() > width) s = s.substr(0, width - 1) + "~";
+  return s;
+}
+
+}  // namespace
+
+std::string PlacementSummary(const nlohmann::json& placement) {
+  std::string out;
+  for (const auto& ns : placement) {
+    std::string gpus;
+    for (const auto& g : ns["gpus"]) {
+      gpus += (gpus.empty() ? "" : ",") + std::to_string(g.value("index", 0));
+      if (g.contains("mig_profile")) gpus += ":" + g["mig_profile"].get<std::string>();
+    }
+    out += (out.empty() ? "" : " ") + fmt::format("{}[{}]", ns.value("node", ""), gpus);
+  }
+  return out;
+}
+
+void PrintJobs(std::ostream& out, const nlohmann::json& body) {
+  out << fmt::format("{:<7} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", "ID", "NAME", "USER", "TEAM", "PRIORITY",
+                     "STATE", "REQUEST", "WHERE / WHY");
+  for (const auto& j : body["jobs"]) {
+    std::string where = j.contains("placement") ? PlacementSummary(j["placement"]) : Str(j, "reason");
+    out << fmt::format("{:<7} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", Str(j, "id"), Trim(Str(j, "name"), 16),
+                       Trim(Str(j, "user"), 10), Trim(Str(j, "team"), 10), Str(j, "priority"), Str(j, "state"),
+                       Trim(Request(j["spec"]), 22), where);
+  }
+}
+
+void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& events) {
+  out << fmt::format("job {} {}\n", Str(j, "id"), j.value("name", "").empty() ? "" : "(" + Str(j, "name") + ")");
+  out << fmt::format("  state      {}{}\n", Str(j, "state"), j.contains("reason") ? ": " + Str(j, "reason") : "");
+  out << fmt::format("  owner      {} / {}{}\n", Str(j, "user"), Str(j, "team"),
+                     j.value("project", "").empty() ? "" : " / " + Str(j, "project"));
+  out << fmt::format("  priority   {}\n  request    {}\n", Str(j, "priority"), Request(j["spec"]));
+  out << fmt::format("  submitted  {}\n", Str(j, "submitted_at"));
+  if (!Str(j, "started_at").empty()) out << fmt::format("  started    {}\n", Str(j, "started_at"));
+  if (!Str(j, "ended_at").empty()) out << fmt::format("  ended      {}\n", Str(j, "ended_at"));
+  if (j.contains("placement")) out << fmt::format("  placement  {}\n", PlacementSummary(j["placement"]));
+  if (j.contains("exit_code")) out << fmt::format("  exit code  {}\n", Str(j, "exit_code"));
+  out << fmt::format("  runs       {} (evicted {} times)\n", Str(j, "runs"), Str(j, "evictions"));
+  if (j["spec"].contains("command")) out << fmt::format("  command    {}\n", j["spec"]["command"].get<std::string>());
+  out << "  history\n";
+  for (const auto& e : events["events"]) {
+    std::string detail = e["detail"].is_object() && !e["detail"].empty() ? e["detail"].dump() : "";
+    out << fmt::format("    {}  {:<10} {}\n", Str(e, "at"), Str(e, "kind"), Trim(detail, 100));
+  }
+}
+
+void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id) {
+  if (!only_id.empty()) {
+    for (const auto& q : body["queue"]) {
+      if (Str(q, "id") != only_id) continue;
+      out << fmt::format("job {}: position {} in the queue, waiting {}s\n", only_id, Str(q, "position"),
+                         Str(q, "waiting_s"));
+      out << fmt::format("  why:  {} ({})\n", Str(q, "reason"), Str(q, "code"));
+      if (q.contains("estimated_start")) out << fmt::format("  estimated start: {}\n", Str(q, "estimated_start"));
+      return;
+    }
+    for (const auto& s : body["starting_next_cycle"]) {
+      if (s.get<std::string>() == only_id) {
+        out << "job " << only_id << " fits now and starts at the next cycle\n";
+        return;
+      }
+    }
+    out << "job " << only_id << " is not waiting (see gantry job " << only_id << ")\n";
+    return;
+  }
+  out << fmt::format("{:<4} {:<7} {:<10} {:<10} {:<8} {:>6} {:>8}  {}\n", "POS", "ID", "TEAM", "USER", "PRIORITY",
+                     "GPUS", "WAITED", "WHY (ESTIMATED START)");
+  for (const auto& q : body["queue"]) {
+    std::string why = Str(q, "reason");
+    if (q.contains("estimated_start")) why += " (" + Str(q, "estimated_start") + ")";
+    out << fmt::format("{:<4} {:<7} {:<10} {:<10} {:<8} {:>6.3g} {:>7}s  {}\n", Str(q, "position"), Str(q, "id"),
+                       Trim(Str(q, "team"), 10), Trim(Str(q, "user"), 10), Str(q, "priority"), q.value("gpus", 0.0),
+                       Str(q, "waiting_s"), why);
+  }
+  if (body["queue"].empty()) out << "(no job waits)\n";
+}
+
+void PrintNodes(std::ostream& out, const nlohmann::json& body) {
+  out << fmt::format("{:<16} {:<9} {:<12} {:>4} {:>5}  {}\n", "NODE", "STATE", "GPU TYPE", "GPUS", "IDLE",
+                     "GPU: JOBS (! fenced, x unhealthy)");
+  for (const auto& n : body["nodes"]) {
+    int idle = 0;
+    std::string gpus;
+    for (const auto& g : n["gpus"]) {
+      bool empty = g["jobs"].empty();
+      bool usable = g.value("healthy", true) && !g.value("fenced", false);
+      if (empty && usable) ++idle;
+      std::string jobs;
+      for (const auto& id : g["jobs"]) jobs += (jobs.empty() ? "" : "+") + id.get<std::string>();
+      gpus += fmt::format("{}{}{}:{} ", g.value("index", 0), g.value("fenced", false) ? "!" : "",
+                          g.value("healthy", true) ? "" : "x", jobs.empty() ? "-" : jobs);
+    }
+    out << fmt::format("{:<16} {:<9} {:<12} {:>4} {:>5}  {}\n", Str(n, "id"), Str(n, "state"), Str(n, "gpu_type"),
+                       n["gpus"].size(), idle, gpus);
+  }
+}
+
+void PrintCluster(std::ostream& out, const nlohmann::json& b) {
+  out << fmt::format("GPUs: {} total, {} idle, {:.2f} allocated (utilization {:.0f}%)\n", b.value("total_gpus", 0),
+                     b.value("available_gpus", 0), b.value("allocated_gpus", 0.0), 100 * b.value("utilization", 0.0));
+  out << fmt::format("jobs: {} running, {} queued; nodes: {} ({} schedulable)\n", b.value("running", 0),
+                     b.value("queued", 0), b.value("nodes", 0), b.value("nodes_schedulable", 0));
+  out << fmt::format("{:<14} {:>6} {:>6} {:>10}\n", "GPU TYPE", "TOTAL", "IDLE", "ALLOCATED");
+  for (const auto& [type, c] : b["by_type"].items()) {
+    out << fmt::format("{:<14} {:>6} {:>6} {:>10.2f}\n", type, c.value("total", 0), c.value("available", 0),
+                       c.value("allocated", 0.0));
+  }
+  if (!b["allocated_by_team"].empty()) {
+    out << "allocated by team:";
+    for (const auto& [team, v] : b["allocated_by_team"].items())
+      out << fmt::format(" {} {:.2f}", team, v.get<double>());
+    out << "\n";
+  }
+}
+
+void PrintAudit(std::ostream& out, const nlohmann::json& body) {
+  for (const auto& a : body["audit"]) {
+    out << fmt::format("{}  {:<10} {:<10} {:<36} {:<10} {} {}\n", Str(a, "at"), Trim(Str(a, "user"), 10),
+                       Str(a, "role"), Trim(Str(a, "action"), 36), Str(a, "target"), Str(a, "status"),
+                       Str(a, "detail"));
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,19 @@
+// Text renderings of API answers for people: fixed-width tables, one line per item.
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gantry {
+
+// "a100-80gb-0[0,1]" style summary of a job's placement.
+std::string PlacementSummary(const nlohmann::json& placement);
+void PrintJobs(std::ostream& out, const nlohmann::json& body);
+void PrintJob(std::ostream& out, const nlohmann::json& job, const nlohmann::json& events);
+void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id);
+void PrintNodes(std::ostream& out, const nlohmann::json& body);
+void PrintCluster(std::ostream& out, const nlohmann::json& body);
+void PrintAudit(std::ostream& out, const nlohmann::json& body);
+
+}  // namespace gantry

@@ -1,0 +1,64 @@
+// What the controller tells a node agent, and the interface it tells it through: the
+// in-process agent of a standalone server, or the HTTP long-poll queue of a remote one.
+// Orders are sent only after the decision is durable; sending must not block.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sched/plan.h"
+
+namespace gantry {
+
+struct AssignedGpu {
+  int index = 0;
+  std::string uuid;      // GPU-... (MIG: the parent GPU)
+  std::string mig_uuid;  // MIG-... when the share is a MIG instance the agent created
+  int32_t milli = 1000;
+  int mps_thread_percent = 0;
+  int64_t memory_mib = 0;
+  std::string mig_profile;
+};
+
+// Start one node's part of a job run.
+struct StartOrder {
+  std::string job_id;
+  int run = 1;  // 1 for the first start; GANTRY_RESTART_COUNT = run - 1
+  JobSpecPtr spec;
+  std::string node_id;
+  int node_rank = 0;  // 0..num_nodes-1 within a gang
+  int num_nodes = 1;
+  std::string leader_node;  // node of rank 0 (GANTRY_MASTER_NODE)
+  SharingMode sharing = SharingMode::kExclusive;
+  std::vector<AssignedGpu> gpus;
+  int cpus = 0;
+  int64_t memory_mib = 0;
+};
+
+// Stop a run: SIGTERM to its process group, SIGKILL after grace_ms.
+struct StopOrder {
+  std::string job_id;
+  int run = 1;
+  std::string node_id;
+  DurationMs grace_ms = 0;
+  std::string reason;
+};
+
+// What an agent reports about a run it knows, when it (re)connects.
+struct RunReport {
+  std::string job_id;
+  int run = 1;
+  std::string node_id;
+  bool exited = false;
+  int exit_code = -1;
+  std::string reason;
+};
+
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  virtual void Start(const StartOrder& order) = 0;
+  virtual void Stop(const StopOrder& order) = 0;
+};
+
+}  // namespace gantry

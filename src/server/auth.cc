@@ -1,0 +1,95 @@
+// Token hashing and the user directory.
+#include "server/auth.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/yaml_util.h"
+
+namespace gantry {
+
+namespace {
+constexpr const char* kRoleNames[] = {"user", "team-admin", "admin"};
+}
+
+const char* ToString(Role r) { return kRoleNames[static_cast<int>(r)]; }
+
+bool ParseRole(const std::string& text, Role* out) {
+  for (int i = 0; i < 3; ++i) {
+    if (text == kRoleNames[i]) {
+      *out = static_cast<Role>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Sha256Hex(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
+  return out;
+}
+
+std::string NewToken() {
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  unsigned char bytes[43];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) std::abort();  // no entropy: never hand out a weak token
+  std::string token = "gtk_";
+  for (unsigned char b : bytes) token += kAlphabet[b & 63];
+  return token;
+}
+
+Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid("users", fmt::format("malformed YAML at line {}: {}", e.mark.line + 1, e.msg));
+  }
+  YamlReader top(root, "");
+  YAML::Node users = top.Child("users");
+  if (Status s = top.Finish(); !s.ok()) return s;
+  UserDirectory dir;
+  if (!users) return dir;
+  if (!users.IsSequence()) return Status::Invalid("users", "must be a list");
+  for (size_t i = 0; i < users.size(); ++i) {
+    std::string where = fmt::format("users[{}]", i);
+    YamlReader r(users[i], where);
+    UserEntry e;
+    e.actor.user = r.Required<std::string>("name");
+    e.actor.team = r.Required<std::string>("team");
+    std::string role = r.Optional<std::string>("role", "user");
+    e.token_sha256 = r.Required<std::string>("token_sha256");
+    if (Status s = r.Finish(); !s.ok()) return s;
+    if (!ParseRole(role, &e.actor.role)) {
+      return Status::Invalid(where + ".role", "must be user, team-admin or admin, not '" + role + "'");
+    }
+    if (e.token_sha256.size() != 64 || e.token_sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return Status::Invalid(where + ".token_sha256", "must be 64 lower-case hex digits (gantry token hash)");
+    }
+    dir.Add(std::move(e));
+  }
+  return dir;
+}
+
+Expected<UserDirectory> UserDirectory::LoadFile(const std::string& path) {
+  auto text = ReadTextFile(path);
+  if (!text) return text.status();
+  auto dir = FromYaml(*text);
+  if (!dir) return Status::Invalid(path + ": " + dir.status().field(), dir.status().message());
+  return dir;
+}
+
+const Actor* UserDirectory::Authenticate(const std::string& token) const {
+  if (token.empty()) return nullptr;
+  auto it = by_hash_.find(Sha256Hex(token));
+  return it == by_hash_.end() ? nullptr : &it->second.actor;
+}
+
+}  // namespace gantry

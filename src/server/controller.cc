@@ -1,0 +1,317 @@
+// The controller's thread, its group commit, recovery from the store and node attachment.
+// Job transitions and the scheduling cycle are in controller_jobs.cc; read-only views in
+// controller_views.cc.
+#include "server/controller.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+
+#include "server/node_json.h"
+
+namespace gantry {
+
+ApiResult ApiResult::Error(int status, const std::string& code, const std::string& message, const std::string& field) {
+  nlohmann::json e = {{"code", code}, {"message", message}};
+  if (!field.empty()) e["field"] = field;
+  return {status, {{"error", e}}};
+}
+
+ApiResult ApiResult::FromStatus(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return Error(400, "invalid_argument", s.message(), s.field());
+    case StatusCode::kNotFound: return Error(404, "not_found", s.message(), s.field());
+    case StatusCode::kAlreadyExists: return Error(409, "already_exists", s.message(), s.field());
+    case StatusCode::kFailedPrecondition: return Error(409, "failed_precondition", s.message(), s.field());
+    default: return Error(500, "internal", s.message(), s.field());
+  }
+}
+
+Controller::Controller(ControllerOptions options, std::unique_ptr<Store> store)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      ledger_(options_.config.scheduler.fairshare_half_life_ms) {
+  quotas_ = std::make_shared<const QuotaConfig>(options_.config.quotas);
+  if (!options_.quotas_path.empty()) {
+    const GpuCatalog* catalog = &options_.config.catalog;
+    quota_file_ = std::make_unique<ReloadableFile<QuotaConfig>>(
+        options_.quotas_path, [catalog](const std::string& path) { return QuotaConfig::LoadFile(path, *catalog); });
+    if (quota_file_->Refresh().ok()) quotas_ = quota_file_->current();
+  }
+  engine_ = std::make_unique<Engine>(options_.config.catalog, options_.config.scheduler, quotas_.get());
+}
+
+Controller::~Controller() { Stop(); }
+
+TimeMs Controller::Now() const {
+  if (options_.now) return options_.now();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status Controller::Recover() {
+  auto stored = store_->Load();
+  if (!stored) return stored.status();
+  meta_ = stored->meta;
+  for (const auto& [id, doc] : stored->nodes) {
+    auto node = NodeFromDoc(nlohmann::json::parse(doc, nullptr, false), options_.config.catalog);
+    if (!node) return Status::Internal(fmt::format("stored node {}: {}", id, node.status().ToString()));
+    node_index_[node->id] = static_cast<int>(snap_.nodes.size());
+    snap_.nodes.push_back(std::move(*node));
+    node_link_.push_back(nullptr);
+  }
+  auto index_of = [this](const std::string& id) {
+    auto it = node_index_.find(id);
+    return it == node_index_.end() ? -1 : it->second;
+  };
+  for (const StoredJob& row : stored->jobs) {
+    auto job = JobFromDoc(nlohmann::json::parse(row.doc, nullptr, false), index_of);
+    if (!job) return job.status();
+    next_seq_ = std::max(next_seq_, job->seq + 1);
+    const std::string& id = job->spec->id;
+    if (job->state == JobState::kPending) {
+      PendingJob p{job->spec, job->submit_ms, job->attained_gpu_ms, job->evictions, job->nominated};
+      snap_.pending.push_back(std::move(p));
+      pending_running_[id] = job->seq;
+    } else if (job->state == JobState::kRunning || job->state == JobState::kStopping) {
+      RunningJob r{job->spec, job->start_ms, job->placement, job->submit_ms};
+      r.evictions = job->evictions;
+      r.attained_gpu_ms = job->attained_gpu_ms;
+      r.stop_at_ms = job->stop_at_ms;
+      running_pos_[id] = static_cast<int>(snap_.running.size());
+      running_nodes_[id] = static_cast<int>(job->placement.nodes.size());
+      snap_.running.push_back(std::move(r));
+      pending_running_[id] = job->seq;
+    }
+    jobs_.emplace(job->seq, std::move(*job));
+  }
+  for (const IdempotencyRecord& r : stored->idempotency) {
+    idempotency_[r.user + "\n" + r.key] = {r.job_id, r.request_hash};
+  }
+  return Status::Ok();
+}
+
+Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, const std::vector<RunReport>& runs) {
+  for (const Node& n : nodes) {
+    if (Status s = ValidateNode(n, options_.config.catalog); !s.ok()) return s;
+  }
+  auto attach = [&]() -> Status {
+    for (const Node& n : nodes) {
+      auto it = node_index_.find(n.id);
+      if (it == node_index_.end()) {
+        node_index_[n.id] = static_cast<int>(snap_.nodes.size());
+        snap_.nodes.push_back(n);
+        node_link_.push_back(link);
+        PersistNode(static_cast<int>(snap_.nodes.size()) - 1);
+        continue;
+      }
+      // Known node: the inventory comes from the agent, the admin's drains from the store.
+      Node& known = snap_.nodes[it->second];
+      Node fresh = n;
+      fresh.state = known.state == NodeState::kDown ? NodeState::kUp : known.state;
+      for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g)
+        fresh.gpus[g].fenced = known.gpus[g].fenced;
+      known = std::move(fresh);
+      node_link_[it->second] = link;
+      PersistNode(it->second);
+    }
+    // Reconcile: adopt what the agent still runs, finish what ended, resend what it never got.
+    std::set<std::pair<std::string, std::string>> reported;
+    for (const RunReport& r : runs) {
+      reported.insert({r.job_id, r.node_id});
+      JobRecord* job = Find(r.job_id);
+      bool current = job && job->runs == r.run && !IsTerminal(job->state) && job->state != JobState::kPending;
+      if (!current) {
+        if (!r.exited) link->Stop({r.job_id, r.run, r.node_id, 0, "not assigned by the controller"});
+        continue;
+      }
+      if (r.exited) DoExited(r.job_id, r.run, r.node_id, r.exit_code, r.reason);
+    }
+    for (auto& [seq, job] : jobs_) {
+      if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
+      for (const NodeShare& ns : job.placement.nodes) {
+        const std::string& node_id = snap_.nodes[ns.node].id;
+        if (node_link_[ns.node] != link || reported.count({job.spec->id, node_id})) continue;
+        if (job.state == JobState::kStopping) {
+          DoExited(job.spec->id, job.runs, node_id, -1, "gone when its agent reconnected");
+        } else {
+          Event(job, "resent", {{"node", node_id}});
+          SendStart(job, ns.node);
+        }
+      }
+    }
+    dirty_ = true;
+    return Status::Ok();
+  };
+  return Call(attach);
+}
+
+void Controller::PersistNode(int n) { dirty_nodes_.insert(n); }
+
+void Controller::Start() {
+  last_tick_ = Now();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+std::future<void> Controller::Enqueue(std::function<void()> apply, std::function<void()> after_cycle) {
+  Post p{std::move(apply), std::move(after_cycle), {}};
+  std::future<void> f = p.done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    posts_.push_back(std::move(p));
+  }
+  cv_.notify_one();
+  return f;
+}
+
+void Controller::Sync() {
+  Call([] { return 0; });
+}
+
+void Controller::Loop() {
+  using Clock = std::chrono::steady_clock;
+  auto next_tick = Clock::now() + std::chrono::milliseconds(options_.tick_ms);
+  auto cycle_allowed_at = Clock::now();
+  std::deque<Post> work;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto deadline = next_tick;
+      if (dirty_ && cycle_allowed_at < deadline) deadline = cycle_allowed_at;
+      cv_.wait_until(lock, deadline, [&] { return stopping_ || !posts_.empty(); });
+      if (stopping_ && posts_.empty()) break;
+      work.swap(posts_);
+    }
+    std::vector<std::exception_ptr> failures(work.size());
+    for (size_t i = 0; i < work.size(); ++i) {
+      try {
+        work[i].apply();
+      } catch (const std::exception& e) {
+        // A bug, not an input error (inputs are validated): answer 500 and go on.
+        std::fprintf(stderr, "gantry: controller: %s\n", e.what());
+        failures[i] = std::current_exception();
+      }
+    }
+    auto now = Clock::now();
+    if (now >= next_tick) {
+      Tick();
+      next_tick = now + std::chrono::milliseconds(options_.tick_ms);
+    }
+    // A cycle runs after every batch that changed something, but at most half the time:
+    // the next may start only as long after this one ended as this one took.
+    if (dirty_ && now >= cycle_allowed_at) {
+      auto t0 = Clock::now();
+      Cycle();
+      auto took = Clock::now() - t0;
+      cycle_seconds_.Observe(std::chrono::duration<double>(took).count());
+      cycle_allowed_at = Clock::now() + took;
+    }
+    for (size_t i = 0; i < work.size(); ++i) {
+      if (work[i].after_cycle && !failures[i]) work[i].after_cycle();
+    }
+    CommitBatch();
+    for (size_t i = 0; i < work.size(); ++i) {
+      if (failures[i]) {
+        work[i].done.set_exception(failures[i]);
+      } else {
+        work[i].done.set_value();
+      }
+    }
+    work.clear();
+    std::vector<std::function<void()>> orders;
+    orders.swap(outbox_);
+    for (auto& send : orders) send();
+  }
+}
+
+void Controller::CommitBatch() {
+  for (uint64_t seq : dirty_jobs_) {
+    const JobRecord& j = jobs_.at(seq);
+    batch_.jobs.push_back({j.seq, j.spec->id, j.spec->team, j.spec->user, ToString(j.state),
+                           JobToDoc(j, snap_.nodes).dump(-1, ' ', false, kReplaceBadUtf8)});
+  }
+  for (int n : dirty_nodes_) {
+    batch_.nodes.emplace_back(snap_.nodes[n].id,
+                              NodeToDoc(snap_.nodes[n], options_.config.catalog).dump(-1, ' ', false, kReplaceBadUtf8));
+  }
+  if (!batch_.empty()) {
+    ++version_;
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = store_->Commit(batch_);
+    commit_seconds_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (!s.ok()) {
+      // Memory now holds changes the store refused. Nothing of this batch was
+      // acknowledged; a restart rebuilds from what is durable.
+      std::fprintf(stderr, "gantry: store commit failed, exiting: %s\n", s.ToString().c_str());
+      std::fflush(stderr);
+      std::_Exit(75);
+    }
+  }
+  batch_ = StoreBatch();
+  dirty_jobs_.clear();
+  dirty_nodes_.clear();
+}
+
+JobRecord* Controller::Find(const std::string& id) {
+  uint64_t seq = 0;
+  auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), seq);
+  if (ec != std::errc() || ptr != id.data() + id.size()) return nullptr;
+  auto it = jobs_.find(seq);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void Controller::Event(const JobRecord& job, const std::string& kind, nlohmann::json detail) {
+  batch_.events.push_back({job.spec->id, Now(), kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
+}
+
+void Controller::Audit(const Actor& who, const std::string& action, const std::string& target, int status,
+                       const std::string& detail) {
+  batch_.audit.push_back({Now(), who.user, ToString(who.role), action, target, status, detail});
+}
+
+void Controller::AuditRefusal(const Actor& who, const std::string& action, const std::string& target, int status) {
+  Enqueue([=, this] { Audit(who, action, target, status, "refused"); });
+}
+
+std::string Controller::MetaValue(const std::string& key) {
+  return Call([&] {
+    auto it = meta_.find(key);
+    return it == meta_.end() ? std::string() : it->second;
+  });
+}
+
+void Controller::SetMetaValue(const std::string& key, const std::string& value) {
+  Call([&] {
+    meta_[key] = value;
+    batch_.meta[key] = value;
+    return 0;
+  });
+}
+
+void Controller::RefreshQuotas() {
+  if (!quota_file_) return;
+  Status s = quota_file_->Refresh();
+  if (!s.ok()) {
+    std::fprintf(stderr, "gantry: keeping the last good quotas: %s\n", s.ToString().c_str());
+    return;
+  }
+  if (quota_file_->current() != quotas_) {
+    quotas_ = quota_file_->current();
+    engine_ = std::make_unique<Engine>(options_.config.catalog, options_.config.scheduler, quotas_.get());
+    dirty_ = true;
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,189 @@
+// The controller: the one owner of cluster state (nodes, jobs, queue). HTTP threads and
+// agents post work to its thread and wait for the answer; the owner applies a batch of
+// posts, runs a scheduling cycle when something changed, writes everything in one store
+// transaction (a group commit), and only then answers and sends orders to agents. So a
+// 2xx answer means durable, and no agent acts on a decision the store could forget.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "core/config_dir.h"
+#include "core/reloadable.h"
+#include "sched/engine.h"
+#include "sched/fair_share.h"
+#include "server/agent_link.h"
+#include "server/auth.h"
+#include "server/job_record.h"
+#include "server/metrics.h"
+#include "server/store.h"
+
+namespace gantry {
+
+// An answer for the HTTP layer: status and JSON body.
+struct ApiResult {
+  int status = 200;
+  nlohmann::json body;
+  static ApiResult Error(int status, const std::string& code, const std::string& message,
+                         const std::string& field = "");
+  static ApiResult FromStatus(const Status& s);
+};
+
+struct JobFilter {
+  std::string state;  // empty: any; "active": pending, running or stopping
+  std::string team;
+  std::string user;
+  int limit = 500;
+};
+
+struct ControllerOptions {
+  ConfigSet config;
+  std::string quotas_path;             // re-read when it changes; empty: config.quotas stays
+  DurationMs tick_ms = 1000;           // periodic cycle (time limits, ages, reloads)
+  DurationMs kill_wait_ms = 30000;     // cancel: SIGTERM, then SIGKILL after this
+  DurationMs node_timeout_ms = 60000;  // a node silent this long is lost; its jobs requeue
+  std::function<TimeMs()> now;         // the clock; wall clock when empty
+};
+
+class Controller {
+ public:
+  Controller(ControllerOptions options, std::unique_ptr<Store> store);
+  ~Controller();
+
+  // Rebuilds state from the store. Call once, before Start.
+  Status Recover();
+  // Registers nodes served by `link` (standalone: the in-process agent). A node already
+  // known keeps its drain state and its jobs; jobs it runs are adopted as the agent reports.
+  // `runs` is what the agent still knows (running or exited while no one listened).
+  Status AttachNodes(const std::vector<Node>& nodes, AgentLink* link, const std::vector<RunReport>& runs = {});
+  void Start();
+  void Stop();
+  const GpuCatalog& catalog() const { return options_.config.catalog; }
+
+  // Called from HTTP threads: each blocks until applied and durable.
+  ApiResult Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key);
+  ApiResult Cancel(const Actor& who, const std::string& id);
+  ApiResult GetJob(const Actor& who, const std::string& id);
+  ApiResult ListJobs(const Actor& who, const JobFilter& filter);
+  ApiResult Queue(const Actor& who);
+  ApiResult Cluster();
+  ApiResult Nodes();
+  ApiResult SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
+  ApiResult Events(const Actor& who, const std::string& id);
+  ApiResult AuditLog(const Actor& who, int limit);
+  // Records a refused call (authentication or authorization) in the audit log.
+  void AuditRefusal(const Actor& who, const std::string& action, const std::string& target, int status);
+  std::string Metrics();
+  // The admin token hash kept in the store (standalone creates one on first start).
+  std::string MetaValue(const std::string& key);
+  void SetMetaValue(const std::string& key, const std::string& value);
+
+  // Called by agents (any thread); never blocks on the controller.
+  void ReportStarted(const std::string& job_id, int run);
+  void ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                    const std::string& reason);
+
+  // Waits until the queue is drained and committed (tests).
+  void Sync();
+
+ private:
+  struct Post {
+    std::function<void()> apply;
+    std::function<void()> after_cycle;  // runs after the batch's cycle, before the commit
+    std::promise<void> done;
+  };
+  // Runs `f` on the owner thread; returns its result once the batch it was in is durable.
+  template <typename F>
+  auto Call(F&& f) -> decltype(f()) {
+    using R = decltype(f());
+    auto result = std::make_shared<std::optional<R>>();
+    std::future<void> done = Enqueue([result, fn = std::forward<F>(f)]() mutable { result->emplace(fn()); });
+    done.get();
+    return std::move(**result);
+  }
+  std::future<void> Enqueue(std::function<void()> apply, std::function<void()> after_cycle = {});
+  void Loop();
+  void CommitBatch();
+
+  // State changes (owner thread only). controller_jobs.cc
+  ApiResult DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
+  ApiResult DoCancel(const Actor& who, const std::string& id);
+  void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                const std::string& reason);
+  void Cycle();
+  void Tick();
+  void StartJob(const StartDecision& s, size_t running_index);
+  void SendStart(const JobRecord& job, int node_index);
+  void StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms);
+  void Requeue(JobRecord& job, const std::string& event);
+  void Finish(JobRecord& job, JobState state, const std::string& reason);
+  void RemoveRunning(const std::string& id);
+  void RemovePending(const std::string& id);
+  void Dirty(const JobRecord& job) { dirty_jobs_.insert(job.seq); }
+  void Event(const JobRecord& job, const std::string& kind, nlohmann::json detail = nlohmann::json::object());
+  void Audit(const Actor& who, const std::string& action, const std::string& target, int status,
+             const std::string& detail = "");
+  void PersistNode(int n);
+  void RefreshQuotas();
+  void AdvanceFairShare();
+  JobRecord* Find(const std::string& id);
+  TimeMs Now() const;
+
+  ControllerOptions options_;
+  std::unique_ptr<Store> store_;
+  std::shared_ptr<const QuotaConfig> quotas_;
+  std::unique_ptr<ReloadableFile<QuotaConfig>> quota_file_;
+  std::unique_ptr<Engine> engine_;
+
+  // Owner-thread state.
+  Snapshot snap_;
+  std::map<uint64_t, JobRecord> jobs_;
+  std::unordered_map<std::string, uint64_t> pending_running_;  // id -> seq of active jobs
+  std::unordered_map<std::string, int> node_index_;
+  std::vector<AgentLink*> node_link_;
+  std::unordered_map<std::string, int> running_nodes_;                      // job id -> node processes still running
+  std::unordered_map<std::string, int> running_pos_;                        // job id -> index in snap_.running
+  std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
+  std::map<std::string, std::string> meta_;
+  uint64_t next_seq_ = 1;
+  FairShareLedger ledger_;
+  std::map<std::string, TimeMs> below_since_;
+  bool dirty_ = true;  // something changed since the last cycle
+  TimeMs last_cycle_end_ = 0;
+  double last_cycle_s_ = 0;
+  TimeMs last_tick_ = 0;
+  uint64_t version_ = 0;  // bumps on every change; caches the explained queue
+  uint64_t queue_cache_version_ = UINT64_MAX;
+  std::shared_ptr<Plan> queue_cache_;
+
+  // The batch being built.
+  StoreBatch batch_;
+  std::set<uint64_t> dirty_jobs_;
+  std::set<int> dirty_nodes_;
+  std::vector<std::function<void()>> outbox_;  // agent orders, sent after the commit
+
+  // Metrics (owner thread).
+  Histogram cycle_seconds_{LatencyBuckets()};
+  Histogram submit_to_start_seconds_{LatencyBuckets()};
+  Histogram commit_seconds_{LatencyBuckets()};
+  std::map<std::string, uint64_t> counters_;
+
+  // The post queue.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Post> posts_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gantry

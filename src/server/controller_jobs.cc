@@ -1,0 +1,364 @@
+// Job transitions on the controller's thread: submit, cancel, start, stop, exit, requeue;
+// and the scheduling cycle that turns the engine's plan into starts and preemptions.
+#include <fmt/format.h>
+
+#include "sched/apply_plan.h"
+#include "sched/usage.h"
+#include "server/controller.h"
+
+namespace gantry {
+
+ApiResult Controller::Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key) {
+  // The request hash covers the spec as submitted, so a retry with another body is caught.
+  std::string hash = idempotency_key.empty() ? "" : Sha256Hex(SpecToJson(spec).dump(-1, ' ', false, kReplaceBadUtf8));
+  ApiResult result;
+  // The reply is built after the batch's scheduling cycle: a job that started at once says so.
+  Enqueue([&] { result = DoSubmit(who, std::move(spec), idempotency_key, hash); },
+          [&] {
+            if (result.status != 201) return;
+            const JobRecord& job = *Find(result.body["id"].get<std::string>());
+            result.body = JobToApi(job, snap_.nodes, options_.config.catalog, true);
+          })
+      .get();
+  return result;
+}
+
+ApiResult Controller::Cancel(const Actor& who, const std::string& id) {
+  return Call([&] { return DoCancel(who, id); });
+}
+
+void Controller::ReportStarted(const std::string& job_id, int run) {
+  Enqueue([this, job_id, run] {
+    JobRecord* job = Find(job_id);
+    if (job && job->runs == run && !IsTerminal(job->state)) Event(*job, "running", {{"run", run}});
+  });
+}
+
+void Controller::ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                              const std::string& reason) {
+  Enqueue([=, this] { DoExited(job_id, run, node_id, exit_code, reason); });
+}
+
+ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash) {
+  const char* action = "POST /v1/jobs";
+  auto refuse = [&](ApiResult r) {
+    Audit(who, action, "", r.status, r.body["error"].value("message", ""));
+    return r;
+  };
+  if (!key.empty()) {
+    auto it = idempotency_.find(who.user + "\n" + key);
+    if (it != idempotency_.end()) {
+      if (it->second.second != hash) {
+        return refuse(ApiResult::Error(422, "idempotency_mismatch",
+                                       "Idempotency-Key was used before with a different job spec", "Idempotency-Key"));
+      }
+      JobRecord* job = Find(it->second.first);
+      ApiResult r{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+      r.body["idempotent_replay"] = true;
+      return r;
+    }
+  }
+  if (!spec.id.empty()) return refuse(ApiResult::Error(400, "invalid_argument", "is assigned by the server", "id"));
+  if (spec.user.empty()) spec.user = who.user;
+  if (spec.team.empty()) spec.team = who.team;
+  if (!who.admin()) {
+    if (spec.team != who.team) {
+      return refuse(
+          ApiResult::Error(403, "forbidden", fmt::format("you may submit only for team {}", who.team), "team"));
+    }
+    if (spec.user != who.user && who.role != Role::kTeamAdmin) {
+      return refuse(ApiResult::Error(403, "forbidden", "only team admins submit for other users", "user"));
+    }
+  }
+  Status s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
+  if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
+  if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
+  if (!s.ok()) return refuse(ApiResult::FromStatus(s));
+
+  JobRecord job;
+  job.seq = next_seq_++;
+  spec.id = std::to_string(job.seq);
+  job.spec = std::make_shared<const JobSpec>(std::move(spec));
+  job.submit_ms = Now();
+  const std::string& id = job.spec->id;
+  snap_.pending.push_back({job.spec, job.submit_ms});
+  pending_running_[id] = job.seq;
+  if (!key.empty()) {
+    idempotency_[who.user + "\n" + key] = {id, hash};
+    batch_.idempotency.push_back({who.user, key, id, hash, job.submit_ms});
+  }
+  Event(job, "submitted", {{"by", who.user}});
+  Audit(who, action, id, 201);
+  counters_["submitted"]++;
+  dirty_ = true;
+  JobRecord& stored = jobs_.emplace(job.seq, std::move(job)).first->second;
+  Dirty(stored);
+  ApiResult r{201, {}};
+  r.body = nlohmann::json{{"id", id}};
+  return r;
+}
+
+ApiResult Controller::DoCancel(const Actor& who, const std::string& id) {
+  std::string action = "DELETE /v1/jobs/" + id;
+  JobRecord* job = Find(id);
+  if (!job || !who.SeesTeam(job->spec->team)) {
+    Audit(who, action, id, 404);
+    return ApiResult::Error(404, "not_found", "no job " + id, "id");
+  }
+  if (!who.admin() && who.role != Role::kTeamAdmin && job->spec->user != who.user && job->spec->team != who.team) {
+    Audit(who, action, id, 403);
+    return ApiResult::Error(403, "forbidden", "not your team's job", "id");
+  }
+  if (IsTerminal(job->state)) {
+    Audit(who, action, id, 409);
+    return ApiResult::Error(409, "failed_precondition", fmt::format("job {} is already {}", id, ToString(job->state)),
+                            "id");
+  }
+  std::string why = "cancelled by " + who.user;
+  if (job->state == JobState::kPending) {
+    RemovePending(id);
+    Finish(*job, JobState::kCancelled, why);
+  } else if (job->state == JobState::kRunning) {
+    StopRunning(*job, StopCause::kCancel, why, options_.kill_wait_ms);
+  } else {
+    job->stop_cause = StopCause::kCancel;  // was being preempted: do not requeue it
+    job->reason = why;
+    Dirty(*job);
+  }
+  Audit(who, action, id, 200);
+  dirty_ = true;
+  return {200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+}
+
+void Controller::StartJob(const StartDecision& s, size_t running_index) {
+  JobRecord& job = *Find(s.job_id);
+  TimeMs now = Now();
+  job.state = JobState::kRunning;
+  job.start_ms = now;
+  job.runs++;
+  job.placement = s.placement;
+  job.nominated = false;
+  job.exit_code = -1;
+  job.reason.clear();
+  if (job.first_start_ms < 0) {
+    job.first_start_ms = now;
+    submit_to_start_seconds_.Observe(static_cast<double>(now - job.submit_ms) / 1000.0);
+  }
+  running_pos_[s.job_id] = static_cast<int>(running_index);
+  running_nodes_[s.job_id] = static_cast<int>(s.placement.nodes.size());
+  Event(job, "started",
+        {{"run", job.runs}, {"placement", PlacementToJson(s.placement, snap_.nodes, options_.config.catalog)}});
+  counters_["started"]++;
+  Dirty(job);
+  for (const NodeShare& ns : job.placement.nodes) SendStart(job, ns.node);
+}
+
+void Controller::SendStart(const JobRecord& job, int node_index) {
+  const GpuCatalog& catalog = options_.config.catalog;
+  const Node& node = snap_.nodes[node_index];
+  StartOrder order;
+  order.job_id = job.spec->id;
+  order.run = job.runs;
+  order.spec = job.spec;
+  order.node_id = node.id;
+  order.num_nodes = static_cast<int>(job.placement.nodes.size());
+  order.leader_node = snap_.nodes[job.placement.nodes.front().node].id;
+  order.sharing = job.spec->request.sharing;
+  for (size_t rank = 0; rank < job.placement.nodes.size(); ++rank) {
+    const NodeShare& ns = job.placement.nodes[rank];
+    if (ns.node != node_index) continue;
+    order.node_rank = static_cast<int>(rank);
+    order.cpus = ns.cpus;
+    order.memory_mib = ns.memory_mib;
+    for (const GpuShare& g : ns.gpus) {
+      AssignedGpu a{g.gpu, node.gpus[g.gpu].uuid, "", g.milli, g.mps_thread_percent, g.memory_mib, ""};
+      if (g.mig_profile >= 0) {
+        a.mig_profile = catalog.Get(node.gpu_type()).mig_profiles[g.mig_profile].name;
+        for (const MigInstance& m : node.gpus[g.gpu].mig_instances) {
+          if (m.placement.profile == g.mig_profile && m.placement.start == g.mig_start) a.mig_uuid = m.uuid;
+        }
+      }
+      order.gpus.push_back(std::move(a));
+    }
+  }
+  AgentLink* link = node_link_[node_index];
+  if (link) outbox_.push_back([link, order = std::move(order)] { link->Start(order); });
+}
+
+void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms) {
+  const std::string& id = job.spec->id;
+  job.state = JobState::kStopping;
+  job.stop_cause = cause;
+  job.reason = reason;
+  job.stop_at_ms = Now() + grace_ms;
+  snap_.running[running_pos_.at(id)].stop_at_ms = job.stop_at_ms;
+  Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
+  Dirty(job);
+  for (const NodeShare& ns : job.placement.nodes) {
+    AgentLink* link = node_link_[ns.node];
+    StopOrder order{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason};
+    if (link) outbox_.push_back([link, order] { link->Stop(order); });
+  }
+}
+
+void Controller::DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                          const std::string& reason) {
+  JobRecord* job = Find(job_id);
+  if (!job || job->runs != run || (job->state != JobState::kRunning && job->state != JobState::kStopping)) return;
+  Event(*job, "exited", {{"run", run}, {"node", node_id}, {"exit_code", exit_code}, {"reason", reason}});
+  if (exit_code != 0 && job->exit_code <= 0) job->exit_code = exit_code;
+  if (exit_code == 0 && job->exit_code < 0) job->exit_code = 0;
+  if (!reason.empty() && job->stop_cause == StopCause::kNone && exit_code != 0) job->reason = reason;
+  dirty_ = true;
+  Dirty(*job);
+  if (--running_nodes_[job_id] > 0) {
+    // One process of a gang failed: the others cannot go on alone.
+    if (exit_code != 0 && job->state == JobState::kRunning) {
+      StopRunning(*job, StopCause::kNone, fmt::format("a gang member on {} exited with {}", node_id, exit_code),
+                  options_.kill_wait_ms);
+    }
+    return;
+  }
+  const RunningJob& r = snap_.running[running_pos_.at(job_id)];
+  job->attained_gpu_ms +=
+      static_cast<double>(Now() - r.start_ms) * PlacementShare(r.placement, job->spec->request.sharing);
+  RemoveRunning(job_id);
+  switch (job->stop_cause) {
+    case StopCause::kPreempt:
+      job->evictions++;
+      Requeue(*job, "preempted");
+      return;
+    case StopCause::kCancel: Finish(*job, JobState::kCancelled, job->reason); return;
+    case StopCause::kTimeLimit: Finish(*job, JobState::kFailed, job->reason); return;
+    case StopCause::kNodeFault:
+      if (job->fault_retries < job->spec->max_retries) {
+        job->fault_retries++;
+        Requeue(*job, "requeued after a fault");
+      } else {
+        Finish(*job, JobState::kFailed, job->reason + " (retries exhausted)");
+      }
+      return;
+    case StopCause::kNone: break;
+  }
+  if (job->exit_code == 0) {
+    Finish(*job, JobState::kSucceeded, "");
+  } else if (job->failure_retries < job->spec->retries_on_failure) {
+    job->failure_retries++;
+    Requeue(*job, fmt::format("retry after exit code {}", job->exit_code));
+  } else {
+    Finish(*job, JobState::kFailed, job->reason.empty() ? fmt::format("exit code {}", job->exit_code) : job->reason);
+  }
+}
+
+void Controller::Requeue(JobRecord& job, const std::string& event) {
+  job.state = JobState::kPending;
+  job.placement = {};
+  job.stop_cause = StopCause::kNone;
+  job.stop_at_ms = kNever;
+  snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions});
+  Event(job, "requeued", {{"why", event}});
+  counters_["requeued"]++;
+  Dirty(job);
+}
+
+void Controller::Finish(JobRecord& job, JobState state, const std::string& reason) {
+  job.state = state;
+  job.end_ms = Now();
+  job.reason = reason;
+  job.stop_cause = StopCause::kNone;
+  job.stop_at_ms = kNever;
+  job.placement = {};
+  pending_running_.erase(job.spec->id);
+  Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
+  counters_[std::string("finished_") + ToString(state)]++;
+  Dirty(job);
+}
+
+void Controller::RemoveRunning(const std::string& id) {
+  size_t pos = static_cast<size_t>(running_pos_.at(id));
+  std::vector<int> nodes;
+  for (const NodeShare& ns : snap_.running[pos].placement.nodes) nodes.push_back(ns.node);
+  if (pos + 1 != snap_.running.size()) {
+    snap_.running[pos] = std::move(snap_.running.back());
+    running_pos_[snap_.running[pos].spec->id] = static_cast<int>(pos);
+  }
+  snap_.running.pop_back();
+  running_pos_.erase(id);
+  running_nodes_.erase(id);
+  // A draining node with nothing left on it is drained.
+  for (int n : nodes) {
+    if (snap_.nodes[n].state != NodeState::kDraining) continue;
+    bool busy = false;
+    for (const RunningJob& r : snap_.running) {
+      for (const NodeShare& ns : r.placement.nodes) busy = busy || ns.node == n;
+    }
+    if (!busy) {
+      snap_.nodes[n].state = NodeState::kDrained;
+      PersistNode(n);
+    }
+  }
+}
+
+void Controller::RemovePending(const std::string& id) {
+  std::erase_if(snap_.pending, [&](const PendingJob& p) { return p.spec->id == id; });
+}
+
+void Controller::AdvanceFairShare() {
+  std::map<std::string, double> rates;
+  bool priced = options_.config.scheduler.fairshare_price_weighted;
+  for (const RunningJob& r : snap_.running) {
+    rates[r.spec->team] += UsageRate(r, snap_, options_.config.catalog, priced);
+  }
+  ledger_.Advance(snap_.now_ms, rates);
+  if (options_.config.scheduler.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
+}
+
+void Controller::Cycle() {
+  dirty_ = false;
+  snap_.now_ms = Now();
+  AdvanceFairShare();
+  if (!quotas_->teams.empty()) {
+    UsageTracker usage(snap_, options_.config.catalog, *quotas_);
+    std::set<std::string> waiting;
+    for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
+    for (const auto& [team, q] : quotas_->teams) {
+      bool below = waiting.count(team) && usage.TeamTotal(team) < q.guaranteed_total() - 1e-9;
+      if (!below) below_since_.erase(team);
+      if (below && !below_since_.count(team)) below_since_[team] = snap_.now_ms;
+    }
+    snap_.below_guarantee_since = below_since_;
+  }
+  Plan plan = engine_->Schedule(snap_, {.explain = false});
+  for (const Preemption& p : plan.preemptions) {
+    JobRecord& victim = *Find(p.job_id);
+    if (victim.state != JobState::kRunning) continue;
+    StopRunning(victim, StopCause::kPreempt, fmt::format("preempted ({}) for job {}", p.reason, p.for_job),
+                std::max<DurationMs>(0, p.stop_at_ms - snap_.now_ms));
+    counters_["preempted"]++;
+    for (PendingJob& q : snap_.pending) {
+      if (q.spec->id == p.for_job) q.nominated = true;
+    }
+    JobRecord& winner = *Find(p.for_job);
+    winner.nominated = true;
+    Dirty(winner);
+  }
+  for (const MigChange& c : plan.mig_changes) PersistNode(c.node);
+  size_t first_new = snap_.running.size();
+  ApplyPlan(plan, snap_);
+  for (size_t k = 0; k < plan.starts.size(); ++k) StartJob(plan.starts[k], first_new + k);
+}
+
+void Controller::Tick() {
+  RefreshQuotas();
+  TimeMs now = Now();
+  for (auto& [id, pos] : running_pos_) {
+    JobRecord& job = *Find(id);
+    if (job.state == JobState::kRunning && now >= job.start_ms + job.spec->time_limit_ms) {
+      StopRunning(job, StopCause::kTimeLimit,
+                  fmt::format("time limit {} reached", FormatDuration(job.spec->time_limit_ms)), options_.kill_wait_ms);
+    }
+  }
+  dirty_ = true;  // ages and fair share move with time
+}
+
+}  // namespace gantry

@@ -1,0 +1,45 @@
+// The REST API (/v1/...), /healthz and /metrics on cpp-httplib: authentication, request
+// parsing and error answers here; every state read or change goes through the Controller.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "server/auth.h"
+#include "server/controller.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gantry {
+
+struct HttpOptions {
+  size_t max_body_bytes = 1 << 20;  // larger requests get 413
+  bool open_metrics = true;         // /metrics without a token
+  int threads = 16;
+  // Where a job's logs are (standalone: the in-process agent's files); empty: none.
+  std::function<std::string(const std::string& job_id, const std::string& stream)> log_path;
+};
+
+class HttpApi {
+ public:
+  HttpApi(Controller& controller, const UserDirectory& users, HttpOptions options);
+  ~HttpApi();
+
+  // Binds host:port (port 0: any free port); returns the bound port or an error.
+  Expected<int> Bind(const std::string& host, int port);
+  void Serve();  // blocks until Shutdown
+  void Shutdown();
+
+ private:
+  void Routes();
+
+  Controller& controller_;
+  const UserDirectory& users_;
+  HttpOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+};
+
+}  // namespace gantry

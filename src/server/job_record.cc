@@ -1,0 +1,212 @@
+// Job states and the JSON forms of a job.
+#include "server/job_record.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/spec_yaml.h"
+#include "sched/usage.h"
+
+namespace gantry {
+
+namespace {
+
+constexpr const char* kStateNames[] = {"pending", "running", "stopping", "succeeded", "failed", "cancelled"};
+constexpr const char* kStopNames[] = {"", "cancel", "preempt", "time_limit", "node_fault"};
+
+std::string Ms(DurationMs d) { return fmt::format("{}ms", d); }
+
+std::string Utc(TimeMs t) { return t < 0 ? "" : FormatUtc(t); }
+
+nlohmann::json ShareToJson(const GpuShare& g) {
+  nlohmann::json j = {{"gpu", g.gpu}, {"milli", g.milli}};
+  if (g.mps_thread_percent > 0) j["mps_thread_percent"] = g.mps_thread_percent;
+  if (g.memory_mib > 0) j["memory_mib"] = g.memory_mib;
+  if (g.mig_profile >= 0) {
+    j["mig_profile"] = g.mig_profile;
+    j["mig_start"] = g.mig_start;
+  }
+  return j;
+}
+
+GpuShare ShareFromJson(const nlohmann::json& j) {
+  GpuShare g;
+  g.gpu = j.at("gpu").get<int>();
+  g.milli = j.at("milli").get<int32_t>();
+  g.mps_thread_percent = j.value("mps_thread_percent", 0);
+  g.memory_mib = j.value("memory_mib", int64_t{0});
+  g.mig_profile = j.value("mig_profile", -1);
+  g.mig_start = j.value("mig_start", -1);
+  return g;
+}
+
+}  // namespace
+
+const char* ToString(JobState s) { return kStateNames[static_cast<int>(s)]; }
+const char* ToString(StopCause c) { return kStopNames[static_cast<int>(c)]; }
+
+bool ParseJobState(const std::string& text, JobState* out) {
+  for (int i = 0; i < 6; ++i) {
+    if (text == kStateNames[i]) {
+      *out = static_cast<JobState>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+nlohmann::json SpecToJson(const JobSpec& s) {
+  const GpuRequest& q = s.request;
+  nlohmann::json j = {
+      {"user", s.user}, {"team", s.team}, {"priority", s.priority_class}, {"sharing", ToString(q.sharing)}};
+  if (!s.name.empty()) j["name"] = s.name;
+  if (!s.project.empty()) j["project"] = s.project;
+  if (q.sharing == SharingMode::kExclusive) j["gpus"] = q.gpus;
+  if (q.sharing == SharingMode::kTimeSlice || q.sharing == SharingMode::kMps) j["gpu_milli"] = q.gpu_milli;
+  if (q.sharing == SharingMode::kMig) j["mig_profile"] = q.mig_profile;
+  if (q.mps_thread_percent > 0) j["mps_thread_percent"] = q.mps_thread_percent;
+  if (q.gpu_memory_mib > 0) j["gpu_memory_gb"] = static_cast<double>(q.gpu_memory_mib) / 1024;
+  if (!q.gpu_types.empty()) j["gpu_types"] = q.gpu_types;
+  if (q.prefer_listed_order) j["prefer_listed_order"] = true;
+  if (q.cpus > 0) j["cpus"] = q.cpus;
+  if (q.memory_mib > 0) j["memory_gb"] = static_cast<double>(q.memory_mib) / 1024;
+  if (q.num_nodes > 0) j["nodes"] = q.num_nodes;
+  if (!s.node_selector.empty()) j["node_selector"] = s.node_selector;
+  for (const LabelPreference& p : s.preferred_labels) {
+    j["preferred_labels"].push_back({{"key", p.key}, {"value", p.value}, {"weight", p.weight}});
+  }
+  for (const Taint& t : s.tolerations) j["tolerations"].push_back(t.value.empty() ? t.key : t.key + "=" + t.value);
+  if (!s.preemptible) j["preemptible"] = false;
+  if (s.checkpointable) j["checkpointable"] = true;
+  if (s.estimated_duration_ms > 0) j["estimated_duration"] = Ms(s.estimated_duration_ms);
+  if (s.time_limit_ms > 0) j["time_limit"] = Ms(s.time_limit_ms);
+  if (!s.command.empty()) j["command"] = s.command;
+  if (!s.working_dir.empty()) j["working_dir"] = s.working_dir;
+  if (!s.env.empty()) j["env"] = s.env;
+  j["max_retries"] = s.max_retries;
+  if (s.retries_on_failure > 0) j["retries_on_failure"] = s.retries_on_failure;
+  return j;
+}
+
+nlohmann::json PlacementToJson(const Placement& p, const std::vector<Node>& nodes, const GpuCatalog& catalog) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const NodeShare& ns : p.nodes) {
+    const Node& node = nodes[ns.node];
+    const GpuType& type = catalog.Get(node.gpu_type());
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuShare& g : ns.gpus) {
+      nlohmann::json gj = {{"index", g.gpu}, {"uuid", node.gpus[g.gpu].uuid}, {"share", g.milli / 1000.0}};
+      if (g.mig_profile >= 0) gj["mig_profile"] = type.mig_profiles[g.mig_profile].name;
+      if (g.mps_thread_percent > 0) gj["mps_thread_percent"] = g.mps_thread_percent;
+      if (g.memory_mib > 0) gj["memory_mib"] = g.memory_mib;
+      gpus.push_back(std::move(gj));
+    }
+    out.push_back(
+        {{"node", node.id}, {"gpu_type", type.name}, {"gpus", gpus}, {"cpus", ns.cpus}, {"memory_mib", ns.memory_mib}});
+  }
+  return out;
+}
+
+nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes) {
+  nlohmann::json placement = nlohmann::json::array();
+  for (const NodeShare& ns : job.placement.nodes) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuShare& g : ns.gpus) gpus.push_back(ShareToJson(g));
+    placement.push_back(
+        {{"node", nodes[ns.node].id}, {"gpus", gpus}, {"cpus", ns.cpus}, {"memory_mib", ns.memory_mib}});
+  }
+  return {{"seq", job.seq},
+          {"spec", SpecToJson(*job.spec)},
+          {"state", ToString(job.state)},
+          {"submit_ms", job.submit_ms},
+          {"start_ms", job.start_ms},
+          {"first_start_ms", job.first_start_ms},
+          {"end_ms", job.end_ms},
+          {"runs", job.runs},
+          {"evictions", job.evictions},
+          {"fault_retries", job.fault_retries},
+          {"failure_retries", job.failure_retries},
+          {"attained_gpu_ms", job.attained_gpu_ms},
+          {"exit_code", job.exit_code},
+          {"reason", job.reason},
+          {"stop_cause", static_cast<int>(job.stop_cause)},
+          {"stop_at_ms", job.stop_at_ms},
+          {"nominated", job.nominated},
+          {"placement", placement}};
+}
+
+Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index) {
+  try {
+    JobRecord j;
+    j.seq = doc.at("seq").get<uint64_t>();
+    auto spec = ParseJobSpec(YAML::Load(doc.at("spec").dump(-1, ' ', false, kReplaceBadUtf8)));
+    if (!spec) return Status::Internal(fmt::format("stored job {}: {}", j.seq, spec.status().ToString()));
+    spec->id = std::to_string(j.seq);
+    j.spec = std::make_shared<const JobSpec>(std::move(*spec));
+    if (!ParseJobState(doc.at("state").get<std::string>(), &j.state)) {
+      return Status::Internal(fmt::format("stored job {}: bad state", j.seq));
+    }
+    j.submit_ms = doc.at("submit_ms").get<TimeMs>();
+    j.start_ms = doc.at("start_ms").get<TimeMs>();
+    j.first_start_ms = doc.at("first_start_ms").get<TimeMs>();
+    j.end_ms = doc.at("end_ms").get<TimeMs>();
+    j.runs = doc.at("runs").get<int>();
+    j.evictions = doc.at("evictions").get<int>();
+    j.fault_retries = doc.at("fault_retries").get<int>();
+    j.failure_retries = doc.at("failure_retries").get<int>();
+    j.attained_gpu_ms = doc.at("attained_gpu_ms").get<double>();
+    j.exit_code = doc.at("exit_code").get<int>();
+    j.reason = doc.at("reason").get<std::string>();
+    j.stop_cause = static_cast<StopCause>(doc.at("stop_cause").get<int>());
+    j.stop_at_ms = doc.at("stop_at_ms").get<TimeMs>();
+    j.nominated = doc.at("nominated").get<bool>();
+    for (const nlohmann::json& ns : doc.at("placement")) {
+      NodeShare share;
+      share.node = node_index(ns.at("node").get<std::string>());
+      if (share.node < 0) return Status::Internal(fmt::format("stored job {}: unknown node", j.seq));
+      for (const nlohmann::json& g : ns.at("gpus")) share.gpus.push_back(ShareFromJson(g));
+      share.cpus = ns.at("cpus").get<int>();
+      share.memory_mib = ns.at("memory_mib").get<int64_t>();
+      j.placement.nodes.push_back(std::move(share));
+    }
+    return j;
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("stored job document: ") + e.what());
+  }
+}
+
+nlohmann::json JobToApi(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog, bool full) {
+  const JobSpec& s = *job.spec;
+  nlohmann::json spec = SpecToJson(s);
+  if (!full) {
+    spec.erase("command");
+    spec.erase("env");
+    spec.erase("working_dir");
+  }
+  nlohmann::json j = {{"id", s.id},
+                      {"name", s.name},
+                      {"user", s.user},
+                      {"team", s.team},
+                      {"project", s.project},
+                      {"priority", s.priority_class},
+                      {"state", ToString(job.state)},
+                      {"submitted_at", Utc(job.submit_ms)},
+                      {"started_at", Utc(job.start_ms)},
+                      {"ended_at", Utc(job.end_ms)},
+                      {"runs", job.runs},
+                      {"evictions", job.evictions},
+                      {"spec", spec}};
+  if (job.exit_code >= 0) j["exit_code"] = job.exit_code;
+  if (!job.reason.empty()) j["reason"] = job.reason;
+  if (job.state == JobState::kStopping) {
+    j["stop_cause"] = ToString(job.stop_cause);
+    j["stop_at"] = Utc(job.stop_at_ms == kNever ? -1 : job.stop_at_ms);
+  }
+  if (!job.placement.nodes.empty() && (job.state == JobState::kRunning || job.state == JobState::kStopping)) {
+    j["placement"] = PlacementToJson(job.placement, nodes, catalog);
+    j["gpu_share"] = PlacementShare(job.placement, s.request.sharing);
+  }
+  return j;
+}
+
+}  // namespace gantry

@@ -1,0 +1,66 @@
+// A job as the controller keeps it: the accepted spec plus its life so far (state, runs,
+// placement, exit). Also the JSON forms: the spec as users write it (round-trips through
+// ParseJobSpec), the stored document, and the API view.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/gpu_catalog.h"
+#include "core/node.h"
+#include "sched/plan.h"
+
+namespace gantry {
+
+// Dumping JSON that holds user text: invalid UTF-8 is replaced, never thrown on.
+constexpr auto kReplaceBadUtf8 = nlohmann::json::error_handler_t::replace;
+
+enum class JobState : uint8_t { kPending, kRunning, kStopping, kSucceeded, kFailed, kCancelled };
+
+const char* ToString(JobState s);
+bool ParseJobState(const std::string& text, JobState* out);
+inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
+
+// Why a running job is being stopped; decides what happens when it has exited.
+enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault };
+const char* ToString(StopCause c);
+
+struct JobRecord {
+  uint64_t seq = 0;  // the id as a number: ids are "1", "2", ... in submit order
+  JobSpecPtr spec;
+  JobState state = JobState::kPending;
+  TimeMs submit_ms = 0;
+  TimeMs start_ms = -1;        // of the current or last run
+  TimeMs first_start_ms = -1;  // of the first run (queueing delay)
+  TimeMs end_ms = -1;          // when it reached a final state
+  int runs = 0;                // starts so far; the agent's GANTRY_RESTART_COUNT is runs - 1
+  int evictions = 0;           // preempted and requeued
+  int fault_retries = 0;       // requeued after a node or GPU fault
+  int failure_retries = 0;     // restarted after a non-zero exit
+  double attained_gpu_ms = 0;  // GPU-ms of service in finished runs
+  int exit_code = -1;          // of the last run; -1: none
+  std::string reason;          // why it ended, or why it is stopping
+  StopCause stop_cause = StopCause::kNone;
+  TimeMs stop_at_ms = kNever;  // stopping: SIGKILL after this time
+  Placement placement;         // current run; node indices into the controller's nodes
+  bool nominated = false;      // jobs are being evicted for it
+};
+
+// The spec in the submit format (YAML/JSON field names); ParseJobSpec reads it back.
+nlohmann::json SpecToJson(const JobSpec& spec);
+
+// The stored document of a job (node indices written as node ids).
+nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes);
+// Reads a stored document back; node ids become indices through `node_index`.
+Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index);
+
+// The API view: state, times as UTC text, request, placement with GPU UUIDs. Without
+// `full`, the command, environment and working directory are left out.
+nlohmann::json JobToApi(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog, bool full);
+
+nlohmann::json PlacementToJson(const Placement& p, const std::vector<Node>& nodes, const GpuCatalog& catalog);
+
+}  // namespace gantry

@@ -1,0 +1,203 @@
+// The server process.
+#include "server/server_main.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+
+#include "agent/local_agent.h"
+#include "server/fake_gpus.h"
+#include "server/http_api.h"
+
+namespace gantry {
+
+namespace fs = std::filesystem;
+
+std::string DefaultDataDir() {
+  if (const char* d = std::getenv("GANTRY_DATA_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/gantry";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.local/share/gantry";
+}
+
+namespace {
+
+bool SplitHostPort(const std::string& listen, std::string* host, int* port) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = listen.substr(0, colon);
+  std::string p = listen.substr(colon + 1);
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), *port);
+  return ec == std::errc() && ptr == p.data() + p.size() && *port >= 0 && *port <= 65535 && !host->empty();
+}
+
+// The standalone admin token: created on first start, kept in DATA_DIR/admin.token (0600);
+// the store keeps only its hash.
+Expected<std::string> EnsureAdminToken(Controller& controller, const std::string& data_dir, std::ostream& out) {
+  std::string path = data_dir + "/admin.token";
+  std::string hash = controller.MetaValue("admin_token_sha256");
+  std::ifstream in(path);
+  std::string token;
+  if (in >> token && Sha256Hex(token) == hash) {
+    out << "admin token: " << path << "\n";
+    return hash;
+  }
+  token = NewToken();
+  std::string tmp = path + ".tmp";
+  {
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return Status::Internal("cannot write " + tmp);
+    std::string line = token + "\n";
+    bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) return Status::Internal("cannot write " + tmp);
+  }
+  fs::rename(tmp, path);
+  hash = Sha256Hex(token);
+  controller.SetMetaValue("admin_token_sha256", hash);
+  out << "created an admin token in " << path << " (mode 0600)\n";
+  return hash;
+}
+
+}  // namespace
+
+int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
+  // SIGTERM and SIGINT are taken by a waiting thread; block them before any thread starts.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(o.listen, &host, &port)) {
+    err << "gantry server: --listen: expected HOST:PORT, got '" << o.listen << "'\n";
+    return 2;
+  }
+  auto config = LoadConfigDir(o.config_dir);
+  if (!config) {
+    err << "gantry server: config: " << config.status().ToString() << "\n";
+    return 2;
+  }
+  std::string data_dir = o.data_dir.empty() ? DefaultDataDir() : o.data_dir;
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) {
+    err << "gantry server: cannot create " << data_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  ::chmod(data_dir.c_str(), 0700);
+  std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
+  auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
+  if (!store) {
+    err << "gantry server: " << store.status().ToString() << "\n";
+    return 2;
+  }
+  UserDirectory users;
+  if (!o.config_dir.empty() && fs::exists(o.config_dir + "/users.yaml")) {
+    auto loaded = UserDirectory::LoadFile(o.config_dir + "/users.yaml");
+    if (!loaded) {
+      err << "gantry server: " << loaded.status().ToString() << "\n";
+      return 2;
+    }
+    users = std::move(*loaded);
+  }
+
+  ControllerOptions copts;
+  copts.config = std::move(*config);
+  if (!o.config_dir.empty() && fs::exists(o.config_dir + "/team_quotas.yaml")) {
+    copts.quotas_path = o.config_dir + "/team_quotas.yaml";
+  }
+  Controller controller(std::move(copts), std::move(*store));
+  if (Status s = controller.Recover(); !s.ok()) {
+    err << "gantry server: recovery from " << db << " failed: " << s.ToString() << "\n";
+    return 1;
+  }
+  controller.Start();
+
+  std::unique_ptr<LocalAgent> agent;
+  if (o.standalone) {
+    std::string spec = o.fake_gpus;
+    if (spec.empty()) {
+      spec = "1x4xA100-80GB";
+      out << "no GPU provider on this machine yet: using fake GPUs " << spec << " (set --fake-gpus)\n";
+    }
+    auto nodes = ParseFakeGpus(spec, controller.catalog());
+    if (!nodes) {
+      err << "gantry server: " << nodes.status().ToString() << "\n";
+      return 2;
+    }
+    std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
+    Controller* c = &controller;
+    agent = std::make_unique<LocalAgent>(
+        LocalAgentOptions{data_dir + "/agent", shim},
+        AgentReports{[c](const std::string& id, int run) { c->ReportStarted(id, run); },
+                     [c](const std::string& id, int run, const std::string& node, int code, const std::string& why) {
+                       c->ReportExited(id, run, node, code, why);
+                     }});
+    std::vector<RunReport> runs = agent->Recover();
+    agent->Start();
+    if (Status s = controller.AttachNodes(*nodes, agent.get(), runs); !s.ok()) {
+      err << "gantry server: " << s.ToString() << "\n";
+      return 2;
+    }
+    auto hash = EnsureAdminToken(controller, data_dir, out);
+    if (!hash) {
+      err << "gantry server: " << hash.status().ToString() << "\n";
+      return 1;
+    }
+    users.Add({{"admin", "admin", Role::kAdmin}, *hash});
+    out << fmt::format("standalone: {} node(s) of fake GPUs ({}), data in {}\n", nodes->size(), spec, data_dir);
+  }
+  if (users.size() == 0) {
+    err << "gantry server: no users: write " << (o.config_dir.empty() ? "CONFIG" : o.config_dir)
+        << "/users.yaml (see docs/USER_GUIDE.md) or use --standalone\n";
+    return 2;
+  }
+
+  HttpOptions hopts;
+  if (agent) {
+    LocalAgent* a = agent.get();
+    hopts.log_path = [a](const std::string& id, const std::string& stream) {
+      return a->JobDir(id) + "/" + stream + ".log";
+    };
+  }
+  HttpApi api(controller, users, hopts);
+  auto bound = api.Bind(host, port);
+  if (!bound) {
+    err << "gantry server: " << bound.status().ToString() << "\n";
+    return 2;
+  }
+  std::string address = fmt::format("http://{}:{}", host, *bound);
+  out << "gantry server listening on " << address << " (store " << db << ")" << std::endl;
+  if (!o.ready_file.empty()) {
+    std::ofstream(o.ready_file + ".tmp") << address << "\n";
+    fs::rename(o.ready_file + ".tmp", o.ready_file, ec);
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    api.Shutdown();
+  });
+  api.Serve();
+  // Serve returned (a signal, or the listener failed): wake the waiter if it still waits.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (agent) agent->Shutdown();
+  controller.Stop();
+  out << "gantry server stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace gantry

@@ -1,0 +1,27 @@
+// `gantry server`: wires the store, controller, in-process agent (standalone) and HTTP API
+// together, creates the standalone admin token, and shuts down cleanly on SIGTERM/SIGINT.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace gantry {
+
+struct ServerOptions {
+  std::string db;        // SQLite file; default DATA_DIR/gantry.db
+  std::string data_dir;  // standalone: agent state, logs, admin token
+  std::string listen = "127.0.0.1:8080";
+  std::string config_dir;  // gpu_types, scheduler_config, team_quotas, users, profiles
+  bool standalone = false;
+  std::string fake_gpus;   // standalone: fake nodes instead of the machine's GPUs
+  std::string ready_file;  // written with the bound address once serving (scripts, tests)
+  std::string shim;        // the gantry binary (job shim); default /proc/self/exe
+  bool sync_full = true;   // fsync every commit
+};
+
+int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);
+
+// Default data directory: $GANTRY_DATA_DIR, else $XDG_DATA_HOME/gantry, else ~/.local/share/gantry.
+std::string DefaultDataDir();
+
+}  // namespace gantry

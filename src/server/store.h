@@ -1,0 +1,93 @@
+// The controller's durable store: a narrow interface, so SQLite (the embedded default)
+// and a shared database later are interchangeable. The controller hands it one batch
+// per group commit; Commit returns only when the batch is durable.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace gantry {
+
+struct StoredJob {
+  uint64_t seq = 0;
+  std::string id;
+  std::string team;
+  std::string user;
+  std::string state;
+  std::string doc;  // JobToDoc as JSON text
+};
+
+struct JobEvent {
+  std::string job_id;
+  TimeMs ts_ms = 0;
+  std::string kind;    // submitted, started, exited, preempted, cancelled, requeued, ...
+  std::string detail;  // JSON text
+};
+
+struct IdempotencyRecord {
+  std::string user;
+  std::string key;
+  std::string job_id;
+  std::string request_hash;
+  TimeMs created_ms = 0;
+};
+
+struct AuditRecord {
+  TimeMs ts_ms = 0;
+  std::string user;
+  std::string role;
+  std::string action;  // "POST /v1/jobs"
+  std::string target;  // job or node id
+  int status = 0;      // HTTP status of the answer
+  std::string detail;
+};
+
+// Everything one group commit writes. Jobs and nodes are upserted whole.
+struct StoreBatch {
+  std::vector<StoredJob> jobs;
+  std::vector<JobEvent> events;
+  std::vector<std::pair<std::string, std::string>> nodes;  // id, document
+  std::vector<IdempotencyRecord> idempotency;
+  std::vector<AuditRecord> audit;
+  std::map<std::string, std::string> meta;
+
+  bool empty() const {
+    return jobs.empty() && events.empty() && nodes.empty() && idempotency.empty() && audit.empty() && meta.empty();
+  }
+};
+
+// What a restart reads back.
+struct StoredState {
+  std::vector<StoredJob> jobs;  // in seq order
+  std::vector<std::pair<std::string, std::string>> nodes;
+  std::vector<IdempotencyRecord> idempotency;
+  std::map<std::string, std::string> meta;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Writes the batch atomically and durably (all or nothing).
+  virtual Status Commit(const StoreBatch& batch) = 0;
+  virtual Expected<StoredState> Load() = 0;
+  // Job events of one job, oldest first (history, accounting).
+  virtual Expected<std::vector<JobEvent>> Events(const std::string& job_id) = 0;
+  // The newest `limit` audit records, newest first.
+  virtual Expected<std::vector<AuditRecord>> Audit(int limit) = 0;
+  virtual int schema_version() const = 0;
+};
+
+struct SqliteOptions {
+  bool synchronous_full = true;  // fsync on every commit (durable against power loss too)
+};
+
+// Opens (creating and migrating as needed) a SQLite database in WAL mode.
+Expected<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteOptions options = {});
+
+}  // namespace gantry
