@@ -1,0 +1,199 @@
+// Integration: the real server on loopback, driven over HTTP and through the CLI.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "command_util.h"
+#include "controller_harness.h"
+#include "server_process.h"
+
+namespace gantry::testing {
+namespace {
+
+class HttpApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string dir = TempPath("srv");
+    std::filesystem::remove_all(dir);
+    server_ = std::make_unique<ServerProcess>(dir);
+    server_->Start();
+  }
+  // Polls a job until it reaches `state` (or 10 s pass); returns the last state seen.
+  std::string WaitFor(const std::string& id, const std::string& state, const char* token = kAliceToken) {
+    auto c = server_->Client(token);
+    std::string seen;
+    for (int i = 0; i < 500 && seen != state; ++i) {
+      seen = Json(c.Get("/v1/jobs/" + id)).value("state", "");
+      if (seen != state) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return seen;
+  }
+  std::string Cli(const std::string& args, const char* token = kAliceToken, int* rc = nullptr) {
+    std::string out;
+    int status = RunCommand(
+        fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} {} 2>&1", server_->address(), token, GANTRY_BINARY, args),
+        &out);
+    if (rc) *rc = status;
+    return out;
+  }
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(HttpApi, HealthAndMetricsAreOpenButV1NeedsAValidToken) {
+  auto anon = server_->Client(nullptr);
+  EXPECT_EQ(anon.Get("/healthz")->status, 200);
+  auto metrics = anon.Get("/metrics");
+  ASSERT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("# TYPE gantry_submit_to_start_seconds histogram"), std::string::npos);
+  EXPECT_NE(metrics->body.find("gantry_gpus_total{gpu_type=\"A100-80GB\"} 4"), std::string::npos);
+  auto r = anon.Get("/v1/jobs");
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(Json(r)["error"]["field"], "Authorization");
+  auto bad = server_->Client("not-a-token");
+  EXPECT_EQ(bad.Post("/v1/jobs", "{gpus: 1}", "application/yaml")->status, 401);
+  // The refused submit is in the audit log; only admins read it.
+  EXPECT_EQ(server_->Client(kAliceToken).Get("/v1/audit")->status, 403);
+  nlohmann::json audit = Json(server_->Client(kRootToken).Get("/v1/audit"));
+  ASSERT_FALSE(audit["audit"].empty());
+  EXPECT_EQ(audit["audit"][0]["status"], 401);
+  EXPECT_EQ(audit["audit"][0]["action"], "POST /v1/jobs");
+}
+
+TEST_F(HttpApi, SubmitJsonOrYamlThenQueueAndCancel) {
+  auto c = server_->Client(kAliceToken);
+  auto a = c.Post("/v1/jobs", R"({"gpus": 4, "gpu_types": ["A100-80GB"], "command": "sleep 60"})", "application/json");
+  ASSERT_EQ(a->status, 201) << a->body;
+  nlohmann::json first = Json(a);
+  EXPECT_EQ(first["state"], "running");
+  EXPECT_EQ(first["placement"][0]["node"], "a100-80gb-0");
+  auto b = c.Post("/v1/jobs", "gpus: 2\ngpu_types: [A100-80GB]\nname: waits\n", "application/yaml");
+  ASSERT_EQ(b->status, 201);
+  std::string waiting = Json(b)["id"];
+  nlohmann::json queue = Json(c.Get("/v1/queue"));
+  ASSERT_EQ(queue["queue"].size(), 1u);
+  EXPECT_EQ(queue["queue"][0]["id"], waiting);
+  EXPECT_EQ(queue["queue"][0]["position"], 1);
+  EXPECT_FALSE(queue["queue"][0]["reason"].get<std::string>().empty());
+  nlohmann::json cluster = Json(c.Get("/v1/cluster"));
+  EXPECT_EQ(cluster["by_type"]["A100-80GB"]["available"], 0);
+  EXPECT_EQ(cluster["queued"], 1);
+  EXPECT_EQ(c.Delete("/v1/jobs/" + first["id"].get<std::string>())->status, 200);
+  // SIGTERM ends `sleep`; the freed GPUs go to the waiting job.
+  EXPECT_EQ(WaitFor(first["id"], "cancelled"), "cancelled");
+  EXPECT_EQ(WaitFor(waiting, "running"), "running");
+}
+
+TEST_F(HttpApi, BadInputIsRefusedNamingTheFieldAndChangesNothing) {
+  auto c = server_->Client(kAliceToken);
+  auto field = [&](const std::string& body) {
+    auto r = c.Post("/v1/jobs", body, "application/json");
+    EXPECT_EQ(r->status, 400) << body << " -> " << r->body;
+    return Json(r)["error"].value("field", "");
+  };
+  EXPECT_EQ(field(R"({"gpus": 1,)"), "body");
+  EXPECT_EQ(field(R"({"gpus": 1, "gpuz": 2})"), "gpuz");
+  EXPECT_EQ(field(R"({"gpus": -1})"), "gpus");
+  EXPECT_EQ(field(R"({"gpus": 100000000000})"), "gpus");
+  EXPECT_EQ(field(R"({"gpus": 1, "gpu_types": ["Z100"]})"), "gpu_types");
+  EXPECT_EQ(field(R"({"gpu_fraction": 1.5})"), "gpu_fraction");
+  EXPECT_EQ(field(R"({"gpus": 9})"), "gpus");  // no node has 9 GPUs
+  EXPECT_EQ(field(R"([1, 2])"), "job");
+  auto huge = c.Post("/v1/jobs", std::string(2 << 20, ' '), "application/json");
+  EXPECT_EQ(huge->status, 413);
+  EXPECT_EQ(Json(huge)["error"]["field"], "body");
+  auto param = c.Get("/v1/jobs?colour=red");
+  EXPECT_EQ(param->status, 400);
+  EXPECT_EQ(Json(param)["error"]["field"], "colour");
+  EXPECT_EQ(Json(c.Get("/v1/jobs?limit=0"))["error"]["field"], "limit");
+  EXPECT_EQ(c.Get("/v1/nope")->status, 404);
+  EXPECT_TRUE(Json(c.Get("/v1/jobs"))["jobs"].empty());
+}
+
+TEST_F(HttpApi, TeamsAreIsolated) {
+  auto alice = server_->Client(kAliceToken);
+  auto bob = server_->Client(kBobToken);
+  std::string id = Json(alice.Post("/v1/jobs", R"({"gpus": 1, "command": "sleep 30"})", "application/json"))["id"];
+  EXPECT_EQ(bob.Get("/v1/jobs/" + id)->status, 404);
+  EXPECT_EQ(bob.Delete("/v1/jobs/" + id)->status, 404);
+  EXPECT_EQ(bob.Get("/v1/jobs/" + id + "/logs")->status, 404);
+  EXPECT_TRUE(Json(bob.Get("/v1/jobs"))["jobs"].empty());
+  auto other_team = bob.Post("/v1/jobs", R"({"gpus": 1, "team": "vision"})", "application/json");
+  EXPECT_EQ(other_team->status, 403);
+  // A team admin may submit for a teammate; a user may not.
+  EXPECT_EQ(server_->Client(kLeadToken).Post("/v1/jobs", R"({"gpus": 1, "user": "alice"})", "application/json")->status,
+            201);
+  EXPECT_EQ(bob.Post("/v1/jobs", R"({"gpus": 1, "user": "carl"})", "application/json")->status, 403);
+  EXPECT_EQ(Json(server_->Client(kRootToken).Get("/v1/jobs"))["jobs"].size(), 2u);
+  EXPECT_EQ(WaitFor(id, "running"), "running");
+}
+
+TEST_F(HttpApi, RetriedSubmitWithAnIdempotencyKeyMakesOneJob) {
+  auto c = server_->Client(kAliceToken);
+  httplib::Headers key = {{"Idempotency-Key", "retry-1"}};
+  auto a = c.Post("/v1/jobs", key, R"({"gpus": 1})", "application/json");
+  auto b = c.Post("/v1/jobs", key, R"({"gpus": 1})", "application/json");
+  EXPECT_EQ(a->status, 201);
+  EXPECT_EQ(b->status, 200);
+  EXPECT_EQ(Json(a)["id"], Json(b)["id"]);
+  EXPECT_EQ(c.Post("/v1/jobs", key, R"({"gpus": 2})", "application/json")->status, 422);
+  EXPECT_EQ(Json(c.Get("/v1/jobs"))["jobs"].size(), 1u);
+}
+
+TEST_F(HttpApi, OnlyAdminsDrainOneGpuOrANode) {
+  EXPECT_EQ(server_->Client(kAliceToken).Post("/v1/nodes/t4-0/drain", "", "text/plain")->status, 403);
+  auto root = server_->Client(kRootToken);
+  EXPECT_EQ(root.Post("/v1/nodes/t4-0/drain?gpu=1", "", "text/plain")->status, 200);
+  EXPECT_EQ(root.Post("/v1/nodes/t4-0/drain?gpu=7", "", "text/plain")->status, 400);
+  nlohmann::json nodes = Json(root.Get("/v1/nodes"));
+  EXPECT_TRUE(nodes["nodes"][1]["gpus"][1]["fenced"].get<bool>());
+  auto two_t4 = root.Post("/v1/jobs", R"({"gpus": 2, "gpu_types": ["T4"]})", "application/json");
+  EXPECT_EQ(Json(two_t4)["state"], "pending");  // one T4 is fenced
+  EXPECT_EQ(root.Post("/v1/nodes/t4-0/undrain?gpu=1", "", "text/plain")->status, 200);
+  EXPECT_EQ(WaitFor(Json(two_t4)["id"], "running", kRootToken), "running");
+}
+
+TEST_F(HttpApi, JobRunsForRealWithItsEnvironmentAndLogs) {
+  int rc = 0;
+  std::string out =
+      Cli("submit -g 1 -t T4 --name hello -e GREETING=hi -- 'echo $GREETING job=$GANTRY_JOB_ID "
+          "gpus=$CUDA_VISIBLE_DEVICES restart=$GANTRY_RESTART_COUNT; echo oops >&2'",
+          kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("submitted job 1 (running) on t4-0[0]"), std::string::npos) << out;
+  EXPECT_EQ(WaitFor("1", "succeeded"), "succeeded");
+  EXPECT_EQ(Cli("logs 1"), "hi job=1 gpus=GPU-fake-t4-0-0 restart=0\n");
+  EXPECT_EQ(Cli("logs 1 --stderr"), "oops\n");
+  std::string jobs = Cli("jobs");
+  EXPECT_NE(jobs.find("hello"), std::string::npos);
+  EXPECT_NE(jobs.find("succeeded"), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(Cli("job 1 -o json"));
+  EXPECT_EQ(j["exit_code"], 0);
+}
+
+TEST_F(HttpApi, CliSubmitsAJobsFileAndShowsTheQueue) {
+  std::string file = TempPath("jobs.txt");
+  std::ofstream(file) << "priority,script,conda_env,arguments,allowed_gpus\n"
+                      << "2,train.py,,--epochs 3,A100-80GB\n"
+                      << "0,eval.sh,,,T4\n"
+                      << "1,\"run, fast.sh\",,,4\n";
+  int rc = 0;
+  std::string out = Cli("submit --jobs-file " + file, kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  nlohmann::json jobs = Json(server_->Client(kAliceToken).Get("/v1/jobs"));
+  ASSERT_EQ(jobs["jobs"].size(), 3u);
+  nlohmann::json first = Json(server_->Client(kAliceToken).Get("/v1/jobs/1"));
+  EXPECT_EQ(first["priority"], "high");
+  EXPECT_EQ(first["spec"]["command"], "python train.py --epochs 3");
+  EXPECT_EQ(first["spec"]["gpu_types"][0], "A100-80GB");
+  std::string bad = TempPath("bad.txt");
+  std::ofstream(bad) << "1,x.sh,,\n";
+  out = Cli("submit --jobs-file " + bad, kAliceToken, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("line 1"), std::string::npos) << out;
+  std::string queue = Cli("queue");
+  EXPECT_NE(queue.find("POS"), std::string::npos) << queue;
+  EXPECT_EQ(Cli("drain t4-0", kAliceToken, &rc).find("error (403)") != std::string::npos, true);
+  EXPECT_NE(Cli("drain t4-0:1", kRootToken, &rc).find("t4-0:1 drained"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gantry::testing

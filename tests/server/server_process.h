@@ -1,0 +1,112 @@
+// Starts the real `gantry server --standalone` on a loopback port for integration tests,
+// with a users.yaml of four callers, and talks HTTP to it.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/auth.h"
+
+namespace gantry::testing {
+
+// Tokens of the users.yaml the test server reads.
+inline const char* kAliceToken = "alice-token-vision-user";
+inline const char* kBobToken = "bob-token-nlp-user";
+inline const char* kLeadToken = "lead-token-vision-team-admin";
+inline const char* kRootToken = "root-token-ops-admin";
+
+class ServerProcess {
+ public:
+  // `dir` holds config/, data/ and the server's log; the same dir restarts the same server.
+  explicit ServerProcess(std::string dir, std::string fake_gpus = "1x4xA100-80GB,1x2xT4")
+      : dir_(std::move(dir)), fake_gpus_(std::move(fake_gpus)) {
+    std::filesystem::create_directories(dir_ + "/config");
+    std::ofstream users(dir_ + "/config/users.yaml");
+    users << "users:\n";
+    const char* rows[][4] = {{"alice", "vision", "user", kAliceToken},
+                             {"bob", "nlp", "user", kBobToken},
+                             {"lead", "vision", "team-admin", kLeadToken},
+                             {"root", "ops", "admin", kRootToken}};
+    for (auto& r : rows) {
+      users << "  - {name: " << r[0] << ", team: " << r[1] << ", role: " << r[2]
+            << ", token_sha256: " << Sha256Hex(r[3]) << "}\n";
+    }
+  }
+  ~ServerProcess() {
+    Kill(SIGTERM);
+    KillJobs();
+  }
+
+  // Jobs outlive a standalone server by design; a test ends them: each job shim leads its
+  // process group and names a file under the data dir on its command line.
+  void KillJobs() {
+    std::error_code ec;
+    for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
+      std::ifstream f(p.path() / "cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (cmdline.find("job-shim") == std::string::npos || cmdline.find(data_dir()) == std::string::npos) continue;
+      pid_t pid = static_cast<pid_t>(std::atoi(p.path().filename().c_str()));
+      if (pid > 0) kill(-pid, SIGKILL);
+    }
+  }
+
+  void Start() {
+    std::string ready = dir_ + "/ready";
+    std::filesystem::remove(ready);
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::string log = dir_ + "/server.log";
+      if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
+      execl(GANTRY_BINARY, GANTRY_BINARY, "server", "--standalone", "--fake-gpus", fake_gpus_.c_str(), "--data-dir",
+            (dir_ + "/data").c_str(), "--config", (dir_ + "/config").c_str(), "--listen", "127.0.0.1:0", "--ready-file",
+            ready.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::ifstream in(ready);
+    in >> address_;
+    ASSERT_FALSE(address_.empty()) << "the server did not start; see " << dir_ << "/server.log";
+  }
+  // Sends `sig` and waits for the process to end.
+  void Kill(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  const std::string& address() const { return address_; }
+  std::string data_dir() const { return dir_ + "/data"; }
+
+  httplib::Client Client(const char* token) const {
+    httplib::Client c(address_);
+    if (token) c.set_bearer_token_auth(token);
+    c.set_keep_alive(true);
+    c.set_read_timeout(10);
+    return c;
+  }
+
+ private:
+  std::string dir_;
+  std::string fake_gpus_;
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+inline nlohmann::json Json(const httplib::Result& r) {
+  return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+}
+
+}  // namespace gantry::testing
