@@ -154,6 +154,18 @@ void LocalAgent::Loop() {
 void LocalAgent::DoStart(const StartOrder& o) {
   std::string key = Key(o.job_id, o.run, o.node_id);
   if (runs_.count(key)) return;  // resent after a controller restart: already running
+  if (o.spec->command.empty()) {
+    // Holds its GPUs for its estimated duration, else until stopped. No process and no
+    // files: after a restart the controller resends the order and the hold starts over.
+    Run r;
+    r.job_id = o.job_id;
+    r.run = o.run;
+    r.node_id = o.node_id;
+    if (o.spec->estimated_duration_ms > 0) r.ends_at_ms = WallMs() + o.spec->estimated_duration_ms;
+    runs_[key] = r;
+    reports_.started(o.job_id, o.run);
+    return;
+  }
   std::string dir = JobDir(o.job_id);
   std::string checkpoint = dir + "/checkpoint";
   std::error_code ec;
@@ -166,10 +178,7 @@ void LocalAgent::DoStart(const StartOrder& o) {
   r.exit_file = fmt::format("{}/run-{}-{}.exit", dir, o.run, o.node_id);
   fs::remove(r.exit_file, ec);
   const JobSpec& spec = *o.spec;
-  if (spec.command.empty()) {
-    // Holds its GPUs: for its estimated duration, else until stopped.
-    if (spec.estimated_duration_ms > 0) r.ends_at_ms = WallMs() + spec.estimated_duration_ms;
-  } else {
+  {
     SpawnRequest req;
     req.shim = options_.shim;
     req.command = spec.command;
@@ -241,7 +250,11 @@ void LocalAgent::Poll() {
 void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   Run r = runs_[key];
   runs_.erase(key);
-  if (r.pid > 0) kill(-r.pid, SIGKILL);  // leftovers of the group
+  if (r.pid == 0) {
+    reports_.exited(r.job_id, r.run, r.node_id, code, reason);
+    return;
+  }
+  kill(-r.pid, SIGKILL);  // leftovers of the group
   std::ofstream(r.record_file, std::ios::trunc)
       << nlohmann::json{{"job_id", r.job_id}, {"run", r.run},      {"node_id", r.node_id}, {"pid", r.pid},
                         {"ended", true},      {"exit_code", code}, {"reason", reason},     {"exit_file", r.exit_file}}

@@ -65,6 +65,7 @@ Status ResolveClientConfig(ClientConfig& c) {
 ApiClient::ApiClient(const ClientConfig& config)
     : http_(std::make_unique<httplib::Client>(config.server)), server_(config.server) {
   http_->set_keep_alive(true);
+  http_->set_tcp_nodelay(true);
   http_->set_connection_timeout(5);
   http_->set_read_timeout(60);
   if (!config.token.empty()) http_->set_bearer_token_auth(config.token);

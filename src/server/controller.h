@@ -22,6 +22,7 @@
 #include "core/reloadable.h"
 #include "sched/engine.h"
 #include "sched/fair_share.h"
+#include "sched/queue_order.h"
 #include "server/agent_link.h"
 #include "server/auth.h"
 #include "server/job_record.h"
@@ -112,8 +113,15 @@ class Controller {
     return std::move(**result);
   }
   std::future<void> Enqueue(std::function<void()> apply, std::function<void()> after_cycle = {});
+  // A batch on its way to the store, with whom to answer and what to send once durable.
+  struct Commit {
+    StoreBatch batch;
+    std::vector<std::pair<std::promise<void>, std::exception_ptr>> waiters;
+    std::vector<std::function<void()>> orders;
+  };
   void Loop();
-  void CommitBatch();
+  Commit PrepareCommit();
+  void CommitLoop();
 
   // State changes (owner thread only). controller_jobs.cc
   ApiResult DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
@@ -135,6 +143,12 @@ class Controller {
              const std::string& detail = "");
   void PersistNode(int n);
   void RefreshQuotas();
+  // controller_queue.cc: the pending queue kept in order across cycles.
+  void OrderPending(bool force_reorder = false);
+  void Reorder();
+  QueueContext Context() const;
+  void Nominate(const std::string& id);
+  void DropStarted(const Plan& plan);
   void AdvanceFairShare();
   JobRecord* Find(const std::string& id);
   TimeMs Now() const;
@@ -158,6 +172,13 @@ class Controller {
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;
   std::map<std::string, TimeMs> below_since_;
+  // snap_.pending[0, ordered_) is in queue order with keys pending_keys_ (as of the last
+  // re-sort, like Slurm's PriorityCalcPeriod); jobs after it arrived since the last cycle.
+  std::vector<QueueEntry> pending_keys_;
+  size_t ordered_ = 0;
+  TimeMs last_reorder_ = -1;
+  std::map<std::string, double> factors_;
+  std::map<std::string, int> guarantee_levels_;
   bool dirty_ = true;  // something changed since the last cycle
   TimeMs last_cycle_end_ = 0;
   double last_cycle_s_ = 0;
@@ -175,7 +196,8 @@ class Controller {
   // Metrics (owner thread).
   Histogram cycle_seconds_{LatencyBuckets()};
   Histogram submit_to_start_seconds_{LatencyBuckets()};
-  Histogram commit_seconds_{LatencyBuckets()};
+  std::mutex commit_metrics_mu_;
+  Histogram commit_seconds_{LatencyBuckets()};  // the committer's; guarded by commit_metrics_mu_
   std::map<std::string, uint64_t> counters_;
 
   // The post queue.
@@ -184,6 +206,13 @@ class Controller {
   std::deque<Post> posts_;
   bool stopping_ = false;
   std::thread thread_;
+
+  // The committer: writes batches in order, then answers and sends.
+  std::mutex commit_mu_;
+  std::condition_variable commit_cv_;
+  std::deque<Commit> commits_;
+  bool commit_stop_ = false;
+  std::thread committer_;
 };
 
 }  // namespace gantry

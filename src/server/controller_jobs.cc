@@ -2,6 +2,8 @@
 // and the scheduling cycle that turns the engine's plan into starts and preemptions.
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "sched/apply_plan.h"
 #include "sched/usage.h"
 #include "server/controller.h"
@@ -80,6 +82,9 @@ ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string
   spec.id = std::to_string(job.seq);
   job.spec = std::make_shared<const JobSpec>(std::move(spec));
   job.submit_ms = Now();
+  job.submit_steady_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
   const std::string& id = job.spec->id;
   snap_.pending.push_back({job.spec, job.submit_ms});
   pending_running_[id] = job.seq;
@@ -142,7 +147,13 @@ void Controller::StartJob(const StartDecision& s, size_t running_index) {
   job.reason.clear();
   if (job.first_start_ms < 0) {
     job.first_start_ms = now;
-    submit_to_start_seconds_.Observe(static_cast<double>(now - job.submit_ms) / 1000.0);
+    if (job.submit_steady_us >= 0) {
+      int64_t us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+              .count() -
+          job.submit_steady_us;
+      submit_to_start_seconds_.Observe(static_cast<double>(us) / 1e6);
+    }
   }
   running_pos_[s.job_id] = static_cast<int>(running_index);
   running_nodes_[s.job_id] = static_cast<int>(s.placement.nodes.size());
@@ -299,10 +310,6 @@ void Controller::RemoveRunning(const std::string& id) {
   }
 }
 
-void Controller::RemovePending(const std::string& id) {
-  std::erase_if(snap_.pending, [&](const PendingJob& p) { return p.spec->id == id; });
-}
-
 void Controller::AdvanceFairShare() {
   std::map<std::string, double> rates;
   bool priced = options_.config.scheduler.fairshare_price_weighted;
@@ -328,16 +335,14 @@ void Controller::Cycle() {
     }
     snap_.below_guarantee_since = below_since_;
   }
-  Plan plan = engine_->Schedule(snap_, {.explain = false});
+  OrderPending();
+  Plan plan = engine_->Schedule(snap_, {.explain = false, .pending_in_order = true});
   for (const Preemption& p : plan.preemptions) {
     JobRecord& victim = *Find(p.job_id);
     if (victim.state != JobState::kRunning) continue;
     StopRunning(victim, StopCause::kPreempt, fmt::format("preempted ({}) for job {}", p.reason, p.for_job),
                 std::max<DurationMs>(0, p.stop_at_ms - snap_.now_ms));
     counters_["preempted"]++;
-    for (PendingJob& q : snap_.pending) {
-      if (q.spec->id == p.for_job) q.nominated = true;
-    }
     JobRecord& winner = *Find(p.for_job);
     winner.nominated = true;
     Dirty(winner);
@@ -345,6 +350,8 @@ void Controller::Cycle() {
   for (const MigChange& c : plan.mig_changes) PersistNode(c.node);
   size_t first_new = snap_.running.size();
   ApplyPlan(plan, snap_);
+  DropStarted(plan);
+  for (const Preemption& p : plan.preemptions) Nominate(p.for_job);
   for (size_t k = 0; k < plan.starts.size(); ++k) StartJob(plan.starts[k], first_new + k);
 }
 

@@ -49,9 +49,9 @@ ApiResult Controller::ListJobs(const Actor& who, const JobFilter& f) {
 ApiResult Controller::Queue(const Actor& who) {
   return Call([&] {
     if (queue_cache_version_ != version_ || !queue_cache_) {
-      Snapshot snap = snap_;
-      snap.now_ms = Now();
-      queue_cache_ = std::make_shared<Plan>(engine_->Schedule(snap, {.explain = true}));
+      snap_.now_ms = Now();
+      OrderPending();  // the order the next cycle uses
+      queue_cache_ = std::make_shared<Plan>(engine_->Schedule(snap_, {.explain = true, .pending_in_order = true}));
       queue_cache_version_ = version_;
     }
     const Plan& plan = *queue_cache_;
@@ -217,6 +217,7 @@ std::string Controller::Metrics() {
     for (const auto& [event, v] : counters_) w.Sample("gantry_jobs_total", {{"event", event}}, static_cast<double>(v));
     w.Write("gantry_scheduling_cycle_seconds", "Time of one scheduling cycle", cycle_seconds_);
     w.Write("gantry_submit_to_start_seconds", "From submit to the first start of a job", submit_to_start_seconds_);
+    std::lock_guard<std::mutex> lock(commit_metrics_mu_);
     w.Write("gantry_store_commit_seconds", "Time of one group commit", commit_seconds_);
     return std::move(w).str();
   });

@@ -62,6 +62,7 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   server_->set_payload_max_length(options_.max_body_bytes);
   server_->set_keep_alive_max_count(100000);
   server_->set_keep_alive_timeout(30);
+  server_->set_tcp_nodelay(true);  // answers are small: do not wait for Nagle
   server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 413) {

@@ -44,9 +44,10 @@ struct JobRecord {
   int exit_code = -1;          // of the last run; -1: none
   std::string reason;          // why it ended, or why it is stopping
   StopCause stop_cause = StopCause::kNone;
-  TimeMs stop_at_ms = kNever;  // stopping: SIGKILL after this time
-  Placement placement;         // current run; node indices into the controller's nodes
-  bool nominated = false;      // jobs are being evicted for it
+  TimeMs stop_at_ms = kNever;     // stopping: SIGKILL after this time
+  Placement placement;            // current run; node indices into the controller's nodes
+  bool nominated = false;         // jobs are being evicted for it
+  int64_t submit_steady_us = -1;  // monotonic submit time in this process (latency metric; not stored)
 };
 
 // The spec in the submit format (YAML/JSON field names); ParseJobSpec reads it back.

@@ -27,7 +27,8 @@ double Histogram::Quantile(double q) const {
 }
 
 std::vector<double> LatencyBuckets() {
-  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  return {0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.025,
+          0.05,   0.1,   0.25,  0.5,   1,     2.5,   5,      10,   30,    60};
 }
 
 std::string EscapeLabel(const std::string& v) {

@@ -94,6 +94,7 @@ class ServerProcess {
     httplib::Client c(address_);
     if (token) c.set_bearer_token_auth(token);
     c.set_keep_alive(true);
+    c.set_tcp_nodelay(true);
     c.set_read_timeout(10);
     return c;
   }
