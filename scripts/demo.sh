@@ -1,7 +1,55 @@
 #!/usr/bin/env bash
-# README command 1: install what is missing, build, and run Gantry's main job: the
-# scheduling demo on the example cluster and job scenario (plans, placements, reasons).
+# README command 1: install what is missing, build, and run Gantry's main job: a standalone
+# server (SQLite store, in-process agent, fake GPUs) with a mixed workload from two teams,
+# showing the queue, placements, usage, logs and a job's history, then a clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh build
-./build/gantry demo --cluster examples/clusters/demo.yaml --scenario examples/scenarios/demo.yaml
+
+g=./build/gantry
+data=build/demo-data
+rm -rf "$data" "$data.ready"
+mkdir -p "$data"
+echo "== gantry server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4"
+$g server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4 --data-dir "$data" --listen 127.0.0.1:0 \
+  --ready-file "$data.ready" > "$data/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do [ -s "$data.ready" ] && break; sleep 0.1; done
+cat "$data/server.log"
+export GANTRY_SERVER; GANTRY_SERVER=$(cat "$data.ready")
+export GANTRY_TOKEN_FILE="$data/admin.token" GANTRY_PROFILES=examples/profiles.yaml
+step() { echo; echo "== $*"; }
+
+step "team vision (alice, carol) and team nlp (bob) submit"
+$g submit --team vision --user alice -f examples/jobs/train-resnet.yaml
+$g submit --team vision --user alice -f examples/jobs/notebook.yaml
+$g submit --team nlp --user bob --profile llama-7b-finetune --estimate 8s --name llama-ft \
+  -- 'echo "fine-tuning on $CUDA_VISIBLE_DEVICES"; sleep 6; echo saved'
+$g submit --team nlp --user bob -f examples/jobs/inference-mps.yaml
+$g submit --team vision --user carol -g 4 -t A100-80GB --priority low --estimate 5s --name sweep -- 'sleep 4'
+$g submit --team nlp --user bob --project sweeps --jobs-file examples/jobs/jobs.txt
+step "refused at once, naming the field"
+$g submit --team nlp --user bob -g 9 -- true || true
+$g submit --team nlp --user bob -g 1 -t Z100 -- true || true
+
+step "gantry queue: order, and why each job waits"
+$g queue
+step "gantry nodes: where everything runs"
+$g nodes
+step "gantry status: GPUs by type, utilization, usage by team"
+$g status
+
+step "a few seconds later"
+sleep 8
+$g jobs
+step "gantry logs 1"
+$g logs 1
+step "gantry job 3: one job's history"
+$g job 3
+step "the waiting job got its GPUs"
+$g jobs --state active || true
+step "metrics (Prometheus text, a few lines)"
+curl -s "$GANTRY_SERVER/metrics" | grep -E '^gantry_(gpus_total|jobs_total|submit_to_start_seconds_count)' || true
+echo
+echo "The server keeps its state in $data/gantry.db; the admin token is in $data/admin.token."

@@ -27,7 +27,10 @@ int64_t WallMs() {
 }  // namespace
 
 LocalAgent::LocalAgent(LocalAgentOptions options, AgentReports reports)
-    : options_(std::move(options)), reports_(std::move(reports)) {}
+    : options_(std::move(options)), reports_(std::move(reports)) {
+  std::error_code ec;
+  options_.state_dir = fs::absolute(options_.state_dir, ec).lexically_normal().string();  // jobs chdir away
+}
 
 LocalAgent::~LocalAgent() { Shutdown(); }
 

@@ -35,6 +35,7 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::string chdir_error = "gantry: cannot enter the working directory " + req.working_dir + "\n";
 
   int out = open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   int err = open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
@@ -56,7 +57,11 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     dup2(devnull, 0);
     dup2(out, 1);
     dup2(err, 2);
-    if (chdir(req.working_dir.c_str()) != 0) _exit(127);
+    if (chdir(req.working_dir.c_str()) != 0) {
+      ssize_t ignored = write(2, chdir_error.data(), chdir_error.size());
+      (void)ignored;
+      _exit(127);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);

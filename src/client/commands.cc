@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <thread>
@@ -201,7 +202,13 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
           err << "gantry: " << lines.status().ToString() << "\n";
           return 2;
         }
-        for (auto& l : *lines) specs.emplace_back(fmt::format("{}:{}", sf->jobs_file, l.line), l.spec);
+        for (auto& l : *lines) {
+          // Who and what to bill apply to every line.
+          if (!sf->user.empty()) l.spec["user"] = sf->user;
+          if (!sf->team.empty()) l.spec["team"] = sf->team;
+          if (!sf->project.empty()) l.spec["project"] = sf->project;
+          specs.emplace_back(fmt::format("{}:{}", sf->jobs_file, l.line), l.spec);
+        }
       } else {
         auto spec = BuildSpec(*sf, *cfg);
         if (!spec) {
@@ -209,6 +216,12 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
           return 2;
         }
         specs.emplace_back("job", *spec);
+      }
+      // Like sbatch: a job runs where it was submitted from unless it says otherwise.
+      std::error_code ec;
+      std::string cwd = std::filesystem::current_path(ec).string();
+      for (auto& [label, spec] : specs) {
+        if (!spec["working_dir"] && !cwd.empty()) spec["working_dir"] = cwd;
       }
       ApiClient api(*cfg);
       std::string batch = RandomKey();

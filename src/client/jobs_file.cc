@@ -67,7 +67,7 @@ Expected<std::vector<JobsFileLine>> ParseJobsText(const std::string& text, const
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
     auto fields = SplitCsv(line);
     if (!fields) return Status::Invalid(where, fields.status().message());
-    if (n == 1 && (*fields)[0] == "priority") continue;  // header
+    if (out.empty() && (*fields)[0] == "priority") continue;  // the header line
     if (fields->size() != 5) {
       return Status::Invalid(where, fmt::format("expected 5 fields (priority,script,conda_env,arguments,allowed_gpus), "
                                                 "got {}",

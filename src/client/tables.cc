@@ -53,6 +53,10 @@ std::string PlacementSummary(const nlohmann::json& placement) {
 }
 
 void PrintJobs(std::ostream& out, const nlohmann::json& body) {
+  if (body["jobs"].empty()) {
+    out << "(no jobs)\n";
+    return;
+  }
   out << fmt::format("{:<7} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", "ID", "NAME", "USER", "TEAM", "PRIORITY",
                      "STATE", "REQUEST", "WHERE / WHY");
   for (const auto& j : body["jobs"]) {
@@ -106,7 +110,9 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
                      "GPUS", "WAITED", "WHY (ESTIMATED START)");
   for (const auto& q : body["queue"]) {
     std::string why = Str(q, "reason");
-    if (q.contains("estimated_start")) why += " (" + Str(q, "estimated_start") + ")";
+    if (q.contains("estimated_start") && why.find(Str(q, "estimated_start")) == std::string::npos) {
+      why += " (starts by " + Str(q, "estimated_start") + ")";
+    }
     out << fmt::format("{:<4} {:<7} {:<10} {:<10} {:<8} {:>6.3g} {:>7}s  {}\n", Str(q, "position"), Str(q, "id"),
                        Trim(Str(q, "team"), 10), Trim(Str(q, "user"), 10), Str(q, "priority"), q.value("gpus", 0.0),
                        Str(q, "waiting_s"), why);

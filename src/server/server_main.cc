@@ -90,8 +90,10 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry server: config: " << config.status().ToString() << "\n";
     return 2;
   }
-  std::string data_dir = o.data_dir.empty() ? DefaultDataDir() : o.data_dir;
   std::error_code ec;
+  // Absolute: jobs run in their own working directories and the shim writes under it.
+  std::string data_dir =
+      fs::absolute(o.data_dir.empty() ? DefaultDataDir() : o.data_dir, ec).lexically_normal().string();
   fs::create_directories(data_dir, ec);
   if (ec) {
     err << "gantry server: cannot create " << data_dir << ": " << ec.message() << "\n";
