@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "agent/fake_provider.h"
 #include "agent/process.h"
 #include "server/job_record.h"
 
@@ -103,6 +105,8 @@ std::vector<RunReport> LocalAgent::Recover() {
         report.reason = "the job's process ended while no agent watched it";
       } else {
         runs_[Key(r.job_id, r.run, r.node_id)] = r;  // adopted: still running
+        std::lock_guard<std::mutex> lock(sessions_mu_);
+        sessions_[r.pid] = r.job_id;
       }
       out.push_back(report);
     }
@@ -165,7 +169,9 @@ void LocalAgent::DoStart(const StartOrder& o) {
     r.run = o.run;
     r.node_id = o.node_id;
     if (o.spec->estimated_duration_ms > 0) r.ends_at_ms = WallMs() + o.spec->estimated_duration_ms;
+    r.gpus = o.gpus;
     runs_[key] = r;
+    UpdateFakeLoad();
     reports_.started(o.job_id, o.run);
     return;
   }
@@ -197,11 +203,15 @@ void LocalAgent::DoStart(const StartOrder& o) {
     }
     r.pid = *pid;
     r.child = true;
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    sessions_[r.pid] = o.job_id;
   }
+  r.gpus = o.gpus;
   std::ofstream(r.record_file, std::ios::trunc) << nlohmann::json{
       {"job_id", r.job_id},      {"run", r.run}, {"node_id", r.node_id}, {"pid", r.pid}, {"ends_at_ms", r.ends_at_ms},
       {"exit_file", r.exit_file}}.dump(-1, ' ', false, kReplaceBadUtf8);
   runs_[key] = r;
+  UpdateFakeLoad();
   reports_.started(o.job_id, o.run);
 }
 
@@ -250,12 +260,59 @@ void LocalAgent::Poll() {
   for (const auto& [key, code] : ended) Exited(key, code, runs_[key].stop_reason);
 }
 
+void LocalAgent::UpdateFakeLoad() {
+  if (!options_.fake_gpus) return;
+  struct Load {
+    double share = 0;
+    int64_t memory = 0;
+    std::vector<int> pids;
+  };
+  std::map<std::string, Load> loads;
+  for (const auto& [key, r] : runs_) {
+    for (const AssignedGpu& g : r.gpus) {
+      Load& l = loads[g.uuid];
+      l.share += g.milli / 1000.0;
+      l.memory += g.memory_mib > 0 ? g.memory_mib : static_cast<int64_t>(g.milli) * 40;  // ~40 GiB a whole GPU
+      if (r.pid > 0) l.pids.push_back(r.pid);
+    }
+  }
+  for (const auto& [uuid, load] : loads) known_uuids_[uuid] = true;
+  for (const auto& [uuid, gpu] : known_uuids_) {
+    auto it = loads.find(uuid);
+    if (it == loads.end()) {
+      options_.fake_gpus->SetLoad(uuid, 0, 0, {});
+    } else {
+      options_.fake_gpus->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.pids);
+    }
+  }
+}
+
+std::string LocalAgent::JobOfPid(int pid) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  auto it = sessions_.find(pid);
+  if (it != sessions_.end()) return it->second;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream rest(stat.substr(close + 2));
+  std::string state, ppid, pgrp, session;
+  rest >> state >> ppid >> pgrp >> session;
+  it = sessions_.find(std::atoi(session.c_str()));
+  return it == sessions_.end() ? "" : it->second;
+}
+
 void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   Run r = runs_[key];
   runs_.erase(key);
+  UpdateFakeLoad();
   if (r.pid == 0) {
     reports_.exited(r.job_id, r.run, r.node_id, code, reason);
     return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    sessions_.erase(r.pid);
   }
   kill(-r.pid, SIGKILL);  // leftovers of the group
   std::ofstream(r.record_file, std::ios::trunc)

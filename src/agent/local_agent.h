@@ -19,10 +19,13 @@
 
 namespace gantry {
 
+class FakeGpuProvider;
+
 struct LocalAgentOptions {
   std::string state_dir;  // jobs/<id>/ holds logs, checkpoints and run records
   std::string shim;       // the gantry binary (runs `gantry job-shim`)
   DurationMs poll_ms = 50;
+  FakeGpuProvider* fake_gpus = nullptr;  // told what runs where, so its readings follow the jobs
 };
 
 // Where the agent's reports go (the controller).
@@ -50,6 +53,8 @@ class LocalAgent : public AgentLink {
   // The environment a job gets for an order (also used by tests and the remote agent).
   static std::map<std::string, std::string> JobEnvironment(const StartOrder& order, const std::string& checkpoint_dir);
   std::string JobDir(const std::string& job_id) const;
+  // The job a process belongs to (its session leader is the job's shim); empty if none.
+  std::string JobOfPid(int pid);
 
  private:
   struct Run {
@@ -63,12 +68,14 @@ class LocalAgent : public AgentLink {
     std::string exit_file;
     std::string record_file;
     std::string stop_reason;
+    std::vector<AssignedGpu> gpus;
   };
   void Loop();
   void DoStart(const StartOrder& order);
   void DoStop(const StopOrder& order);
   void Poll();
   void Exited(const std::string& key, int code, std::string reason);
+  void UpdateFakeLoad();
   static std::string Key(const std::string& job_id, int run, const std::string& node) {
     return job_id + "/" + std::to_string(run) + "/" + node;
   }
@@ -76,6 +83,9 @@ class LocalAgent : public AgentLink {
   LocalAgentOptions options_;
   AgentReports reports_;
   std::map<std::string, Run> runs_;  // by Key(); agent thread only
+  std::mutex sessions_mu_;
+  std::map<int, std::string> sessions_;      // shim pid (= session id) -> job id
+  std::map<std::string, bool> known_uuids_;  // GPUs that had load (to clear it)
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -260,6 +260,7 @@ void Controller::CommitLoop() {
       };
       append(merged.jobs, b.jobs);
       append(merged.events, b.events);
+      append(merged.node_events, b.node_events);
       append(merged.nodes, b.nodes);
       append(merged.idempotency, b.idempotency);
       append(merged.audit, b.audit);
@@ -332,8 +333,13 @@ void Controller::Audit(const Actor& who, const std::string& action, const std::s
   batch_.audit.push_back({Now(), who.user, ToString(who.role), action, target, status, detail});
 }
 
-void Controller::AuditRefusal(const Actor& who, const std::string& action, const std::string& target, int status) {
-  Enqueue([=, this] { Audit(who, action, target, status, "refused"); });
+void Controller::RecordAudit(const Actor& who, const std::string& action, const std::string& target, int status,
+                             const std::string& detail) {
+  Enqueue([=, this] { Audit(who, action, target, status, detail); });
+}
+
+void Controller::NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail) {
+  batch_.node_events.push_back({node_id, Now(), kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
 }
 
 std::string Controller::MetaValue(const std::string& key) {

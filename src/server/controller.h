@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "agent/gpu_provider.h"
 #include "core/config_dir.h"
 #include "core/reloadable.h"
 #include "sched/engine.h"
@@ -52,6 +53,7 @@ struct ControllerOptions {
   std::string quotas_path;             // re-read when it changes; empty: config.quotas stays
   DurationMs tick_ms = 1000;           // periodic cycle (time limits, ages, reloads)
   DurationMs kill_wait_ms = 30000;     // cancel: SIGTERM, then SIGKILL after this
+  DurationMs fault_grace_ms = 10000;   // jobs on a GPU that turned unhealthy
   DurationMs node_timeout_ms = 60000;  // a node silent this long is lost; its jobs requeue
   std::function<TimeMs()> now;         // the clock; wall clock when empty
 };
@@ -82,8 +84,13 @@ class Controller {
   ApiResult SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
   ApiResult Events(const Actor& who, const std::string& id);
   ApiResult AuditLog(const Actor& who, int limit);
-  // Records a refused call (authentication or authorization) in the audit log.
-  void AuditRefusal(const Actor& who, const std::string& action, const std::string& target, int status);
+  // Records a call the controller did not see (refused by authentication, or handled by
+  // the HTTP layer) in the audit log.
+  void RecordAudit(const Actor& who, const std::string& action, const std::string& target, int status,
+                   const std::string& detail);
+  // GPUs of one node with their latest telemetry; a node's history.
+  ApiResult NodeGpus(const std::string& node_id);
+  ApiResult NodeHistory(const std::string& node_id, int limit);
   std::string Metrics();
   // The admin token hash kept in the store (standalone creates one on first start).
   std::string MetaValue(const std::string& key);
@@ -93,6 +100,9 @@ class Controller {
   void ReportStarted(const std::string& job_id, int run);
   void ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                     const std::string& reason);
+  void ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples);
+  // A GPU turned unhealthy (fenced at once, its jobs stopped and requeued) or healthy again.
+  void ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
 
   // Waits until the queue is drained and committed (tests).
   void Sync();
@@ -139,6 +149,9 @@ class Controller {
   void RemovePending(const std::string& id);
   void Dirty(const JobRecord& job) { dirty_jobs_.insert(job.seq); }
   void Event(const JobRecord& job, const std::string& kind, nlohmann::json detail = nlohmann::json::object());
+  void NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail);
+  void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
+  void WriteGpuMetrics(MetricsWriter& w);
   void Audit(const Actor& who, const std::string& action, const std::string& target, int status,
              const std::string& detail = "");
   void PersistNode(int n);
@@ -169,6 +182,8 @@ class Controller {
   std::unordered_map<std::string, int> running_pos_;                        // job id -> index in snap_.running
   std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
   std::map<std::string, std::string> meta_;
+  // Latest reading of each GPU: node index -> GPU index -> (reading, when).
+  std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;
   std::map<std::string, TimeMs> below_since_;

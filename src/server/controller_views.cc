@@ -137,6 +137,7 @@ ApiResult Controller::SetDrain(const Actor& who, const std::string& node_id, int
     }
     if (gpu >= 0) {
       node.gpus[gpu].fenced = drain;
+      if (!drain) node.gpus[gpu].health = GpuHealth::kHealthy;  // an admin's undrain returns it to service
     } else if (!drain) {
       node.state = NodeState::kUp;
     } else {
@@ -147,6 +148,7 @@ ApiResult Controller::SetDrain(const Actor& who, const std::string& node_id, int
       node.state = busy ? NodeState::kDraining : NodeState::kDrained;
     }
     PersistNode(n);
+    NodeEvent(node_id, drain ? "drained" : "undrained", {{"gpu", gpu}, {"by", who.user}});
     Audit(who, action, target, 200);
     dirty_ = true;
     nlohmann::json doc = NodeToDoc(node, options_.config.catalog);
@@ -215,6 +217,7 @@ std::string Controller::Metrics() {
     for (const auto& [type, cap] : st.by_type) w.Sample("gantry_gpus_available", {{"gpu_type", type}}, cap.available);
     w.Family("gantry_jobs_total", "counter", "Job transitions since the server started");
     for (const auto& [event, v] : counters_) w.Sample("gantry_jobs_total", {{"event", event}}, static_cast<double>(v));
+    WriteGpuMetrics(w);
     w.Write("gantry_scheduling_cycle_seconds", "Time of one scheduling cycle", cycle_seconds_);
     w.Write("gantry_submit_to_start_seconds", "From submit to the first start of a job", submit_to_start_seconds_);
     std::lock_guard<std::mutex> lock(commit_metrics_mu_);

@@ -110,7 +110,7 @@ void HttpApi::Routes() {
       const Actor* who = nullptr;
       if (header.rfind("Bearer ", 0) == 0) who = users_.Authenticate(header.substr(7));
       if (!who) {
-        if (mutating) controller_.AuditRefusal({"-", "", Role::kUser}, req.method + " " + req.path, "", 401);
+        if (mutating) controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", 401, "refused");
         res.set_header("WWW-Authenticate", "Bearer");
         ReplyError(res, 401, "unauthenticated",
                    header.empty() ? "an Authorization: Bearer token is required" : "the token is not valid",
@@ -142,7 +142,7 @@ void HttpApi::Routes() {
            if (req.body.empty()) return ReplyError(res, 400, "invalid_argument", "the request body is empty", "body");
            auto spec = ParseJobSpecText(req.body);
            if (!spec) {
-             controller_.AuditRefusal(who, "POST /v1/jobs", "", 400);
+             controller_.RecordAudit(who, "POST /v1/jobs", "", 400, "refused");
              return Reply(res, ApiResult::FromStatus(spec.status()));
            }
            std::string key = req.get_header_value("Idempotency-Key");
@@ -226,6 +226,35 @@ void HttpApi::Routes() {
              Reply(res, controller_.SetDrain(who, req.matches[1], static_cast<int>(gpu), drain));
            }));
   }
+  s.Get(R"(/v1/nodes/([^/]+)/gpus)",
+        authed(false, [this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {})) return;
+          Reply(res, controller_.NodeGpus(req.matches[1]));
+        }));
+  s.Get(R"(/v1/nodes/([^/]+)/events)",
+        authed(false, [this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {"limit"})) return;
+          int64_t limit = 100;
+          if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
+          Reply(res, controller_.NodeHistory(req.matches[1], static_cast<int>(limit)));
+        }));
+  s.Post(R"(/v1/nodes/([^/]+)/gpus/(\d+)/fault)",
+         authed(true, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+           std::string target = std::string(req.matches[1]) + ":" + std::string(req.matches[2]);
+           std::string action = "POST /v1/nodes/" + std::string(req.matches[1]) + "/gpus/fault";
+           if (!who.admin()) {
+             controller_.RecordAudit(who, action, target, 403, "refused");
+             return ReplyError(res, 403, "forbidden", "only admins inject faults");
+           }
+           if (!options_.inject_fault) return ReplyError(res, 404, "not_found", "this server runs no fake GPUs");
+           nlohmann::json fault = nlohmann::json::parse(req.body, nullptr, false);
+           if (!fault.is_object()) return ReplyError(res, 400, "invalid_argument", "expected a JSON object", "body");
+           Status s = options_.inject_fault(req.matches[1], std::stoi(req.matches[2]), fault);
+           controller_.RecordAudit(who, action, target, s.ok() ? 200 : 400,
+                                   fault.dump(-1, ' ', false, kReplaceBadUtf8));
+           if (!s.ok()) return Reply(res, ApiResult::FromStatus(s));
+           Reply(res, {200, {{"injected", fault}}});
+         }));
   s.Get("/v1/audit", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;

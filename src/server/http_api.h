@@ -21,6 +21,9 @@ struct HttpOptions {
   int threads = 16;
   // Where a job's logs are (standalone: the in-process agent's files); empty: none.
   std::function<std::string(const std::string& job_id, const std::string& stream)> log_path;
+  // Fake GPUs only: inject a fault ({"xid": 79}, {"temperature_c": 95}, {"ecc_uncorrected": 2},
+  // {"heal": true}) into GPU `gpu` of a node. Empty: the endpoint answers 404.
+  std::function<Status(const std::string& node, int gpu, const nlohmann::json& fault)> inject_fault;
 };
 
 class HttpApi {

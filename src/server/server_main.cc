@@ -14,6 +14,9 @@
 #include <ostream>
 #include <thread>
 
+#include "agent/fake_provider.h"
+#include "agent/gpu_monitor.h"
+#include "agent/inventory.h"
 #include "agent/local_agent.h"
 #include "server/fake_gpus.h"
 #include "server/http_api.h"
@@ -66,6 +69,68 @@ Expected<std::string> EnsureAdminToken(Controller& controller, const std::string
   controller.SetMetaValue("admin_token_sha256", hash);
   out << "created an admin token in " << path << " (mode 0600)\n";
   return hash;
+}
+
+struct StandaloneGpus {
+  std::vector<Node> nodes;
+  std::unique_ptr<GpuProvider> provider;
+  FakeGpuProvider* fake = nullptr;
+};
+
+// This machine's GPUs: fake ones when asked, else NVML, else nvidia-smi, else fake ones
+// (a machine without GPUs still runs the whole system).
+Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const GpuCatalog& catalog, std::ostream& out) {
+  StandaloneGpus found;
+  std::string spec = fake_spec;
+  if (spec.empty()) {
+    std::string why_nvml, why_smi;
+    found.provider = OpenNvmlProvider(&why_nvml);
+    if (!found.provider) found.provider = OpenNvidiaSmiProvider(&why_smi);
+    if (found.provider) {
+      auto inv = found.provider->Inventory();
+      if (!inv) return inv.status();
+      char host[256] = {};
+      gethostname(host, sizeof(host) - 1);
+      auto node = NodeFromInventory(host, *inv, catalog);
+      if (!node) return node.status();
+      out << fmt::format("GPUs from {}: {} GPU(s), driver {}\n", found.provider->name(), inv->gpus.size(),
+                         inv->driver_version);
+      found.nodes.push_back(std::move(*node));
+      return found;
+    }
+    spec = "1x4xA100-80GB";
+    out << "no GPU here (" << why_nvml << "); using fake GPUs " << spec << " (set --fake-gpus)\n";
+  }
+  auto nodes = ParseFakeGpus(spec, catalog);
+  if (!nodes) return nodes.status();
+  auto fake = std::make_unique<FakeGpuProvider>(FakeInventory(*nodes, catalog));
+  found.fake = fake.get();
+  found.provider = std::move(fake);
+  found.nodes = std::move(*nodes);
+  return found;
+}
+
+Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, const std::string& node_id, int gpu,
+                       const nlohmann::json& f) {
+  std::string uuid;
+  for (const Node& n : nodes) {
+    if (n.id == node_id && gpu >= 0 && gpu < static_cast<int>(n.gpus.size())) uuid = n.gpus[gpu].uuid;
+  }
+  if (uuid.empty()) return Status::NotFound(fmt::format("no GPU {} on node {}", gpu, node_id));
+  for (const auto& [key, value] : f.items()) {
+    if (key == "xid" && value.is_number_integer()) {
+      fake.InjectXid(uuid, value.get<int>());
+    } else if (key == "temperature_c" && value.is_number()) {
+      fake.SetTemperature(uuid, value.get<double>());
+    } else if (key == "ecc_uncorrected" && value.is_number_integer()) {
+      fake.AddUncorrectableEcc(uuid, value.get<int64_t>());
+    } else if (key == "heal" && value.is_boolean()) {
+      if (value.get<bool>()) fake.Heal(uuid);
+    } else {
+      return Status::Invalid(key, "unknown fault (xid, temperature_c, ecc_uncorrected, heal)");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -129,38 +194,60 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   controller.Start();
 
   std::unique_ptr<LocalAgent> agent;
+  std::unique_ptr<GpuProvider> provider;
+  FakeGpuProvider* fake = nullptr;
+  std::unique_ptr<GpuMonitor> monitor;
+  std::vector<Node> nodes;
   if (o.standalone) {
-    std::string spec = o.fake_gpus;
-    if (spec.empty()) {
-      spec = "1x4xA100-80GB";
-      out << "no GPU provider on this machine yet: using fake GPUs " << spec << " (set --fake-gpus)\n";
-    }
-    auto nodes = ParseFakeGpus(spec, controller.catalog());
-    if (!nodes) {
-      err << "gantry server: " << nodes.status().ToString() << "\n";
+    auto rules = HealthRules::LoadDir(o.config_dir);
+    if (!rules) {
+      err << "gantry server: health.yaml: " << rules.status().ToString() << "\n";
       return 2;
     }
+    auto found = StandaloneNodes(o.fake_gpus, controller.catalog(), out);
+    if (!found) {
+      err << "gantry server: " << found.status().ToString() << "\n";
+      return 2;
+    }
+    nodes = std::move(found->nodes);
+    provider = std::move(found->provider);
+    fake = found->fake;
     std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
     Controller* c = &controller;
     agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim},
+        LocalAgentOptions{data_dir + "/agent", shim, 50, fake},
         AgentReports{[c](const std::string& id, int run) { c->ReportStarted(id, run); },
                      [c](const std::string& id, int run, const std::string& node, int code, const std::string& why) {
                        c->ReportExited(id, run, node, code, why);
                      }});
     std::vector<RunReport> runs = agent->Recover();
     agent->Start();
-    if (Status s = controller.AttachNodes(*nodes, agent.get(), runs); !s.ok()) {
+    if (Status s = controller.AttachNodes(nodes, agent.get(), runs); !s.ok()) {
       err << "gantry server: " << s.ToString() << "\n";
       return 2;
     }
+    std::map<std::string, GpuLocation> where;
+    for (const Node& n : nodes) {
+      for (const Gpu& g : n.gpus) where[g.uuid] = {n.id, g.index};
+    }
+    LocalAgent* a = agent.get();
+    monitor = std::make_unique<GpuMonitor>(
+        *provider, *rules, where,
+        GpuReports{[c](const std::string& node, std::vector<std::pair<int, GpuSample>> samples) {
+                     c->ReportTelemetry(node, std::move(samples));
+                   },
+                   [c](const std::string& node, int gpu, bool healthy, const std::string& why) {
+                     c->ReportGpuHealth(node, gpu, healthy, why);
+                   },
+                   [a](int pid) { return a->JobOfPid(pid); }});
+    monitor->Start();
     auto hash = EnsureAdminToken(controller, data_dir, out);
     if (!hash) {
       err << "gantry server: " << hash.status().ToString() << "\n";
       return 1;
     }
     users.Add({{"admin", "admin", Role::kAdmin}, *hash});
-    out << fmt::format("standalone: {} node(s) of fake GPUs ({}), data in {}\n", nodes->size(), spec, data_dir);
+    out << fmt::format("standalone: {} node(s), GPUs from {}, data in {}\n", nodes.size(), provider->name(), data_dir);
   }
   if (users.size() == 0) {
     err << "gantry server: no users: write " << (o.config_dir.empty() ? "CONFIG" : o.config_dir)
@@ -169,6 +256,11 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   HttpOptions hopts;
+  if (fake) {
+    hopts.inject_fault = [fake, &nodes](const std::string& node_id, int gpu, const nlohmann::json& f) -> Status {
+      return InjectFakeFault(*fake, nodes, node_id, gpu, f);
+    };
+  }
   if (agent) {
     LocalAgent* a = agent.get();
     hopts.log_path = [a](const std::string& id, const std::string& stream) {
@@ -196,6 +288,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // Serve returned (a signal, or the listener failed): wake the waiter if it still waits.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (monitor) monitor->Stop();
   if (agent) agent->Shutdown();
   controller.Stop();
   out << "gantry server stopped" << std::endl;

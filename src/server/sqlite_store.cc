@@ -30,6 +30,11 @@ const char* const kMigrations[] = {
                        role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,
                        status INTEGER NOT NULL, detail TEXT NOT NULL);
     )sql",
+    R"sql(
+    CREATE TABLE node_events(id INTEGER PRIMARY KEY AUTOINCREMENT, node_id TEXT NOT NULL,
+                             ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+    CREATE INDEX node_events_node ON node_events(node_id);
+    )sql",
 };
 
 // A prepared statement that resets itself after each use.
@@ -98,6 +103,7 @@ class SqliteStore : public Store {
         "INSERT INTO jobs(seq, id, team, user, state, doc) VALUES(?1, ?2, ?3, ?4, ?5, ?6) "
         "ON CONFLICT(seq) DO UPDATE SET state = excluded.state, doc = excluded.doc");
     insert_event_ = Prepare("INSERT INTO job_events(job_id, ts_ms, kind, detail) VALUES(?1, ?2, ?3, ?4)");
+    insert_node_event_ = Prepare("INSERT INTO node_events(node_id, ts_ms, kind, detail) VALUES(?1, ?2, ?3, ?4)");
     upsert_node_ = Prepare("INSERT OR REPLACE INTO nodes(id, doc) VALUES(?1, ?2)");
     insert_idem_ = Prepare(
         "INSERT OR REPLACE INTO idempotency(user, key, job_id, request_hash, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)");
@@ -126,6 +132,10 @@ class SqliteStore : public Store {
     for (const JobEvent& e : b.events) {
       ok = ok &&
            insert_event_->Bind(1, e.job_id).Bind(2, e.ts_ms).Bind(3, e.kind).Bind(4, e.detail).Run() == SQLITE_DONE;
+    }
+    for (const NodeEvent& e : b.node_events) {
+      ok = ok && insert_node_event_->Bind(1, e.node_id).Bind(2, e.ts_ms).Bind(3, e.kind).Bind(4, e.detail).Run() ==
+                     SQLITE_DONE;
     }
     for (const auto& [id, doc] : b.nodes) ok = ok && upsert_node_->Bind(1, id).Bind(2, doc).Run() == SQLITE_DONE;
     for (const IdempotencyRecord& r : b.idempotency) {
@@ -176,6 +186,16 @@ class SqliteStore : public Store {
     Statement q(reader_, "SELECT job_id, ts_ms, kind, detail FROM job_events WHERE job_id = ?1 ORDER BY id");
     q.Bind(1, job_id);
     std::vector<JobEvent> out;
+    while (q.Step()) out.push_back({q.Text(0), q.Int(1), q.Text(2), q.Text(3)});
+    return out;
+  }
+
+  Expected<std::vector<NodeEvent>> NodeEvents(const std::string& node_id, int limit) override {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    Statement q(reader_,
+                "SELECT node_id, ts_ms, kind, detail FROM node_events WHERE node_id = ?1 ORDER BY id DESC LIMIT ?2");
+    q.Bind(1, node_id).Bind(2, static_cast<int64_t>(limit));
+    std::vector<NodeEvent> out;
     while (q.Step()) out.push_back({q.Text(0), q.Int(1), q.Text(2), q.Text(3)});
     return out;
   }
@@ -235,6 +255,7 @@ class SqliteStore : public Store {
   std::vector<std::unique_ptr<Statement>> statements_;
   Statement* upsert_job_ = nullptr;
   Statement* insert_event_ = nullptr;
+  Statement* insert_node_event_ = nullptr;
   Statement* upsert_node_ = nullptr;
   Statement* insert_idem_ = nullptr;
   Statement* insert_audit_ = nullptr;

@@ -30,6 +30,13 @@ struct JobEvent {
   std::string detail;  // JSON text
 };
 
+struct NodeEvent {
+  std::string node_id;
+  TimeMs ts_ms = 0;
+  std::string kind;    // gpu_unhealthy, gpu_healthy, drained, undrained, registered, lost
+  std::string detail;  // JSON text
+};
+
 struct IdempotencyRecord {
   std::string user;
   std::string key;
@@ -52,13 +59,15 @@ struct AuditRecord {
 struct StoreBatch {
   std::vector<StoredJob> jobs;
   std::vector<JobEvent> events;
+  std::vector<NodeEvent> node_events;
   std::vector<std::pair<std::string, std::string>> nodes;  // id, document
   std::vector<IdempotencyRecord> idempotency;
   std::vector<AuditRecord> audit;
   std::map<std::string, std::string> meta;
 
   bool empty() const {
-    return jobs.empty() && events.empty() && nodes.empty() && idempotency.empty() && audit.empty() && meta.empty();
+    return jobs.empty() && events.empty() && node_events.empty() && nodes.empty() && idempotency.empty() &&
+           audit.empty() && meta.empty();
   }
 };
 
@@ -78,6 +87,8 @@ class Store {
   virtual Expected<StoredState> Load() = 0;
   // Job events of one job, oldest first (history, accounting).
   virtual Expected<std::vector<JobEvent>> Events(const std::string& job_id) = 0;
+  // A node's history, newest first.
+  virtual Expected<std::vector<NodeEvent>> NodeEvents(const std::string& node_id, int limit) = 0;
   // The newest `limit` audit records, newest first.
   virtual Expected<std::vector<AuditRecord>> Audit(int limit) = 0;
   virtual int schema_version() const = 0;

@@ -1,0 +1,120 @@
+// Fake GPUs.
+#include "agent/fake_provider.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace gantry {
+
+FakeGpuProvider::FakeGpuProvider(GpuInventory inventory) : inventory_(std::move(inventory)) {
+  inventory_.provider = "fake";
+  if (inventory_.driver_version.empty()) inventory_.driver_version = "fake";
+  for (const GpuInfo& g : inventory_.gpus) state_[g.uuid] = State{};
+}
+
+Expected<GpuInventory> FakeGpuProvider::Inventory() { return inventory_; }
+
+Expected<std::vector<GpuSample>> FakeGpuProvider::Sample() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++samples_;
+  std::vector<GpuSample> out;
+  for (const GpuInfo& g : inventory_.gpus) {
+    const State& st = state_[g.uuid];
+    GpuSample s;
+    s.uuid = g.uuid;
+    s.lost = st.lost;
+    s.last_xid = st.last_xid;
+    if (st.lost) {
+      out.push_back(std::move(s));
+      continue;
+    }
+    // A busy GPU runs at 70-95% of its share, moving a little from sample to sample.
+    double wobble = 0.5 + 0.5 * std::sin(static_cast<double>(samples_) * 0.7 + static_cast<double>(g.index));
+    s.util_pct = st.share > 0 ? std::min(100.0, st.share * (70 + 25 * wobble)) : 0;
+    s.mem_util_pct = s.util_pct * 0.4;
+    s.mem_total_mib = g.memory_total_mib;
+    s.mem_used_mib = std::min(g.memory_total_mib, st.memory_mib);
+    s.temperature_c = st.temperature_override >= 0 ? st.temperature_override : 32 + s.util_pct * 0.45;
+    s.power_limit_w = 400;
+    s.power_w = 60 + s.util_pct * 3.2;
+    s.sm_clock_mhz = st.share > 0 ? 1410 : 210;
+    s.ecc_corrected = 0;
+    s.ecc_uncorrected = st.ecc_uncorrected;
+    s.retired_pages = 0;
+    s.remap_pending = 0;
+    for (int pid : st.pids) {
+      s.processes.push_back({pid, st.pids.empty() ? 0 : st.memory_mib / static_cast<int64_t>(st.pids.size()),
+                             static_cast<int>(s.util_pct), ""});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<GpuEvent> FakeGpuProvider::Events(int timeout_ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!events_.empty()) {
+        std::vector<GpuEvent> out(events_.begin(), events_.end());
+        events_.clear();
+        return out;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= until) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void FakeGpuProvider::SetLoad(const std::string& uuid, double share, int64_t memory_mib, std::vector<int> pids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = state_.find(uuid);
+  if (it == state_.end()) return;
+  it->second.share = share;
+  it->second.memory_mib = memory_mib;
+  it->second.pids = std::move(pids);
+}
+
+bool FakeGpuProvider::InjectXid(const std::string& uuid, int xid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = state_.find(uuid);
+  if (it == state_.end()) return false;
+  it->second.last_xid = xid;
+  if (xid == 79) it->second.lost = true;
+  events_.push_back({uuid, xid, fmt::format("XID {}", xid)});
+  return true;
+}
+
+bool FakeGpuProvider::SetTemperature(const std::string& uuid, double celsius) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = state_.find(uuid);
+  if (it == state_.end()) return false;
+  it->second.temperature_override = celsius;
+  return true;
+}
+
+bool FakeGpuProvider::AddUncorrectableEcc(const std::string& uuid, int64_t errors) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = state_.find(uuid);
+  if (it == state_.end()) return false;
+  it->second.ecc_uncorrected += errors;
+  return true;
+}
+
+bool FakeGpuProvider::Heal(const std::string& uuid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = state_.find(uuid);
+  if (it == state_.end()) return false;
+  State fresh;
+  fresh.share = it->second.share;
+  fresh.memory_mib = it->second.memory_mib;
+  fresh.pids = it->second.pids;
+  it->second = fresh;
+  return true;
+}
+
+}  // namespace gantry

@@ -1,0 +1,62 @@
+// The agent's GPU watch: reads telemetry every telemetry_interval, waits for XID events in
+// between, applies the health rules, and reports readings and health changes. A GPU that
+// turned unhealthy is checked again every check_interval with the configured command.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "agent/gpu_provider.h"
+#include "agent/health.h"
+
+namespace gantry {
+
+struct GpuLocation {
+  std::string node_id;
+  int index = 0;
+};
+
+struct GpuReports {
+  // Every reading, per node: (GPU index, sample) pairs.
+  std::function<void(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples)> telemetry;
+  // A GPU changed health.
+  std::function<void(const std::string& node_id, int gpu, bool healthy, const std::string& reason)> health;
+  // The job that owns a process (empty when none).
+  std::function<std::string(int pid)> job_of_pid;
+};
+
+class GpuMonitor {
+ public:
+  GpuMonitor(GpuProvider& provider, HealthRules rules, std::map<std::string, GpuLocation> gpus, GpuReports reports);
+  ~GpuMonitor();
+  void Start();
+  void Stop();
+  // One round now (tests): a reading and the events queued so far.
+  void PollOnce();
+  // CPU seconds this process used per second of wall time while the monitor ran (to
+  // measure polling overhead); reset by each call.
+  double CpuShareSinceLastCall();
+
+ private:
+  void Loop();
+  void HandleSamples(std::vector<GpuSample> samples);
+  void MarkUnhealthy(const std::string& uuid, const std::string& reason);
+  void RunChecks();
+
+  GpuProvider& provider_;
+  HealthRules rules_;
+  std::map<std::string, GpuLocation> gpus_;  // by UUID
+  GpuReports reports_;
+  std::map<std::string, std::string> unhealthy_;  // UUID -> reason
+  std::map<std::string, int64_t> next_check_ms_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  double last_cpu_s_ = -1;
+  double last_wall_s_ = 0;
+};
+
+}  // namespace gantry

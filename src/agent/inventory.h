@@ -1,0 +1,20 @@
+// From what a GPU provider sees to the node the scheduler sees, and back for fake GPUs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/gpu_provider.h"
+#include "core/node.h"
+
+namespace gantry {
+
+// This machine as a node: its GPUs (type from the product name through the catalog's
+// aliases), MIG mode and instances, CPUs and memory. Errors name the GPU the catalog does
+// not know.
+Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory& inventory, const GpuCatalog& catalog);
+
+// What the fake provider reports for fake nodes.
+GpuInventory FakeInventory(const std::vector<Node>& nodes, const GpuCatalog& catalog);
+
+}  // namespace gantry

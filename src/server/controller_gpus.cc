@@ -1,0 +1,197 @@
+// GPU telemetry and health on the controller: readings kept in memory for the API and
+// /metrics (with dcgm-exporter's names, so existing Grafana dashboards work), and health
+// changes that fence a GPU, stop and requeue its jobs, and go to the node's history.
+#include <fmt/format.h>
+
+#include "server/controller.h"
+#include "server/node_json.h"
+
+namespace gantry {
+
+void Controller::ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples) {
+  Enqueue([this, node_id, samples = std::move(samples)]() mutable {
+    auto it = node_index_.find(node_id);
+    if (it == node_index_.end()) return;
+    TimeMs now = Now();
+    for (auto& [gpu, s] : samples) telemetry_[it->second][gpu] = {std::move(s), now};
+  });
+}
+
+void Controller::ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
+  Enqueue([=, this] { DoGpuHealth(node_id, gpu, healthy, reason); });
+}
+
+void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
+  auto it = node_index_.find(node_id);
+  if (it == node_index_.end()) return;
+  int n = it->second;
+  Node& node = snap_.nodes[n];
+  if (gpu < 0 || gpu >= static_cast<int>(node.gpus.size())) return;
+  Gpu& g = node.gpus[gpu];
+  if ((g.health == GpuHealth::kHealthy) == healthy) return;
+  g.health = healthy ? GpuHealth::kHealthy : GpuHealth::kUnhealthy;
+  PersistNode(n);
+  NodeEvent(node_id, healthy ? "gpu_healthy" : "gpu_unhealthy", {{"gpu", gpu}, {"uuid", g.uuid}, {"reason", reason}});
+  counters_[healthy ? "gpu_recovered" : "gpu_unhealthy"]++;
+  dirty_ = true;
+  if (healthy) return;
+  // The jobs on it stop now and requeue (from their checkpoints), up to max_retries.
+  std::vector<std::string> victims;
+  for (const RunningJob& r : snap_.running) {
+    for (const NodeShare& ns : r.placement.nodes) {
+      for (const GpuShare& share : ns.gpus) {
+        if (ns.node == n && share.gpu == gpu) victims.push_back(r.spec->id);
+      }
+    }
+  }
+  for (const std::string& id : victims) {
+    JobRecord& job = *Find(id);
+    if (job.state == JobState::kRunning) {
+      StopRunning(job, StopCause::kNodeFault, fmt::format("GPU {}:{} unhealthy: {}", node_id, gpu, reason),
+                  options_.fault_grace_ms);
+    }
+  }
+}
+
+namespace {
+
+nlohmann::json SampleToJson(const GpuSample& s) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const GpuProcess& p : s.processes) {
+    processes.push_back({{"pid", p.pid}, {"used_memory_mib", p.used_memory_mib}, {"job", p.job_id}});
+  }
+  return {{"utilization_pct", s.util_pct},
+          {"memory_utilization_pct", s.mem_util_pct},
+          {"memory_used_mib", s.mem_used_mib},
+          {"memory_total_mib", s.mem_total_mib},
+          {"temperature_c", s.temperature_c},
+          {"power_w", s.power_w},
+          {"power_limit_w", s.power_limit_w},
+          {"sm_clock_mhz", s.sm_clock_mhz},
+          {"ecc_corrected_volatile", s.ecc_corrected},
+          {"ecc_uncorrected_volatile", s.ecc_uncorrected},
+          {"retired_pages", s.retired_pages},
+          {"row_remap_pending", s.remap_pending},
+          {"lost", s.lost},
+          {"last_xid", s.last_xid},
+          {"processes", processes}};
+}
+
+}  // namespace
+
+ApiResult Controller::NodeGpus(const std::string& node_id) {
+  return Call([&] {
+    auto it = node_index_.find(node_id);
+    if (it == node_index_.end()) return ApiResult::Error(404, "not_found", "no node " + node_id, "node");
+    int n = it->second;
+    const Node& node = snap_.nodes[n];
+    std::map<int, std::vector<std::string>> jobs;
+    for (const RunningJob& r : snap_.running) {
+      for (const NodeShare& ns : r.placement.nodes) {
+        for (const GpuShare& g : ns.gpus) {
+          if (ns.node == n) jobs[g.gpu].push_back(r.spec->id);
+        }
+      }
+    }
+    nlohmann::json gpus = nlohmann::json::array();
+    TimeMs now = Now();
+    for (const Gpu& g : node.gpus) {
+      nlohmann::json j = {{"index", g.index},
+                          {"uuid", g.uuid},
+                          {"type", options_.config.catalog.Get(g.type).name},
+                          {"healthy", g.health == GpuHealth::kHealthy},
+                          {"fenced", g.fenced},
+                          {"jobs", jobs[g.index]}};
+      auto t = telemetry_.find(n);
+      if (t != telemetry_.end() && t->second.count(g.index)) {
+        const auto& [sample, at] = t->second.at(g.index);
+        j["telemetry"] = SampleToJson(sample);
+        j["telemetry"]["age_s"] = static_cast<double>(now - at) / 1000.0;
+      }
+      gpus.push_back(std::move(j));
+    }
+    return ApiResult{200, {{"node", node_id}, {"gpus", gpus}}};
+  });
+}
+
+ApiResult Controller::NodeHistory(const std::string& node_id, int limit) {
+  bool known = Call([&] { return node_index_.count(node_id) > 0; });
+  if (!known) return ApiResult::Error(404, "not_found", "no node " + node_id, "node");
+  auto events = store_->NodeEvents(node_id, limit);
+  if (!events) return ApiResult::FromStatus(events.status());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : *events) {
+    out.push_back(
+        {{"at", FormatUtc(e.ts_ms)}, {"kind", e.kind}, {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
+  }
+  return {200, {{"events", out}}};
+}
+
+// dcgm-exporter's metric names and labels (gpu, UUID, modelName, Hostname), plus the job
+// and team using the GPU.
+void Controller::WriteGpuMetrics(MetricsWriter& w) {
+  struct Family {
+    const char* name;
+    const char* help;
+    double (*value)(const GpuSample&);
+  };
+  static const Family kFamilies[] = {
+      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", [](const GpuSample& s) { return s.util_pct; }},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", [](const GpuSample& s) { return s.mem_util_pct; }},
+      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
+       [](const GpuSample& s) { return static_cast<double>(s.mem_used_mib); }},
+      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
+       [](const GpuSample& s) {
+         return s.mem_total_mib < 0 ? -1.0 : static_cast<double>(s.mem_total_mib - s.mem_used_mib);
+       }},
+      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", [](const GpuSample& s) { return s.temperature_c; }},
+      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", [](const GpuSample& s) { return s.power_w; }},
+      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).",
+       [](const GpuSample& s) { return static_cast<double>(s.sm_clock_mhz); }},
+      {"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.",
+       [](const GpuSample& s) { return static_cast<double>(s.last_xid); }},
+      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.",
+       [](const GpuSample& s) { return static_cast<double>(s.ecc_corrected); }},
+      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.",
+       [](const GpuSample& s) { return static_cast<double>(s.ecc_uncorrected); }},
+      {"DCGM_FI_DEV_RETIRED_DBE", "Total number of retired pages due to double-bit errors.",
+       [](const GpuSample& s) { return static_cast<double>(s.retired_pages); }},
+  };
+  std::map<std::pair<int, int>, std::pair<std::string, std::string>> users;  // (node, gpu) -> jobs, teams
+  for (const RunningJob& r : snap_.running) {
+    for (const NodeShare& ns : r.placement.nodes) {
+      for (const GpuShare& g : ns.gpus) {
+        auto& [jobs, teams] = users[{ns.node, g.gpu}];
+        jobs += (jobs.empty() ? "" : ",") + r.spec->id;
+        if (teams.find(r.spec->team) == std::string::npos) teams += (teams.empty() ? "" : ",") + r.spec->team;
+      }
+    }
+  }
+  auto labels = [&](int n, int gpu) {
+    const Node& node = snap_.nodes[n];
+    const auto& [jobs, teams] = users[{n, gpu}];
+    return Labels{{"gpu", std::to_string(gpu)},
+                  {"UUID", node.gpus[gpu].uuid},
+                  {"modelName", options_.config.catalog.Get(node.gpu_type()).name},
+                  {"Hostname", node.id},
+                  {"job", jobs},
+                  {"team", teams}};
+  };
+  for (const Family& f : kFamilies) {
+    w.Family(f.name, "gauge", f.help);
+    for (const auto& [n, gpus] : telemetry_) {
+      for (const auto& [gpu, reading] : gpus) {
+        double v = f.value(reading.first);
+        if (v >= 0 && !reading.first.lost) w.Sample(f.name, labels(n, gpu), v);
+      }
+    }
+  }
+  w.Family("gantry_gpu_healthy", "gauge", "1 while the GPU is healthy, 0 once a health rule fenced it");
+  for (size_t n = 0; n < snap_.nodes.size(); ++n) {
+    for (const Gpu& g : snap_.nodes[n].gpus) {
+      w.Sample("gantry_gpu_healthy", labels(static_cast<int>(n), g.index), g.health == GpuHealth::kHealthy ? 1 : 0);
+    }
+  }
+}
+
+}  // namespace gantry
