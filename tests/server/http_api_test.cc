@@ -195,5 +195,62 @@ TEST_F(HttpApi, CliSubmitsAJobsFileAndShowsTheQueue) {
   EXPECT_NE(Cli("drain t4-0:1", kRootToken, &rc).find("t4-0:1 drained"), std::string::npos);
 }
 
+TEST_F(HttpApi, AnInjectedXid79FencesTheGpuAndRequeuesItsJob) {
+  auto alice = server_->Client(kAliceToken);
+  auto root = server_->Client(kRootToken);
+  nlohmann::json job =
+      Json(alice.Post("/v1/jobs", R"({"gpus": 1, "gpu_types": ["T4"], "command": "sleep 60"})", "application/json"));
+  ASSERT_EQ(job["placement"][0]["node"], "t4-0");
+  int gpu = job["placement"][0]["gpus"][0]["index"];
+  std::string id = job["id"];
+  EXPECT_EQ(alice.Post("/v1/nodes/t4-0/gpus/0/fault", R"({"xid": 79})", "application/json")->status, 403);
+  auto fault = root.Post(fmt::format("/v1/nodes/t4-0/gpus/{}/fault", gpu), R"({"xid": 79})", "application/json");
+  ASSERT_EQ(fault->status, 200) << fault->body;
+  // SIGTERM ends `sleep`; the job requeues (a fault) and starts again on another T4.
+  nlohmann::json again;
+  for (int i = 0; i < 300; ++i) {
+    again = Json(alice.Get("/v1/jobs/" + id));
+    if (again["runs"] == 2 && again["state"] == "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(again["runs"], 2) << again.dump();
+  EXPECT_NE(again["placement"][0]["gpus"][0]["index"], gpu);
+  nlohmann::json gpus = Json(root.Get("/v1/nodes/t4-0/gpus"));
+  EXPECT_FALSE(gpus["gpus"][gpu]["healthy"].get<bool>());
+  nlohmann::json history = Json(root.Get("/v1/nodes/t4-0/events"));
+  ASSERT_FALSE(history["events"].empty());
+  EXPECT_EQ(history["events"][0]["kind"], "gpu_unhealthy");
+  EXPECT_NE(history["events"][0]["detail"]["reason"].get<std::string>().find("XID 79"), std::string::npos);
+  std::string metrics = server_->Client(nullptr).Get("/metrics")->body;
+  EXPECT_NE(metrics.find(fmt::format("gantry_gpu_healthy{{gpu=\"{}\",UUID=\"GPU-fake-t4-0-{}\"", gpu, gpu)),
+            std::string::npos);
+  // An admin's undrain returns it to service.
+  ASSERT_EQ(root.Post(fmt::format("/v1/nodes/t4-0/undrain?gpu={}", gpu), "", "text/plain")->status, 200);
+  EXPECT_TRUE(Json(root.Get("/v1/nodes/t4-0/gpus"))["gpus"][gpu]["healthy"].get<bool>());
+}
+
+TEST_F(HttpApi, GpuTelemetryIsAttributedToTheJob) {
+  auto alice = server_->Client(kAliceToken);
+  std::string id = Json(alice.Post("/v1/jobs", R"({"gpus": 1, "gpu_types": ["A100-80GB"], "command": "sleep 30"})",
+                                   "application/json"))["id"];
+  // Readings come every telemetry_interval (5 s by default).
+  nlohmann::json gpu;
+  for (int i = 0; i < 400; ++i) {
+    nlohmann::json gpus = Json(alice.Get("/v1/nodes/a100-80gb-0/gpus"));
+    gpu = gpus["gpus"][0];
+    if (gpu.contains("telemetry") && !gpu["telemetry"]["processes"].empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(gpu.contains("telemetry")) << gpu.dump();
+  EXPECT_GT(gpu["telemetry"]["utilization_pct"].get<double>(), 50);
+  ASSERT_FALSE(gpu["telemetry"]["processes"].empty()) << gpu.dump();
+  EXPECT_EQ(gpu["telemetry"]["processes"][0]["job"], id);
+  std::string metrics = server_->Client(nullptr).Get("/metrics")->body;
+  EXPECT_NE(metrics.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-fake-a100-80gb-0-0\",modelName=\"A100-80GB\","
+                         "Hostname=\"a100-80gb-0\",job=\"" +
+                         id + "\",team=\"vision\"}"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gantry::testing

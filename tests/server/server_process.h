@@ -30,6 +30,10 @@ class ServerProcess {
   explicit ServerProcess(std::string dir, std::string fake_gpus = "1x4xA100-80GB,1x2xT4")
       : dir_(std::move(dir)), fake_gpus_(std::move(fake_gpus)) {
     std::filesystem::create_directories(dir_ + "/config");
+    // Readings every 200 ms, so telemetry tests need not wait the default 5 s.
+    std::ofstream(dir_ + "/config/health.yaml") << "drain_xids: [48, 62, 64, 74, 79, 95]\n"
+                                                << "app_xids: [13, 31, 43, 45, 68, 94, 63, 92]\n"
+                                                << "telemetry_interval: 200ms\n";
     std::ofstream users(dir_ + "/config/users.yaml");
     users << "users:\n";
     const char* rows[][4] = {{"alice", "vision", "user", kAliceToken},

@@ -1,0 +1,145 @@
+// The in-process agent with real processes: environment per sharing mode, logs, exit
+// codes, SIGTERM then SIGKILL after the grace period, and adoption by a new agent.
+#include "agent/local_agent.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "server/controller_harness.h"
+
+namespace gantry::testing {
+namespace {
+
+// Collects what the agent reports.
+struct Reports {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, int> exit_codes;
+  std::map<std::string, std::chrono::steady_clock::time_point> exit_times;
+
+  AgentReports Sink() {
+    return {[](const std::string&, int) {},
+            [this](const std::string& id, int, const std::string&, int code, const std::string&) {
+              std::lock_guard<std::mutex> lock(mu);
+              exit_codes[id] = code;
+              exit_times[id] = std::chrono::steady_clock::now();
+              cv.notify_all();
+            }};
+  }
+  // The exit code of `id`, waiting up to `seconds`; -999 when it did not end.
+  int WaitExit(const std::string& id, int seconds = 10) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return exit_codes.count(id) > 0; });
+    return exit_codes.count(id) ? exit_codes[id] : -999;
+  }
+};
+
+StartOrder Order(const std::string& id, const std::string& command, SharingMode mode = SharingMode::kExclusive) {
+  JobSpec spec = MakeJob(id).spec();
+  spec.command = command;
+  StartOrder o;
+  o.job_id = id;
+  o.run = 1;
+  o.spec = std::make_shared<const JobSpec>(spec);
+  o.node_id = "n1";
+  o.leader_node = "n1";
+  o.sharing = mode;
+  o.gpus.push_back({0, "GPU-aaa", "", 1000, 0, 0, ""});
+  if (mode == SharingMode::kMps) o.gpus[0] = {2, "GPU-ccc", "", 300, 30, 20480, ""};
+  return o;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+class LocalAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempPath("agent");
+    std::filesystem::remove_all(dir_);
+  }
+  std::unique_ptr<LocalAgent> NewAgent() {
+    auto a = std::make_unique<LocalAgent>(LocalAgentOptions{dir_, GANTRY_BINARY, 20, nullptr}, reports_.Sink());
+    return a;
+  }
+  std::string dir_;
+  Reports reports_;
+};
+
+TEST_F(LocalAgentTest, RunsTheCommandWithItsEnvironmentAndLogs) {
+  auto agent = NewAgent();
+  agent->Start();
+  agent->Start(Order("j1", "echo $CUDA_VISIBLE_DEVICES $GANTRY_JOB_ID $GANTRY_RESTART_COUNT; echo err >&2; exit 3"));
+  EXPECT_EQ(reports_.WaitExit("j1"), 3);
+  EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stdout.log"), "GPU-aaa j1 0\n");
+  EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stderr.log"), "err\n");
+  EXPECT_TRUE(std::filesystem::is_directory(agent->JobDir("j1") + "/checkpoint"));
+}
+
+TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
+  StartOrder o = Order("m1", "true", SharingMode::kMps);
+  auto env = LocalAgent::JobEnvironment(o, "/ckpt");
+  EXPECT_EQ(env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "30");
+  EXPECT_EQ(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=20480M");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-ccc");
+  EXPECT_EQ(env["GANTRY_CHECKPOINT_DIR"], "/ckpt");
+  StartOrder t = Order("t1", "true", SharingMode::kTimeSlice);
+  t.gpus[0].milli = 250;
+  EXPECT_EQ(LocalAgent::JobEnvironment(t, "/c")["GANTRY_GPU_FRACTION"], "0.25");
+  StartOrder mig = Order("g1", "true", SharingMode::kMig);
+  mig.gpus[0].mig_uuid = "MIG-123";
+  EXPECT_EQ(LocalAgent::JobEnvironment(mig, "/c")["CUDA_VISIBLE_DEVICES"], "MIG-123");
+}
+
+TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {
+  auto agent = NewAgent();
+  agent->Start();
+  // Polite: ends on SIGTERM with its own code.
+  agent->Start(Order("polite", "trap 'exit 42' TERM; while true; do sleep 0.05; done"));
+  // Stubborn: ignores SIGTERM, so SIGKILL ends it after the grace period.
+  agent->Start(Order("stubborn", "trap '' TERM; while true; do sleep 0.05; done"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto t0 = std::chrono::steady_clock::now();
+  agent->Stop(StopOrder{"polite", 1, "n1", 5000, "cancel"});
+  agent->Stop(StopOrder{"stubborn", 1, "n1", 700, "cancel"});
+  EXPECT_EQ(reports_.WaitExit("polite"), 42);
+  EXPECT_EQ(reports_.WaitExit("stubborn"), 137);  // 128 + SIGKILL
+  double polite_s = std::chrono::duration<double>(reports_.exit_times["polite"] - t0).count();
+  double stubborn_s = std::chrono::duration<double>(reports_.exit_times["stubborn"] - t0).count();
+  EXPECT_LT(polite_s, 1.0);
+  EXPECT_GE(stubborn_s, 0.7);
+  EXPECT_LT(stubborn_s, 3.0);
+}
+
+TEST_F(LocalAgentTest, ANewAgentAdoptsARunThatKeptGoing) {
+  std::string marker = dir_ + "/go";
+  {
+    auto first = NewAgent();
+    first->Start();
+    first->Start(Order("long", "while [ ! -e " + marker + " ]; do sleep 0.05; done; exit 7"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first->Shutdown();  // the agent goes away; the job does not
+  }
+  auto second = NewAgent();
+  std::vector<RunReport> found = second->Recover();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].job_id, "long");
+  EXPECT_FALSE(found[0].exited);  // still running: adopted, not restarted
+  second->Start();
+  std::ofstream(marker) << "now\n";
+  EXPECT_EQ(reports_.WaitExit("long"), 7);  // its exit status, read from the shim's file
+}
+
+}  // namespace
+}  // namespace gantry::testing
