@@ -261,6 +261,11 @@ void LocalAgent::Poll() {
 }
 
 void LocalAgent::UpdateFakeLoad() {
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    active_.clear();
+    for (const auto& [key, r] : runs_) active_[key] = {r.job_id, r.run, r.node_id, false, -1, ""};
+  }
   if (!options_.fake_gpus) return;
   struct Load {
     double share = 0;
@@ -285,6 +290,13 @@ void LocalAgent::UpdateFakeLoad() {
       options_.fake_gpus->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.pids);
     }
   }
+}
+
+std::vector<RunReport> LocalAgent::ActiveRuns() {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  std::vector<RunReport> out;
+  for (const auto& [key, r] : active_) out.push_back(r);
+  return out;
 }
 
 std::string LocalAgent::JobOfPid(int pid) {

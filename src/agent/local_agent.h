@@ -55,6 +55,8 @@ class LocalAgent : public AgentLink {
   std::string JobDir(const std::string& job_id) const;
   // The job a process belongs to (its session leader is the job's shim); empty if none.
   std::string JobOfPid(int pid);
+  // The runs going on now (for re-registering with a restarted server).
+  std::vector<RunReport> ActiveRuns();
 
  private:
   struct Run {
@@ -86,6 +88,7 @@ class LocalAgent : public AgentLink {
   std::mutex sessions_mu_;
   std::map<int, std::string> sessions_;      // shim pid (= session id) -> job id
   std::map<std::string, bool> known_uuids_;  // GPUs that had load (to clear it)
+  std::map<std::string, RunReport> active_;  // guarded by sessions_mu_
 
   std::mutex mu_;
   std::condition_variable cv_;

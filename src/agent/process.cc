@@ -47,12 +47,20 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     }
     return Status::Internal("cannot open job logs: " + why);
   }
+  // The child's end closes on exec: when the parent reads EOF, the child has its own
+  // session and process group, so a stop sent at once reaches the whole group.
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) {
+    for (int fd : {out, err, devnull}) close(fd);
+    return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+  }
   pid_t pid = fork();
   if (pid < 0) {
-    for (int fd : {out, err, devnull}) close(fd);
+    for (int fd : {out, err, devnull, ready[0], ready[1]}) close(fd);
     return Status::Internal(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    close(ready[0]);
     setsid();
     dup2(devnull, 0);
     dup2(out, 1);
@@ -68,14 +76,26 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
-  for (int fd : {out, err, devnull}) close(fd);
+  for (int fd : {out, err, devnull, ready[1]}) close(fd);
+  char byte;
+  while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(ready[0]);
   return pid;
 }
 
+namespace {
+volatile sig_atomic_t g_term_before_child = 0;
+void NoteTerm(int) { g_term_before_child = 1; }
+}  // namespace
+
 int RunJobShim(const std::string& exit_file, const std::vector<std::string>& argv) {
   if (argv.empty()) return 2;
-  // The shim outlives a SIGTERM to the group (the job decides how to end); SIGKILL ends both.
-  signal(SIGTERM, SIG_IGN);
+  // The shim outlives a SIGTERM to the group (the job decides how to end); SIGKILL ends
+  // both. A SIGTERM that comes before the job exists is passed on to it once it does.
+  struct sigaction note {};
+  note.sa_handler = NoteTerm;
+  sigaction(SIGTERM, &note, nullptr);
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   pid_t child = fork();
@@ -90,6 +110,8 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
     execvp(args[0], args.data());
     _exit(127);
   }
+  signal(SIGTERM, SIG_IGN);
+  if (g_term_before_child) kill(child, SIGTERM);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
@@ -115,6 +137,16 @@ int ReadExitFile(const std::string& path) {
   int code = -1;
   if (!(f >> code)) return -1;
   return code;
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
 }
 
 bool IsLiveShim(pid_t pid) {

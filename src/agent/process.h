@@ -4,6 +4,7 @@
 // agent and writes the exit status to a file, so a restarted agent can adopt it.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <map>
@@ -37,5 +38,9 @@ int ReadExitFile(const std::string& path);
 
 // True when `pid` is alive and is a gantry job shim (not a recycled pid).
 bool IsLiveShim(pid_t pid);
+
+// For daemons: blocks SIGTERM and SIGINT in this thread and the threads it starts (a
+// waiting thread takes them with sigwait), and ignores SIGPIPE. Returns the blocked set.
+sigset_t BlockStopSignals();
 
 }  // namespace gantry

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "agent/process.h"
+#include "agent/remote_agent.h"
 #include "cli/demo.h"
 #include "cli/sim_command.h"
 #include "client/commands.h"
@@ -74,12 +75,27 @@ int main(int argc, char** argv) {
   server_cmd->add_flag("--standalone", server.standalone, "Run jobs on this machine with an in-process agent");
   server_cmd->add_option("--fake-gpus", server.fake_gpus, "Standalone without GPUs: e.g. 2x8xA100-80GB,1x4xT4");
   server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
+  server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
+      ->check(CLI::Range(0.5, 86400.0));
   bool no_fsync = false;
   server_cmd->add_flag("--no-fsync", no_fsync, "Commit without fsync (survives a crash of gantry, not of the machine)");
+
+  gantry::AgentOptions agent;
+  CLI::App* agent_cmd = app.add_subcommand("agent", "Run the node agent: register this node's GPUs, run its jobs");
+  agent_cmd->add_option("--server", agent.server, "The server's address")->default_str(agent.server);
+  agent_cmd->add_option("--token", agent.token, "An agent token (gantry token --role agent)");
+  agent_cmd->add_option("--token-file", agent.token_file, "File holding the token");
+  agent_cmd->add_option("--node-id", agent.node_id, "Node name (default: the host name)");
+  agent_cmd->add_option("--data-dir", agent.data_dir, "Job logs, checkpoints and run records")->required();
+  agent_cmd->add_option("--config", agent.config_dir, "Config directory (gpu_types.yaml, health.yaml)");
+  agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
+  agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")
+      ->check(CLI::Range(0.1, 600.0));
 
   auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
 
   CLI11_PARSE(app, argc, argv);
+  if (*agent_cmd) return gantry::RunAgent(agent, std::cout, std::cerr);
   if (*server_cmd) {
     server.sync_full = !no_fsync;
     return gantry::RunServer(server, std::cout, std::cerr);

@@ -404,8 +404,8 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   CLI::App* token = app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
   token->add_option("--user", (*tu)[0], "User name")->required();
   token->add_option("--team", (*tu)[1], "Team")->required();
-  token->add_option("--role", (*tu)[2], "user, team-admin or admin")
-      ->check(CLI::IsMember({"user", "team-admin", "admin"}));
+  token->add_option("--role", (*tu)[2], "user, team-admin, admin or agent (a node agent)")
+      ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
   token->callback([=, &out] {
     *chosen = [=, &out] {
       std::string t = NewToken();

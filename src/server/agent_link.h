@@ -59,6 +59,8 @@ class AgentLink {
   virtual ~AgentLink() = default;
   virtual void Start(const StartOrder& order) = 0;
   virtual void Stop(const StopOrder& order) = 0;
+  // A remote agent: its node is lost when its heartbeats stop.
+  virtual bool remote() const { return false; }
 };
 
 }  // namespace gantry

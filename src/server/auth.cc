@@ -11,13 +11,13 @@
 namespace gantry {
 
 namespace {
-constexpr const char* kRoleNames[] = {"user", "team-admin", "admin"};
+constexpr const char* kRoleNames[] = {"user", "team-admin", "admin", "agent"};
 }
 
 const char* ToString(Role r) { return kRoleNames[static_cast<int>(r)]; }
 
 bool ParseRole(const std::string& text, Role* out) {
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     if (text == kRoleNames[i]) {
       *out = static_cast<Role>(i);
       return true;
@@ -68,7 +68,7 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
     e.token_sha256 = r.Required<std::string>("token_sha256");
     if (Status s = r.Finish(); !s.ok()) return s;
     if (!ParseRole(role, &e.actor.role)) {
-      return Status::Invalid(where + ".role", "must be user, team-admin or admin, not '" + role + "'");
+      return Status::Invalid(where + ".role", "must be user, team-admin, admin or agent, not '" + role + "'");
     }
     if (e.token_sha256.size() != 64 || e.token_sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
       return Status::Invalid(where + ".token_sha256", "must be 64 lower-case hex digits (gantry token hash)");

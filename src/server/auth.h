@@ -10,7 +10,8 @@
 
 namespace gantry {
 
-enum class Role : uint8_t { kUser, kTeamAdmin, kAdmin };
+// kAgent is a node agent's token: it may use /v1/agent/* only.
+enum class Role : uint8_t { kUser, kTeamAdmin, kAdmin, kAgent };
 const char* ToString(Role r);
 bool ParseRole(const std::string& text, Role* out);
 

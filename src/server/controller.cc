@@ -61,6 +61,7 @@ Status Controller::Recover() {
     node_index_[node->id] = static_cast<int>(snap_.nodes.size());
     snap_.nodes.push_back(std::move(*node));
     node_link_.push_back(nullptr);
+    last_seen_.push_back(Now());
   }
   auto index_of = [this](const std::string& id) {
     auto it = node_index_.find(id);
@@ -104,7 +105,9 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
         node_index_[n.id] = static_cast<int>(snap_.nodes.size());
         snap_.nodes.push_back(n);
         node_link_.push_back(link);
+        last_seen_.push_back(Now());
         PersistNode(static_cast<int>(snap_.nodes.size()) - 1);
+        NodeEvent(n.id, "registered", {{"gpus", n.gpus.size()}});
         continue;
       }
       // Known node: the inventory comes from the agent, the admin's drains from the store.
@@ -113,9 +116,12 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
       fresh.state = known.state == NodeState::kDown ? NodeState::kUp : known.state;
       for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g)
         fresh.gpus[g].fenced = known.gpus[g].fenced;
+      bool was_down = known.state == NodeState::kDown;
       known = std::move(fresh);
       node_link_[it->second] = link;
+      last_seen_[it->second] = Now();
       PersistNode(it->second);
+      NodeEvent(n.id, was_down ? "back" : "registered", {{"gpus", n.gpus.size()}});
     }
     // Reconcile: adopt what the agent still runs, finish what ended, resend what it never got.
     std::set<std::pair<std::string, std::string>> reported;
@@ -224,7 +230,8 @@ void Controller::Loop() {
       Cycle();
       auto took = Clock::now() - t0;
       cycle_seconds_.Observe(std::chrono::duration<double>(took).count());
-      cycle_allowed_at = Clock::now() + (took > std::chrono::milliseconds(1) ? 4 * took : Clock::duration(0));
+      bool slow = options_.defer_slow_cycles && took > std::chrono::milliseconds(1);
+      cycle_allowed_at = Clock::now() + (slow ? 4 * took : Clock::duration(0));
     }
     for (size_t i = 0; i < work.size(); ++i) {
       if (work[i].after_cycle && !failures[i]) work[i].after_cycle();

@@ -56,6 +56,7 @@ struct ControllerOptions {
   DurationMs fault_grace_ms = 10000;   // jobs on a GPU that turned unhealthy
   DurationMs node_timeout_ms = 60000;  // a node silent this long is lost; its jobs requeue
   std::function<TimeMs()> now;         // the clock; wall clock when empty
+  bool defer_slow_cycles = true;       // false: a cycle after every batch, however long (tests)
 };
 
 class Controller {
@@ -101,6 +102,8 @@ class Controller {
   void ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                     const std::string& reason);
   void ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples);
+  // A remote agent is alive; a node without heartbeats for node_timeout is lost.
+  void Heartbeat(const std::string& node_id);
   // A GPU turned unhealthy (fenced at once, its jobs stopped and requeued) or healthy again.
   void ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
 
@@ -151,6 +154,7 @@ class Controller {
   void Event(const JobRecord& job, const std::string& kind, nlohmann::json detail = nlohmann::json::object());
   void NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail);
   void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
+  void NodeLost(int n);
   void WriteGpuMetrics(MetricsWriter& w);
   void Audit(const Actor& who, const std::string& action, const std::string& target, int status,
              const std::string& detail = "");
@@ -178,8 +182,9 @@ class Controller {
   std::unordered_map<std::string, uint64_t> pending_running_;  // id -> seq of active jobs
   std::unordered_map<std::string, int> node_index_;
   std::vector<AgentLink*> node_link_;
-  std::unordered_map<std::string, int> running_nodes_;                      // job id -> node processes still running
-  std::unordered_map<std::string, int> running_pos_;                        // job id -> index in snap_.running
+  std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
+  std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running
+  std::unordered_map<std::string, int> running_pos_;    // job id -> index in snap_.running
   std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
   std::map<std::string, std::string> meta_;
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).

@@ -17,6 +17,50 @@ void Controller::ReportTelemetry(const std::string& node_id, std::vector<std::pa
   });
 }
 
+void Controller::Heartbeat(const std::string& node_id) {
+  Enqueue([this, node_id] {
+    auto it = node_index_.find(node_id);
+    if (it != node_index_.end()) last_seen_[it->second] = Now();
+  });
+}
+
+// The node's agent went silent: the node is down, and every job on it ends there. Those
+// still running requeue as after a fault (up to max_retries); their processes on other
+// nodes of a gang are stopped. A returning agent is told to stop what it still runs.
+void Controller::NodeLost(int n) {
+  Node& node = snap_.nodes[n];
+  node.state = NodeState::kDown;
+  node_link_[n] = nullptr;
+  telemetry_.erase(n);
+  PersistNode(n);
+  NodeEvent(node.id, "lost", {{"silent_ms", Now() - last_seen_[n]}});
+  counters_["node_lost"]++;
+  dirty_ = true;
+  std::vector<std::string> victims;
+  for (const RunningJob& r : snap_.running) {
+    for (const NodeShare& ns : r.placement.nodes) {
+      if (ns.node == n) victims.push_back(r.spec->id);
+    }
+  }
+  for (const std::string& id : victims) {
+    JobRecord& job = *Find(id);
+    std::string reason = fmt::format("node {} lost (no heartbeat)", node.id);
+    if (job.stop_cause == StopCause::kNone) {
+      job.stop_cause = StopCause::kNodeFault;
+      job.reason = reason;
+    }
+    for (const NodeShare& ns : job.placement.nodes) {
+      if (ns.node != n && node_link_[ns.node]) {
+        AgentLink* link = node_link_[ns.node];
+        StopOrder order{id, job.runs, snap_.nodes[ns.node].id, 0, reason};
+        outbox_.push_back([link, order] { link->Stop(order); });
+      }
+    }
+    running_nodes_[id] = 1;
+    DoExited(id, job.runs, node.id, -1, reason);
+  }
+}
+
 void Controller::ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
   Enqueue([=, this] { DoGpuHealth(node_id, gpu, healthy, reason); });
 }

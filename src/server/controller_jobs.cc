@@ -358,6 +358,10 @@ void Controller::Cycle() {
 void Controller::Tick() {
   RefreshQuotas();
   TimeMs now = Now();
+  for (size_t n = 0; n < snap_.nodes.size(); ++n) {
+    AgentLink* link = node_link_[n];
+    if (link && link->remote() && now - last_seen_[n] > options_.node_timeout_ms) NodeLost(static_cast<int>(n));
+  }
   for (auto& [id, pos] : running_pos_) {
     JobRecord& job = *Find(id);
     if (job.state == JobState::kRunning && now >= job.start_ms + job.spec->time_limit_ms) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/spec_yaml.h"
+#include "server/agent_hub.h"
 
 namespace gantry {
 
@@ -109,6 +110,13 @@ void HttpApi::Routes() {
       std::string header = req.get_header_value("Authorization");
       const Actor* who = nullptr;
       if (header.rfind("Bearer ", 0) == 0) who = users_.Authenticate(header.substr(7));
+      if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0) && !(who->admin())) {
+        ReplyError(res, 403, "forbidden",
+                   who->role == Role::kAgent ? "an agent token may use /v1/agent/* only"
+                                             : "only node agents (and admins) use /v1/agent/*",
+                   "Authorization");
+        return;
+      }
       if (!who) {
         if (mutating) controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", 401, "refused");
         res.set_header("WWW-Authenticate", "Bearer");
@@ -255,6 +263,35 @@ void HttpApi::Routes() {
            if (!s.ok()) return Reply(res, ApiResult::FromStatus(s));
            Reply(res, {200, {{"injected", fault}}});
          }));
+  if (options_.agents) {
+    AgentHub* hub = options_.agents;
+    auto body_json = [](const httplib::Request& req, httplib::Response& res, nlohmann::json* out) {
+      *out = nlohmann::json::parse(req.body, nullptr, false);
+      if (out->is_object()) return true;
+      ReplyError(res, 400, "invalid_argument", "expected a JSON object", "body");
+      return false;
+    };
+    s.Post("/v1/agent/register",
+           authed(false, [hub, body_json](const Actor&, const httplib::Request& req, httplib::Response& res) {
+             nlohmann::json body;
+             if (body_json(req, res, &body)) Reply(res, hub->Register(body));
+           }));
+    s.Get("/v1/agent/orders",
+          authed(false, [this, hub](const Actor&, const httplib::Request& req, httplib::Response& res) {
+            if (!OnlyParams(req, res, {"node", "session", "ack", "wait"})) return;
+            int64_t wait = 0, session = 0, ack = 0;
+            if (!IntParam(req, res, "wait", 0, options_.max_poll_s, &wait)) return;
+            if (!IntParam(req, res, "session", 0, INT64_MAX, &session)) return;
+            if (!IntParam(req, res, "ack", 0, INT64_MAX, &ack)) return;
+            Reply(res, hub->Poll(req.get_param_value("node"), static_cast<uint64_t>(session),
+                                 static_cast<uint64_t>(ack), static_cast<int>(wait)));
+          }));
+    s.Post("/v1/agent/report",
+           authed(false, [hub, body_json](const Actor&, const httplib::Request& req, httplib::Response& res) {
+             nlohmann::json body;
+             if (body_json(req, res, &body)) Reply(res, hub->Report(body));
+           }));
+  }
   s.Get("/v1/audit", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;

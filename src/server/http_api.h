@@ -15,6 +15,8 @@ class Server;
 
 namespace gantry {
 
+class AgentHub;
+
 struct HttpOptions {
   size_t max_body_bytes = 1 << 20;  // larger requests get 413
   bool open_metrics = true;         // /metrics without a token
@@ -24,6 +26,8 @@ struct HttpOptions {
   // Fake GPUs only: inject a fault ({"xid": 79}, {"temperature_c": 95}, {"ecc_uncorrected": 2},
   // {"heal": true}) into GPU `gpu` of a node. Empty: the endpoint answers 404.
   std::function<Status(const std::string& node, int gpu, const nlohmann::json& fault)> inject_fault;
+  AgentHub* agents = nullptr;  // remote agents (/v1/agent/*); null: none
+  int max_poll_s = 25;         // longest long poll an agent may ask for
 };
 
 class HttpApi {

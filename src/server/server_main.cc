@@ -18,6 +18,8 @@
 #include "agent/gpu_monitor.h"
 #include "agent/inventory.h"
 #include "agent/local_agent.h"
+#include "agent/process.h"
+#include "server/agent_hub.h"
 #include "server/fake_gpus.h"
 #include "server/http_api.h"
 
@@ -137,12 +139,7 @@ Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, co
 
 int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // SIGTERM and SIGINT are taken by a waiting thread; block them before any thread starts.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = BlockStopSignals();
 
   std::string host;
   int port = 0;
@@ -186,6 +183,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.config_dir.empty() && fs::exists(o.config_dir + "/team_quotas.yaml")) {
     copts.quotas_path = o.config_dir + "/team_quotas.yaml";
   }
+  copts.node_timeout_ms = static_cast<DurationMs>(o.node_timeout_s * 1000);
   Controller controller(std::move(copts), std::move(*store));
   if (Status s = controller.Recover(); !s.ok()) {
     err << "gantry server: recovery from " << db << " failed: " << s.ToString() << "\n";
@@ -255,7 +253,10 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
 
+  AgentHub hub(controller);
   HttpOptions hopts;
+  hopts.agents = &hub;
+  hopts.threads = o.http_threads;
   if (fake) {
     hopts.inject_fault = [fake, &nodes](const std::string& node_id, int gpu, const nlohmann::json& f) -> Status {
       return InjectFakeFault(*fake, nodes, node_id, gpu, f);
@@ -282,6 +283,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
+    hub.Close();
     api.Shutdown();
   });
   api.Serve();

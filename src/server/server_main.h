@@ -13,10 +13,12 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string config_dir;  // gpu_types, scheduler_config, team_quotas, users, profiles
   bool standalone = false;
-  std::string fake_gpus;   // standalone: fake nodes instead of the machine's GPUs
-  std::string ready_file;  // written with the bound address once serving (scripts, tests)
-  std::string shim;        // the gantry binary (job shim); default /proc/self/exe
-  bool sync_full = true;   // fsync every commit
+  std::string fake_gpus;       // standalone: fake nodes instead of the machine's GPUs
+  std::string ready_file;      // written with the bound address once serving (scripts, tests)
+  std::string shim;            // the gantry binary (job shim); default /proc/self/exe
+  bool sync_full = true;       // fsync every commit
+  double node_timeout_s = 60;  // a remote agent silent this long: its node is lost, its jobs requeue
+  int http_threads = 32;       // agents' long polls hold one each
 };
 
 int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);

@@ -106,10 +106,13 @@ TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {
   auto agent = NewAgent();
   agent->Start();
   // Polite: ends on SIGTERM with its own code.
-  agent->Start(Order("polite", "trap 'exit 42' TERM; while true; do sleep 0.05; done"));
+  agent->Start(Order("polite", "trap 'exit 42' TERM; touch " + dir_ + "/p; while true; do sleep 0.05; done"));
   // Stubborn: ignores SIGTERM, so SIGKILL ends it after the grace period.
-  agent->Start(Order("stubborn", "trap '' TERM; while true; do sleep 0.05; done"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  agent->Start(Order("stubborn", "trap '' TERM; touch " + dir_ + "/s; while true; do sleep 0.05; done"));
+  // Signal only once both have set their traps.
+  for (int i = 0; i < 500 && !(std::filesystem::exists(dir_ + "/p") && std::filesystem::exists(dir_ + "/s")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   auto t0 = std::chrono::steady_clock::now();
   agent->Stop(StopOrder{"polite", 1, "n1", 5000, "cancel"});
   agent->Stop(StopOrder{"stubborn", 1, "n1", 700, "cancel"});
@@ -127,8 +130,10 @@ TEST_F(LocalAgentTest, ANewAgentAdoptsARunThatKeptGoing) {
   {
     auto first = NewAgent();
     first->Start();
-    first->Start(Order("long", "while [ ! -e " + marker + " ]; do sleep 0.05; done; exit 7"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first->Start(Order("long", "touch " + dir_ + "/up; while [ ! -e " + marker + " ]; do sleep 0.05; done; exit 7"));
+    for (int i = 0; i < 500 && !std::filesystem::exists(dir_ + "/up"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     first->Shutdown();  // the agent goes away; the job does not
   }
   auto second = NewAgent();

@@ -44,6 +44,7 @@ struct Harness {
     o.config = *LoadConfigDir("");
     o.tick_ms = tick_ms;  // periodic cycle (time limits); long by default: tests decide
     o.kill_wait_ms = 5000;
+    o.defer_slow_cycles = false;  // every batch gets its cycle, however slow the build (ASan)
     o.now = [this] { return now.load(); };
     auto store = OpenSqliteStore(db, {.synchronous_full = false});
     EXPECT_TRUE(store.ok());

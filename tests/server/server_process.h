@@ -23,10 +23,13 @@ inline const char* kAliceToken = "alice-token-vision-user";
 inline const char* kBobToken = "bob-token-nlp-user";
 inline const char* kLeadToken = "lead-token-vision-team-admin";
 inline const char* kRootToken = "root-token-ops-admin";
+inline const char* kAgentToken = "agent-token-for-nodes";
 
 class ServerProcess {
  public:
   // `dir` holds config/, data/ and the server's log; the same dir restarts the same server.
+  // Standalone with `fake_gpus`; with an empty `fake_gpus`, a cluster server that waits for
+  // agents (nodes are lost after 1.5 s without a heartbeat).
   explicit ServerProcess(std::string dir, std::string fake_gpus = "1x4xA100-80GB,1x2xT4")
       : dir_(std::move(dir)), fake_gpus_(std::move(fake_gpus)) {
     std::filesystem::create_directories(dir_ + "/config");
@@ -39,7 +42,8 @@ class ServerProcess {
     const char* rows[][4] = {{"alice", "vision", "user", kAliceToken},
                              {"bob", "nlp", "user", kBobToken},
                              {"lead", "vision", "team-admin", kLeadToken},
-                             {"root", "ops", "admin", kRootToken}};
+                             {"root", "ops", "admin", kRootToken},
+                             {"node-agent", "ops", "agent", kAgentToken}};
     for (auto& r : rows) {
       users << "  - {name: " << r[0] << ", team: " << r[1] << ", role: " << r[2]
             << ", token_sha256: " << Sha256Hex(r[3]) << "}\n";
@@ -57,7 +61,7 @@ class ServerProcess {
     for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
       std::ifstream f(p.path() / "cmdline");
       std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (cmdline.find("job-shim") == std::string::npos || cmdline.find(data_dir()) == std::string::npos) continue;
+      if (cmdline.find("job-shim") == std::string::npos || cmdline.find(dir_) == std::string::npos) continue;
       pid_t pid = static_cast<pid_t>(std::atoi(p.path().filename().c_str()));
       if (pid > 0) kill(-pid, SIGKILL);
     }
@@ -70,9 +74,17 @@ class ServerProcess {
     if (pid_ == 0) {
       std::string log = dir_ + "/server.log";
       if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
-      execl(GANTRY_BINARY, GANTRY_BINARY, "server", "--standalone", "--fake-gpus", fake_gpus_.c_str(), "--data-dir",
-            (dir_ + "/data").c_str(), "--config", (dir_ + "/config").c_str(), "--listen", "127.0.0.1:0", "--ready-file",
-            ready.c_str(), static_cast<char*>(nullptr));
+      std::vector<std::string> args = {GANTRY_BINARY,    "server",   "--data-dir",  dir_ + "/data", "--config",
+                                       dir_ + "/config", "--listen", "127.0.0.1:0", "--ready-file", ready};
+      if (fake_gpus_.empty()) {
+        args.insert(args.end(), {"--db", dir_ + "/cluster.db", "--node-timeout", "1.5"});
+      } else {
+        args.insert(args.end(), {"--standalone", "--fake-gpus", fake_gpus_});
+      }
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
       _exit(127);
     }
     for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) {
@@ -93,6 +105,7 @@ class ServerProcess {
 
   const std::string& address() const { return address_; }
   std::string data_dir() const { return dir_ + "/data"; }
+  const std::string& dir() const { return dir_; }
 
   httplib::Client Client(const char* token) const {
     httplib::Client c(address_);
@@ -108,6 +121,35 @@ class ServerProcess {
   std::string fake_gpus_;
   pid_t pid_ = -1;
   std::string address_;
+};
+
+// A `gantry agent` process with fake GPUs, reporting every 0.3 s.
+class AgentProcess {
+ public:
+  AgentProcess(std::string dir, std::string node_id, std::string fake_gpus)
+      : dir_(std::move(dir)), node_(std::move(node_id)), gpus_(std::move(fake_gpus)) {}
+  ~AgentProcess() { Kill(SIGKILL); }
+  void Start(const std::string& server) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::string log = dir_ + "/agent-" + node_ + ".log";
+      if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
+      execl(GANTRY_BINARY, GANTRY_BINARY, "agent", "--server", server.c_str(), "--token", kAgentToken, "--node-id",
+            node_.c_str(), "--data-dir", (dir_ + "/agent-" + node_).c_str(), "--fake-gpus", gpus_.c_str(),
+            "--heartbeat", "0.3", "--config", (dir_ + "/config").c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  void Kill(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  std::string dir_, node_, gpus_;
+  pid_t pid_ = -1;
 };
 
 inline nlohmann::json Json(const httplib::Result& r) {

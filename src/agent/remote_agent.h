@@ -1,0 +1,28 @@
+// `gantry agent`: the node agent of a cluster. It registers this node's GPUs with the
+// server, pulls its orders by long poll (so it works behind NAT and firewalls), runs jobs
+// with the same runner as the standalone server, and reports job events, GPU readings and
+// health. A restarted agent adopts the jobs still running; a restarted server gets the
+// node's runs again when the agent re-registers.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace gantry {
+
+struct AgentOptions {
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;
+  std::string token_file;
+  std::string node_id;     // default: the host name
+  std::string data_dir;    // job logs, checkpoints and run records
+  std::string config_dir;  // gpu_types.yaml, health.yaml
+  std::string fake_gpus;   // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
+  std::string shim;        // default /proc/self/exe
+  int poll_wait_s = 20;
+  double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often
+};
+
+int RunAgent(const AgentOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace gantry

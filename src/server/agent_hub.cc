@@ -1,0 +1,121 @@
+// Remote agents.
+#include "server/agent_hub.h"
+
+#include <chrono>
+
+#include "agent/inventory.h"
+#include "server/agent_wire.h"
+
+namespace gantry {
+
+void AgentHub::Queue::Start(const StartOrder& order) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    orders.push_back(StartOrderToJson(order));
+    orders.back()["seq"] = next_seq++;
+  }
+  cv.notify_all();
+}
+
+void AgentHub::Queue::Stop(const StopOrder& order) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    orders.push_back(StopOrderToJson(order));
+    orders.back()["seq"] = next_seq++;
+  }
+  cv.notify_all();
+}
+
+AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = queues_.find(node_id);
+  return it == queues_.end() ? nullptr : it->second.get();
+}
+
+ApiResult AgentHub::Register(const nlohmann::json& body) {
+  std::string node_id = body.value("node_id", "");
+  if (node_id.empty() || node_id.size() > 128) {
+    return ApiResult::Error(400, "invalid_argument", "is required (at most 128 characters)", "node_id");
+  }
+  auto node =
+      NodeFromInventory(node_id, InventoryFromJson(FieldOr(body, "inventory", EmptyObject())), controller_.catalog());
+  if (!node) return ApiResult::FromStatus(node.status());
+  if (body.contains("cpus")) node->cpus = body.value("cpus", node->cpus);
+  if (body.contains("memory_mib")) node->memory_mib = body.value("memory_mib", node->memory_mib);
+  for (const auto& [k, v] : FieldOr(body, "labels", EmptyObject()).items()) {
+    if (v.is_string()) node->labels[k] = v.get<std::string>();
+  }
+  std::vector<RunReport> runs;
+  for (const auto& r : FieldOr(body, "runs", EmptyList())) runs.push_back(RunReportFromJson(r));
+  Queue* queue = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& q = queues_[node_id];
+    if (!q) q = std::make_unique<Queue>();
+    queue = q.get();
+  }
+  uint64_t session = 0, first_seq = 0;
+  {
+    // A new session: what the old one left unacknowledged is void (the registration's run
+    // list reconciles it), and polls of the old agent stop taking orders.
+    std::lock_guard<std::mutex> lock(queue->mu);
+    session = ++queue->session;
+    queue->orders.clear();
+    first_seq = queue->next_seq;
+    queue->cv.notify_all();
+  }
+  if (Status s = controller_.AttachNodes({*node}, queue, runs); !s.ok()) return ApiResult::FromStatus(s);
+  return {200, {{"node_id", node_id}, {"gpus", node->gpus.size()}, {"session", session}, {"ack", first_seq - 1}}};
+}
+
+ApiResult AgentHub::Poll(const std::string& node_id, uint64_t session, uint64_t ack, int wait_s) {
+  Queue* q = Find(node_id);
+  if (!q) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered: register first", "node");
+  std::unique_lock<std::mutex> lock(q->mu);
+  if (session != q->session) {
+    return ApiResult::Error(409, "failed_precondition", "an older session of this node: register again", "session");
+  }
+  controller_.Heartbeat(node_id);
+  while (!q->orders.empty() && q->orders.front()["seq"].get<uint64_t>() <= ack) q->orders.pop_front();
+  q->cv.wait_for(lock, std::chrono::seconds(wait_s),
+                 [&] { return q->closed || q->session != session || !q->orders.empty(); });
+  if (q->session != session) return ApiResult::Error(409, "failed_precondition", "superseded", "session");
+  nlohmann::json orders = nlohmann::json::array();
+  for (const nlohmann::json& order : q->orders) orders.push_back(order);
+  return {200, {{"orders", orders}}};
+}
+
+ApiResult AgentHub::Report(const nlohmann::json& body) {
+  std::string node_id = body.value("node_id", "");
+  if (!Find(node_id)) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered", "node_id");
+  controller_.Heartbeat(node_id);
+  for (const auto& e : FieldOr(body, "events", EmptyList())) {
+    std::string type = e.value("type", "");
+    if (type == "started") {
+      controller_.ReportStarted(e.value("job_id", ""), e.value("run", 0));
+    } else if (type == "exited") {
+      controller_.ReportExited(e.value("job_id", ""), e.value("run", 0), node_id, e.value("exit_code", -1),
+                               e.value("reason", ""));
+    }
+  }
+  std::vector<std::pair<int, GpuSample>> samples;
+  for (const auto& t : FieldOr(body, "telemetry", EmptyList())) {
+    samples.emplace_back(t.value("gpu", 0), SampleFromWire(FieldOr(t, "sample", EmptyObject())));
+  }
+  if (!samples.empty()) controller_.ReportTelemetry(node_id, std::move(samples));
+  for (const auto& h : FieldOr(body, "health", EmptyList())) {
+    controller_.ReportGpuHealth(node_id, h.value("gpu", -1), h.value("healthy", true), h.value("reason", ""));
+  }
+  return {200, {{"ok", true}}};
+}
+
+void AgentHub::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, q] : queues_) {
+    std::lock_guard<std::mutex> qlock(q->mu);
+    q->closed = true;
+    q->cv.notify_all();
+  }
+}
+
+}  // namespace gantry

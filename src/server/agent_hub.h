@@ -1,0 +1,52 @@
+// Remote node agents on the server side: registration, the long-poll queue of orders per
+// node (agents pull, so they work behind NAT and firewalls), and their reports (job
+// events, readings, health). Every poll and report is also the node's heartbeat.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "server/controller.h"
+
+namespace gantry {
+
+class AgentHub {
+ public:
+  explicit AgentHub(Controller& controller) : controller_(controller) {}
+
+  // POST /v1/agent/register {node_id, cpus, memory_mib, labels, inventory, runs}
+  ApiResult Register(const nlohmann::json& body);
+  // GET /v1/agent/orders?node=ID&session=N&ack=K&wait=S: the orders queued for the node
+  // after K (each order has a sequence number; the agent acknowledges the last one it
+  // applied with its next poll, so an answer lost on the way is sent again), waiting up to
+  // S seconds for one. A poll of an older session (a dead agent's) gets 409 and no orders.
+  ApiResult Poll(const std::string& node_id, uint64_t session, uint64_t ack, int wait_s);
+  // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...]}
+  ApiResult Report(const nlohmann::json& body);
+  // Wakes every waiting poll (shutdown).
+  void Close();
+
+ private:
+  class Queue : public AgentLink {
+   public:
+    void Start(const StartOrder& order) override;
+    void Stop(const StopOrder& order) override;
+    bool remote() const override { return true; }
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<nlohmann::json> orders;  // each with "seq"
+    uint64_t next_seq = 1;
+    uint64_t session = 0;
+    bool closed = false;
+  };
+  Queue* Find(const std::string& node_id);
+
+  Controller& controller_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Queue>> queues_;
+};
+
+}  // namespace gantry

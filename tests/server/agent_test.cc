@@ -1,0 +1,89 @@
+// Integration: a cluster server with remote `gantry agent` processes on loopback. Jobs run
+// on the agent's node; a killed agent's jobs survive its restart; a node that stops
+// sending heartbeats is lost and its jobs requeue.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "controller_harness.h"
+#include "server_process.h"
+
+namespace gantry::testing {
+namespace {
+
+class Agents : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempPath("cluster");
+    std::filesystem::remove_all(dir_);
+    server_ = std::make_unique<ServerProcess>(dir_, "");
+    server_->Start();
+    agent_ = std::make_unique<AgentProcess>(dir_, "node-a", "4xT4");
+    agent_->Start(server_->address());
+    ASSERT_EQ(Wait([&] { return NodeState("node-a"); }, "up"), "up");
+  }
+  std::string NodeState(const std::string& id) {
+    nlohmann::json nodes = Json(Root().Get("/v1/nodes"));  // kept: the loop must not outlive it
+    for (const auto& n : nodes["nodes"]) {
+      if (n["id"] == id) return n["state"];
+    }
+    return "";
+  }
+  std::string JobState(const std::string& id) { return Json(Root().Get("/v1/jobs/" + id)).value("state", ""); }
+  httplib::Client Root() { return server_->Client(kRootToken); }
+  // Polls `f` until it returns `want` (or 15 s pass); returns the last value.
+  template <typename F>
+  std::string Wait(F f, const std::string& want) {
+    std::string seen;
+    for (int i = 0; i < 750 && (seen = f()) != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return seen;
+  }
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
+TEST_F(Agents, AgentTokensUseOnlyTheAgentEndpoints) {
+  EXPECT_EQ(server_->Client(kAgentToken).Get("/v1/jobs")->status, 403);
+  EXPECT_EQ(server_->Client(kAliceToken).Post("/v1/agent/register", "{}", "application/json")->status, 403);
+  nlohmann::json gpus = Json(Root().Get("/v1/nodes/node-a/gpus"));
+  ASSERT_EQ(gpus["gpus"].size(), 4u);
+  EXPECT_EQ(gpus["gpus"][0]["type"], "T4");
+}
+
+TEST_F(Agents, AKilledAgentsJobSurvivesItsRestart) {
+  std::string go = dir_ + "/go", up = dir_ + "/up";
+  std::string body =
+      fmt::format(R"({{"gpus": 2, "command": "touch {}; while [ ! -e {} ]; do sleep 0.05; done; exit 0"}})", up, go);
+  std::string id = Json(server_->Client(kAliceToken).Post("/v1/jobs", body, "application/json"))["id"];
+  ASSERT_EQ(Wait([&] { return std::filesystem::exists(up) ? std::string("up") : ""; }, "up"), "up");
+  agent_->Kill(SIGKILL);
+  agent_->Start(server_->address());  // within the 1.5 s node timeout
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::ofstream(go) << "go\n";
+  EXPECT_EQ(Wait([&] { return JobState(id); }, "succeeded"), "succeeded");
+  nlohmann::json job = Json(Root().Get("/v1/jobs/" + id));
+  EXPECT_EQ(job["runs"], 1);  // adopted, not started again
+  EXPECT_EQ(job["exit_code"], 0);
+}
+
+TEST_F(Agents, ASilentNodeIsLostAndItsJobRequeues) {
+  std::string id = Json(
+      server_->Client(kAliceToken).Post("/v1/jobs", R"({"gpus": 4, "command": "sleep 30"})", "application/json"))["id"];
+  ASSERT_EQ(Wait([&] { return JobState(id); }, "running"), "running");
+  agent_->Kill(SIGKILL);
+  EXPECT_EQ(Wait([&] { return NodeState("node-a"); }, "down"), "down");
+  EXPECT_EQ(Wait([&] { return JobState(id); }, "pending"), "pending");
+  nlohmann::json job = Json(Root().Get("/v1/jobs/" + id));
+  EXPECT_NE(job["reason"].get<std::string>().find("lost"), std::string::npos) << job.dump();
+  // The node comes back: the job starts again there (a new run; the old one is stopped).
+  agent_->Start(server_->address());
+  EXPECT_EQ(Wait([&] { return JobState(id); }, "running"), "running");
+  EXPECT_EQ(Json(Root().Get("/v1/jobs/" + id))["runs"], 2);
+  nlohmann::json history = Json(Root().Get("/v1/nodes/node-a/events"));
+  bool lost = false;
+  for (const auto& e : history["events"]) lost = lost || e["kind"] == "lost";
+  EXPECT_TRUE(lost);
+}
+
+}  // namespace
+}  // namespace gantry::testing
