@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "agent/gpus_command.h"
 #include "agent/process.h"
 #include "agent/remote_agent.h"
 #include "cli/demo.h"
@@ -92,10 +93,19 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")
       ->check(CLI::Range(0.1, 600.0));
 
+  gantry::GpusCommandOptions gpus;
+  CLI::App* gpus_cmd = app.add_subcommand("gpus", "What this machine's GPU provider (NVML, nvidia-smi) sees, as JSON");
+  gpus_cmd->add_option("--provider", gpus.provider, "auto, nvml, nvidia-smi or fake (8 fake A100s)")
+      ->check(CLI::IsMember({"auto", "nvml", "nvidia-smi", "fake"}));
+  gpus_cmd->add_option("--measure", gpus.measure_s, "Poll for this many seconds and report the CPU it costs");
+  gpus_cmd->add_option("--interval", gpus.interval_s, "Seconds between readings while measuring")
+      ->check(CLI::Range(0.01, 60.0));
+
   auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
 
   CLI11_PARSE(app, argc, argv);
   if (*agent_cmd) return gantry::RunAgent(agent, std::cout, std::cerr);
+  if (*gpus_cmd) return gantry::RunGpusCommand(gpus, std::cout, std::cerr);
   if (*server_cmd) {
     server.sync_full = !no_fsync;
     return gantry::RunServer(server, std::cout, std::cerr);

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The check on a machine with an NVIDIA GPU (one prepared run, under 10 minutes): builds
+# (or uses a carried build/), reads the GPUs through NVML and compares with nvidia-smi,
+# runs a real CUDA job (a PyTorch matrix multiply) under a standalone server and checks
+# that its process, memory and utilization are attributed to it, and measures the cost of
+# polling. Reads the card only: no MIG, compute-mode, clock, power or persistence change,
+# no reset. Writes its report to $OUT (or ./gpu-check-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-check-out}
+mkdir -p "$out"
+log="$out/gpu-check.txt"
+exec > >(tee "$log") 2>&1
+say() { echo; echo "== $*"; }
+fail=0
+
+say "machine"
+date -u; uname -r; nvidia-smi -L || { echo "no nvidia-smi: not a GPU machine"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,mig.mode.current,compute_mode --format=csv
+
+say "build"
+if [ ! -x build/gantry ]; then
+  bash scripts/build.sh build -DGANTRY_BUILD_TESTS=OFF -DGANTRY_BUILD_BENCH=OFF || { echo "build failed"; exit 1; }
+fi
+./build/gantry --version
+
+say "NVML provider against nvidia-smi"
+./build/gantry gpus --provider nvml > "$out/nvml.json" || { echo "NVML provider failed"; fail=1; }
+nvidia-smi --query-gpu=uuid,name,memory.total,temperature.gpu,power.draw,utilization.gpu \
+  --format=csv,noheader,nounits > "$out/nvidia-smi.csv"
+python3 - "$out/nvml.json" "$out/nvidia-smi.csv" <<'PY' || fail=1
+import json, sys
+nvml = json.load(open(sys.argv[1]))
+rows = [[c.strip() for c in l.split(",")] for l in open(sys.argv[2]) if l.strip()]
+by_uuid = {s["uuid"]: s for s in nvml["samples"]}
+inv = {g["uuid"]: g for g in nvml["inventory"]["gpus"]}
+bad = 0
+for uuid, name, mem, temp, power, util in rows:
+    g, s = inv.get(uuid), by_uuid.get(uuid)
+    if not g:
+        print("MISSING in NVML:", uuid); bad += 1; continue
+    checks = [("name", g["name"] == name, g["name"], name),
+              ("memory MiB", abs(g["memory_total_mib"] - float(mem)) <= 64, g["memory_total_mib"], mem),
+              ("temperature C", abs(s["temp"] - float(temp)) <= 5, s["temp"], temp),
+              ("power W", abs(s["power"] - float(power)) <= max(30, 0.2 * float(power)), s["power"], power)]
+    for what, ok, ours, theirs in checks:
+        print(f"{uuid[:12]} {what:14} gantry={ours} nvidia-smi={theirs} {'ok' if ok else 'DIFFERS'}")
+        bad += 0 if ok else 1
+print("NVML and nvidia-smi agree" if bad == 0 else f"{bad} differences")
+sys.exit(1 if bad else 0)
+PY
+
+say "polling overhead: 10 s at a 1 s interval"
+./build/gantry gpus --provider nvml --measure 10 --interval 1 | python3 -c \
+  'import json,sys; p=json.load(sys.stdin)["polling"]; print(json.dumps(p)); sys.exit(0 if p["cpu_share_of_one_core_pct"] < 1 else 1)' \
+  || { echo "polling costs 1% of a core or more"; fail=1; }
+
+say "a real CUDA job under a standalone server"
+data=$(mktemp -d)
+./build/gantry server --standalone --data-dir "$data" --listen 127.0.0.1:0 --ready-file "$data/ready" > "$out/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
+export GANTRY_SERVER; GANTRY_SERVER=$(cat "$data/ready"); export GANTRY_TOKEN_FILE="$data/admin.token"
+./build/gantry nodes
+cat > "$data/matmul.py" <<'PY'
+import time, torch
+assert torch.cuda.is_available(), "no CUDA"
+a = torch.randn(8192, 8192, device="cuda"); b = torch.randn(8192, 8192, device="cuda")
+print("device", torch.cuda.get_device_name(0), flush=True)
+end = time.time() + 25
+n = 0
+while time.time() < end:
+    c = a @ b; n += 1
+torch.cuda.synchronize()
+print("matmuls", n, flush=True)
+PY
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  ./build/gantry submit -g 1 --name matmul -- python3 "$data/matmul.py"
+  sleep 12
+  node=$(./build/gantry nodes -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0]["id"])')
+  curl -s -H "Authorization: Bearer $(cat "$data/admin.token")" "$GANTRY_SERVER/v1/nodes/$node/gpus" > "$out/gpus-during-job.json"
+  python3 - "$out/gpus-during-job.json" <<'PY' || fail=1
+import json, sys
+gpus = json.load(open(sys.argv[1]))["gpus"]
+mine = [g for g in gpus if "1" in g["jobs"]]
+assert mine, "job 1 holds no GPU"
+t = mine[0].get("telemetry", {})
+procs = [p for p in t.get("processes", []) if p["job"] == "1"]
+print("GPU", mine[0]["index"], "util", t.get("utilization_pct"), "% memory used", t.get("memory_used_mib"), "MiB;",
+      "processes of job 1:", procs)
+assert procs, "the job's process is not attributed to it"
+assert procs[0]["used_memory_mib"] > 256, "the job's GPU memory is not seen"
+assert t.get("utilization_pct", 0) > 30, "the job's utilization is not seen"
+print("attribution ok")
+PY
+  curl -s "$GANTRY_SERVER/metrics" | grep -E '^DCGM_FI_DEV_(GPU_UTIL|FB_USED)' | tee "$out/metrics.txt"
+  for _ in $(seq 1 60); do
+    state=$(./build/gantry job 1 -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    [ "$state" = succeeded ] || [ "$state" = failed ] && break; sleep 1
+  done
+  ./build/gantry job 1; ./build/gantry logs 1
+  [ "$state" = succeeded ] || fail=1
+else
+  echo "PyTorch with CUDA is not installed here: the CUDA job was skipped"; fail=1
+fi
+kill $server; wait $server 2>/dev/null
+
+say "result"
+[ $fail -eq 0 ] && echo "gpu-check: all checks passed" || echo "gpu-check: some checks FAILED"
+exit $fail
