@@ -98,20 +98,32 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
   sigaction(SIGTERM, &note, nullptr);
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
+  // SIGTERM is blocked across the fork: the child unblocks it with the default action (a
+  // SIGTERM sent to the group after the fork ends it); one that was pending in the shim
+  // at the fork (not inherited) or came before it is passed on.
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, &old);
   pid_t child = fork();
   if (child < 0) return 2;
   if (child == 0) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
     _exit(127);
   }
+  sigset_t pending;
+  sigpending(&pending);
+  bool pass_on = g_term_before_child || sigismember(&pending, SIGTERM);
   signal(SIGTERM, SIG_IGN);
-  if (g_term_before_child) kill(child, SIGTERM);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pass_on) kill(child, SIGTERM);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
