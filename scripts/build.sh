@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 dir="${1:-build}"
 shift || true
-if [ ! -f "$dir/build.ninja" ]; then
+# Configure on first use, and again whenever options are given (they may differ).
+if [ ! -f "$dir/build.ninja" ] || [ $# -gt 0 ]; then
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 fi
 ninja -C "$dir" ${GANTRY_NINJA_FLAGS:-}

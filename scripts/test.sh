@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 echo "== build and test (RelWithDebInfo)"
-bash scripts/build.sh build
+bash scripts/build.sh build -DGANTRY_BUILD_BENCH=OFF
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== build and test under AddressSanitizer + UBSan"
