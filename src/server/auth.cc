@@ -73,7 +73,7 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
     if (e.token_sha256.size() != 64 || e.token_sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
       return Status::Invalid(where + ".token_sha256", "must be 64 lower-case hex digits (gantry token hash)");
     }
-    dir.Add(std::move(e));
+    dir.Add(e);
   }
   return dir;
 }

@@ -38,7 +38,7 @@ class UserDirectory {
   static Expected<UserDirectory> FromYaml(const std::string& text);
   static Expected<UserDirectory> LoadFile(const std::string& path);
 
-  void Add(UserEntry e) { by_hash_[e.token_sha256] = std::move(e); }
+  void Add(const UserEntry& e) { by_hash_.insert_or_assign(e.token_sha256, e); }
   // The actor a bearer token belongs to, or null.
   const Actor* Authenticate(const std::string& token) const;
   size_t size() const { return by_hash_.size(); }
