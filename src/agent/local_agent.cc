@@ -54,6 +54,7 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
   env["GANTRY_TEAM"] = o.spec->team;
   env["GANTRY_RESTART_COUNT"] = std::to_string(o.run - 1);
   env["GANTRY_CHECKPOINT_DIR"] = checkpoint_dir;
+  env["GANTRY_CHECKPOINT_DONE"] = checkpoint_dir + "/checkpoint-done";
   env["GANTRY_NODE_RANK"] = std::to_string(o.node_rank);
   env["GANTRY_NUM_NODES"] = std::to_string(o.num_nodes);
   env["GANTRY_MASTER_NODE"] = o.leader_node;
@@ -185,6 +186,8 @@ void LocalAgent::DoStart(const StartOrder& o) {
   r.node_id = o.node_id;
   r.record_file = fmt::format("{}/run-{}-{}.json", dir, o.run, o.node_id);
   r.exit_file = fmt::format("{}/run-{}-{}.exit", dir, o.run, o.node_id);
+  r.checkpoint_done = checkpoint + "/checkpoint-done";
+  fs::remove(r.checkpoint_done, ec);
   fs::remove(r.exit_file, ec);
   const JobSpec& spec = *o.spec;
   {
@@ -240,9 +243,13 @@ void LocalAgent::Poll() {
       if (r.ends_at_ms >= 0 && now >= r.ends_at_ms) ended.emplace_back(key, 0);
       continue;
     }
-    if (r.kill_at_ms >= 0 && now >= r.kill_at_ms) {
+    // Stopping: SIGKILL at the deadline, or as soon as the job says its checkpoint is saved.
+    std::error_code ec;
+    bool saved = r.kill_at_ms >= 0 && !r.checkpoint_done.empty() && fs::exists(r.checkpoint_done, ec);
+    if (r.kill_at_ms >= 0 && (now >= r.kill_at_ms || saved)) {
       kill(-r.pid, SIGKILL);
       r.kill_at_ms = -1;
+      if (saved) fs::remove(r.checkpoint_done, ec);
     }
     int code = -1;
     if (r.child) {

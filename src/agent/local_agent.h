@@ -63,10 +63,11 @@ class LocalAgent : public AgentLink {
     std::string job_id;
     int run = 0;
     std::string node_id;
-    pid_t pid = 0;            // 0: a job without a command (it only holds its GPUs)
-    bool child = false;       // started by this process (waitpid works)
-    int64_t ends_at_ms = -1;  // commandless jobs with an estimated duration
-    int64_t kill_at_ms = -1;  // SIGKILL deadline after a SIGTERM
+    pid_t pid = 0;                // 0: a job without a command (it only holds its GPUs)
+    bool child = false;           // started by this process (waitpid works)
+    int64_t ends_at_ms = -1;      // commandless jobs with an estimated duration
+    int64_t kill_at_ms = -1;      // SIGKILL deadline after a SIGTERM
+    std::string checkpoint_done;  // the job touches this file to be stopped at once
     std::string exit_file;
     std::string record_file;
     std::string stop_reason;

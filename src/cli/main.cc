@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
   server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
       ->check(CLI::Range(0.5, 86400.0));
+  bool metrics_auth = false;
+  server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;
   server_cmd->add_flag("--no-fsync", no_fsync, "Commit without fsync (survives a crash of gantry, not of the machine)");
 
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
   if (*gpus_cmd) return gantry::RunGpusCommand(gpus, std::cout, std::cerr);
   if (*server_cmd) {
     server.sync_full = !no_fsync;
+    server.open_metrics = !metrics_auth;
     return gantry::RunServer(server, std::cout, std::cerr);
   }
   if (int rc = client->run(); rc >= 0) return rc;

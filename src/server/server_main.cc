@@ -257,6 +257,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   HttpOptions hopts;
   hopts.agents = &hub;
   hopts.threads = o.http_threads;
+  hopts.open_metrics = o.open_metrics;
   if (fake) {
     hopts.inject_fault = [fake, &nodes](const std::string& node_id, int gpu, const nlohmann::json& f) -> Status {
       return InjectFakeFault(*fake, nodes, node_id, gpu, f);

@@ -19,6 +19,7 @@ struct ServerOptions {
   bool sync_full = true;       // fsync every commit
   double node_timeout_s = 60;  // a remote agent silent this long: its node is lost, its jobs requeue
   int http_threads = 32;       // agents' long polls hold one each
+  bool open_metrics = true;    // false: /metrics needs a token too
 };
 
 int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);

@@ -125,6 +125,21 @@ TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {
   EXPECT_LT(stubborn_s, 3.0);
 }
 
+TEST_F(LocalAgentTest, AJobThatSavedItsCheckpointIsStoppedAtOnce) {
+  auto agent = NewAgent();
+  agent->Start();
+  // Ignores SIGTERM, saves, and says so: the agent need not wait the 30 s grace period.
+  agent->Start(Order("saver", "trap 'touch \"$GANTRY_CHECKPOINT_DONE\"' TERM; touch " + dir_ +
+                                  "/ready; while true; do sleep 0.05; done"));
+  for (int i = 0; i < 500 && !std::filesystem::exists(dir_ + "/ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  agent->Stop(StopOrder{"saver", 1, "n1", 30000, "preempted"});
+  EXPECT_EQ(reports_.WaitExit("saver"), 137);
+  EXPECT_LT(std::chrono::duration<double>(reports_.exit_times["saver"] - t0).count(), 5.0);
+}
+
 TEST_F(LocalAgentTest, ANewAgentAdoptsARunThatKeptGoing) {
   std::string marker = dir_ + "/go";
   {
