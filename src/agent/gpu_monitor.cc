@@ -2,7 +2,6 @@
 #include "agent/gpu_monitor.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -109,18 +108,6 @@ void GpuMonitor::RunChecks() {
     if (reports_.health) reports_.health(at.node_id, at.index, true, "the health check passed");
     it = unhealthy_.erase(it);
   }
-}
-
-double GpuMonitor::CpuShareSinceLastCall() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  double wall = static_cast<double>(SteadyMs()) / 1000.0;
-  double share = last_cpu_s_ < 0 || wall <= last_wall_s_ ? 0 : (cpu - last_cpu_s_) / (wall - last_wall_s_);
-  last_cpu_s_ = cpu;
-  last_wall_s_ = wall;
-  return share;
 }
 
 }  // namespace gantry

@@ -37,9 +37,6 @@ class GpuMonitor {
   void Stop();
   // One round now (tests): a reading and the events queued so far.
   void PollOnce();
-  // CPU seconds this process used per second of wall time while the monitor ran (to
-  // measure polling overhead); reset by each call.
-  double CpuShareSinceLastCall();
 
  private:
   void Loop();
@@ -55,8 +52,6 @@ class GpuMonitor {
   std::map<std::string, int64_t> next_check_ms_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
-  double last_cpu_s_ = -1;
-  double last_wall_s_ = 0;
 };
 
 }  // namespace gantry

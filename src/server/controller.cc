@@ -157,7 +157,6 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
 void Controller::PersistNode(int n) { dirty_nodes_.insert(n); }
 
 void Controller::Start() {
-  last_tick_ = Now();
   committer_ = std::thread([this] { CommitLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }

@@ -199,10 +199,7 @@ class Controller {
   TimeMs last_reorder_ = -1;
   std::map<std::string, double> factors_;
   std::map<std::string, int> guarantee_levels_;
-  bool dirty_ = true;  // something changed since the last cycle
-  TimeMs last_cycle_end_ = 0;
-  double last_cycle_s_ = 0;
-  TimeMs last_tick_ = 0;
+  bool dirty_ = true;     // something changed since the last cycle
   uint64_t version_ = 0;  // bumps on every change; caches the explained queue
   uint64_t queue_cache_version_ = UINT64_MAX;
   std::shared_ptr<Plan> queue_cache_;
