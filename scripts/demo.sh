@@ -12,6 +12,7 @@ rm -rf "$data" "$data.ready"
 mkdir -p "$data"
 echo "== gantry server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4"
 $g server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4 --data-dir "$data" --listen 127.0.0.1:0 \
+  --config examples/demo-config \
   --ready-file "$data.ready" > "$data/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
@@ -49,7 +50,24 @@ step "gantry job 3: one job's history"
 $g job 3
 step "the waiting job got its GPUs"
 $g jobs --state active || true
+step "accounting: GPU-hours and cost by team, then by job"
+$g usage
+$g usage --by job
+step "team nlp spent its demo budget (0.004 GPU-hours): its new jobs are held"
+$g budgets
+held=$($g submit --team nlp --user bob -g 1 -t T4 -o json -- true | sed -n 's/^  "id": "\(.*\)",$/\1/p')
+$g queue --explain "$held"
+step "a job with a cost limit of 0.002 USD is stopped once it has cost that much"
+capped=$($g submit --team vision --user alice -g 1 -t A100-80GB --cost-limit 0.002 -o json -- sleep 60 |
+  sed -n 's/^  "id": "\(.*\)",$/\1/p')
+sleep 4
+$g job "$capped" | head -4
+$g alerts
+step "the monthly bill (also --format json, csv, or html for a self-contained page)"
+$g report
+$g report --format html --out "$data/bill.html"
 step "metrics (Prometheus text, a few lines)"
-curl -s "$GANTRY_SERVER/metrics" | grep -E '^gantry_(gpus_total|jobs_total|submit_to_start_seconds_count)' || true
+curl -s "$GANTRY_SERVER/metrics" |
+  grep -E '^gantry_(gpus_total|jobs_total|submit_to_start_seconds_count|month_cost|budget_held)' || true
 echo
 echo "The server keeps its state in $data/gantry.db; the admin token is in $data/admin.token."

@@ -2,6 +2,7 @@
 // helper to run one engine cycle on the built-in catalog and config.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@
 #include "sched/plan.h"
 
 namespace gantry::testing {
+
+// A UTC time from "2026-11-10T00:00:00Z" (throws on a typo in a test).
+inline TimeMs Utc(const std::string& text) {
+  TimeMs t = 0;
+  if (!ParseUtc(text, &t)) throw std::invalid_argument("not a UTC time: " + text);
+  return t;
+}
 
 inline const GpuCatalog& Catalog() { return GpuCatalog::Builtin(); }
 inline GpuTypeId TypeId(const std::string& name) { return Catalog().Find(name)->id; }

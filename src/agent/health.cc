@@ -14,12 +14,9 @@ namespace gantry {
 extern const char kBuiltinHealthYaml[];
 
 Expected<HealthRules> HealthRules::FromYaml(const std::string& text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::Invalid("health", fmt::format("malformed YAML at line {}: {}", e.mark.line + 1, e.msg));
-  }
+  auto loaded = LoadYaml(text, "health");
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
   YamlReader r(root, "health");
   HealthRules h;
   auto drain = r.Optional<std::vector<int>>("drain_xids", {});

@@ -97,9 +97,11 @@ std::vector<RunReport> LocalAgent::Recover() {
         report.exited = true;
         report.exit_code = rec.value("exit_code", -1);
         report.reason = rec.value("reason", "");
+        report.ended_ms = rec.value("ended_ms", TimeMs{-1});
       } else if (code >= 0) {
         report.exited = true;
         report.exit_code = code;
+        report.ended_ms = FileMtimeMs(r.exit_file);  // ended while no agent watched: the shim's exit file says when
       } else if (r.pid > 0 && !IsLiveShim(r.pid)) {
         report.exited = true;
         report.exit_code = 137;
@@ -201,7 +203,7 @@ void LocalAgent::DoStart(const StartOrder& o) {
     req.exit_file = r.exit_file;
     auto pid = SpawnJob(req);
     if (!pid) {
-      reports_.exited(o.job_id, o.run, o.node_id, 127, pid.status().message());
+      reports_.exited(o.job_id, o.run, o.node_id, 127, pid.status().message(), WallMs());
       return;
     }
     r.pid = *pid;
@@ -222,7 +224,7 @@ void LocalAgent::DoStop(const StopOrder& o) {
   std::string key = Key(o.job_id, o.run, o.node_id);
   auto it = runs_.find(key);
   if (it == runs_.end()) {
-    reports_.exited(o.job_id, o.run, o.node_id, 143, "not running on this node");
+    reports_.exited(o.job_id, o.run, o.node_id, 143, "not running on this node", WallMs());
     return;
   }
   Run& r = it->second;
@@ -326,7 +328,7 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   runs_.erase(key);
   UpdateFakeLoad();
   if (r.pid == 0) {
-    reports_.exited(r.job_id, r.run, r.node_id, code, reason);
+    reports_.exited(r.job_id, r.run, r.node_id, code, reason, WallMs());
     return;
   }
   {
@@ -334,11 +336,15 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
     sessions_.erase(r.pid);
   }
   kill(-r.pid, SIGKILL);  // leftovers of the group
+  // The shim writes the exit file as the job ends: its time is the job's end.
+  TimeMs ended = FileMtimeMs(r.exit_file);
+  if (ended < 0) ended = WallMs();
   std::ofstream(r.record_file, std::ios::trunc)
       << nlohmann::json{{"job_id", r.job_id}, {"run", r.run},      {"node_id", r.node_id}, {"pid", r.pid},
-                        {"ended", true},      {"exit_code", code}, {"reason", reason},     {"exit_file", r.exit_file}}
+                        {"ended", true},      {"exit_code", code}, {"reason", reason},     {"exit_file", r.exit_file},
+                        {"ended_ms", ended}}
              .dump(-1, ' ', false, kReplaceBadUtf8);
-  reports_.exited(r.job_id, r.run, r.node_id, code, reason);
+  reports_.exited(r.job_id, r.run, r.node_id, code, reason, ended);
 }
 
 }  // namespace gantry

@@ -31,8 +31,9 @@ struct LocalAgentOptions {
 // Where the agent's reports go (the controller).
 struct AgentReports {
   std::function<void(const std::string& job_id, int run)> started;
+  // `ended_ms`: when the job's process ended (wall clock), -1 when unknown.
   std::function<void(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                     const std::string& reason)>
+                     const std::string& reason, TimeMs ended_ms)>
       exited;
 };
 

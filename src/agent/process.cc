@@ -144,6 +144,12 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
   return code;
 }
 
+TimeMs FileMtimeMs(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<TimeMs>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
 int ReadExitFile(const std::string& path) {
   std::ifstream f(path);
   int code = -1;

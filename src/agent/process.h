@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/time.h"
 
 namespace gantry {
 
@@ -35,6 +36,8 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
 
 // Reads an exit file: the status, or -1 when it is not there (yet).
 int ReadExitFile(const std::string& path);
+// A file's modification time in ms since the epoch; -1 when it cannot be read.
+TimeMs FileMtimeMs(const std::string& path);
 
 // True when `pid` is alive and is a gantry job shim (not a recycled pid).
 bool IsLiveShim(pid_t pid);

@@ -145,15 +145,19 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
 
   Outbox outbox;
   std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
-  LocalAgent runner(
-      LocalAgentOptions{data_dir, shim, 50, fake},
-      AgentReports{
-          [&](const std::string& id, int run) {
-            outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
-          },
-          [&](const std::string& id, int run, const std::string&, int code, const std::string& why) {
-            outbox.Event({{"type", "exited"}, {"job_id", id}, {"run", run}, {"exit_code", code}, {"reason", why}});
-          }});
+  LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake},
+                    AgentReports{[&](const std::string& id, int run) {
+                                   outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
+                                 },
+                                 [&](const std::string& id, int run, const std::string&, int code,
+                                     const std::string& why, TimeMs ended_ms) {
+                                   outbox.Event({{"type", "exited"},
+                                                 {"job_id", id},
+                                                 {"run", run},
+                                                 {"exit_code", code},
+                                                 {"reason", why},
+                                                 {"ended_ms", ended_ms}});
+                                 }});
   std::vector<RunReport> recovered = runner.Recover();
 
   httplib::Client http(o.server);

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <thread>
 
+#include "client/billing_commands.h"
 #include "client/http_client.h"
 #include "client/jobs_file.h"
 #include "client/tables.h"
@@ -26,7 +27,7 @@ struct SubmitFlags {
   std::string file, jobs_file, profile, name, project, priority, sharing, mig, time_limit, estimate, workdir, key;
   std::string user, team;
   int gpus = -1, cpus = -1, nodes = -1;
-  double fraction = -1, memory_gb = -1, gpu_memory_gb = -1;
+  double fraction = -1, memory_gb = -1, gpu_memory_gb = -1, cost_limit = -1;
   std::vector<std::string> gpu_types, env, command;
   bool checkpointable = false, not_preemptible = false;
 };
@@ -45,12 +46,9 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (!f.profile.empty()) {
     auto text = ReadTextFile(cfg.profiles);
     if (!text) return Status::Invalid("profile", "no profiles file at " + cfg.profiles + " (set GANTRY_PROFILES)");
-    YAML::Node all;
-    try {
-      all = YAML::Load(*text);
-    } catch (const YAML::Exception& e) {
-      return Status::Invalid(cfg.profiles, e.what());
-    }
+    auto loaded = LoadYaml(*text, cfg.profiles);
+    if (!loaded) return loaded.status();
+    YAML::Node all = *loaded;
     YAML::Node p = all["profiles"] ? all["profiles"][f.profile] : YAML::Node();
     if (!p || !p.IsMap())
       return Status::Invalid("profile", fmt::format("no profile '{}' in {}", f.profile, cfg.profiles));
@@ -59,12 +57,9 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (!f.file.empty()) {
     auto text = ReadTextFile(f.file);
     if (!text) return text.status();
-    YAML::Node file;
-    try {
-      file = YAML::Load(*text);
-    } catch (const YAML::Exception& e) {
-      return Status::Invalid(f.file, fmt::format("malformed YAML at line {}: {}", e.mark.line + 1, e.msg));
-    }
+    auto loaded = LoadYaml(*text, f.file);
+    if (!loaded) return loaded.status();
+    YAML::Node file = *loaded;
     if (!file.IsMap()) return Status::Invalid(f.file, "a job file holds one map of fields");
     for (const auto& kv : file) spec[kv.first.as<std::string>()] = kv.second;
   }
@@ -92,6 +87,7 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (!f.time_limit.empty()) set("time_limit", f.time_limit);
   if (!f.estimate.empty()) set("estimated_duration", f.estimate);
   if (!f.workdir.empty()) set("working_dir", f.workdir);
+  if (f.cost_limit >= 0) set("cost_limit", f.cost_limit);
   if (f.checkpointable) set("checkpointable", true);
   if (f.not_preemptible) set("preemptible", false);
   for (const std::string& kv : f.env) {
@@ -183,6 +179,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   submit->add_option("--nodes", sf->nodes, "Spread over this many nodes");
   submit->add_option("--time-limit", sf->time_limit, "e.g. 2h");
   submit->add_option("--estimate", sf->estimate, "Estimated run time, e.g. 30m");
+  submit->add_option("--cost-limit", sf->cost_limit, "Stop the job once it has cost this much (alert at 80%)");
   submit->add_option("--workdir", sf->workdir, "Working directory (absolute)");
   submit->add_option("-e,--env", sf->env, "NAME=VALUE (repeat)");
   submit->add_flag("--checkpointable", sf->checkpointable, "The job saves and resumes from GANTRY_CHECKPOINT_DIR");
@@ -416,6 +413,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
       return 0;
     };
   });
+  AddBillingCommands(app, out, {common, request, chosen});
   return cmds;
 }
 

@@ -1,6 +1,6 @@
 // The client subcommands of `gantry` (submit, jobs, job, queue, cancel, nodes, drain,
-// undrain, status, logs, audit, token): each one request or a few, printed as a table, or
-// as the server's JSON with -o json.
+// undrain, status, logs, audit, token; usage, report, budgets, alerts): each one request or a few, printed as a table,
+// or as the server's JSON with -o json.
 #pragma once
 
 #include <CLI/CLI.hpp>

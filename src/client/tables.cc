@@ -79,6 +79,12 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   if (j.contains("placement")) out << fmt::format("  placement  {}\n", PlacementSummary(j["placement"]));
   if (j.contains("exit_code")) out << fmt::format("  exit code  {}\n", Str(j, "exit_code"));
   out << fmt::format("  runs       {} (evicted {} times)\n", Str(j, "runs"), Str(j, "evictions"));
+  if (j.contains("cost")) {
+    std::string limit =
+        j["spec"].contains("cost_limit") ? fmt::format(" of a {} limit", Str(j["spec"], "cost_limit")) : "";
+    out << fmt::format("  cost       {:.2f} {}{}{}\n", j.value("cost", 0.0), Str(j, "currency"), limit,
+                       j.value("idle", false) ? "  (flagged idle: its GPUs are not used)" : "");
+  }
   if (j["spec"].contains("command")) out << fmt::format("  command    {}\n", j["spec"]["command"].get<std::string>());
   out << "  history\n";
   for (const auto& e : events["events"]) {

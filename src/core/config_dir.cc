@@ -3,17 +3,24 @@
 
 #include <filesystem>
 
+#include "core/yaml_util.h"
+
 namespace gantry {
 
+extern const char kBuiltinGpuTypesYaml[];
+
 Expected<ConfigSet> LoadConfigDir(const std::string& dir) {
-  ConfigSet set{GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}};
+  ConfigSet set{GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}, kBuiltinGpuTypesYaml};
   if (dir.empty()) return set;
   if (!std::filesystem::is_directory(dir)) return Status::NotFound("config directory " + dir + " does not exist");
   std::string gpu_types = dir + "/gpu_types.yaml";
   if (std::filesystem::exists(gpu_types)) {
-    auto c = GpuCatalog::LoadFile(gpu_types);
+    auto text = ReadTextFile(gpu_types);
+    if (!text) return text.status();
+    auto c = GpuCatalog::FromYaml(*text);
     if (!c) return Status::Invalid(gpu_types + ": " + c.status().field(), c.status().message());
     set.catalog = std::move(*c);
+    set.gpu_types_yaml = std::move(*text);
   }
   std::string sched = dir + "/scheduler_config.yaml";
   if (std::filesystem::exists(sched)) {

@@ -13,7 +13,8 @@ namespace gantry {
 struct ConfigSet {
   GpuCatalog catalog;
   SchedulerConfig scheduler;
-  QuotaConfig quotas;  // no teams, no limits unless DIR/team_quotas.yaml says so
+  QuotaConfig quotas;          // no teams, no limits unless DIR/team_quotas.yaml says so
+  std::string gpu_types_yaml;  // the text the catalog came from (its `pricing` section is billing's)
 };
 
 // Reads DIR/gpu_types.yaml, DIR/scheduler_config.yaml and DIR/team_quotas.yaml; a missing

@@ -97,7 +97,25 @@ Expected<GpuType> ParseGpuType(const std::string& name, const YAML::Node& node) 
   t.price_spot = r.Optional<double>("price_spot", t.price_on_demand);
   t.aliases = r.Optional<std::vector<std::string>>("aliases", {});
   YAML::Node mig = r.Child("mig");
+  YAML::Node changes = r.Child("price_changes");
   if (Status s = r.Finish(); !s.ok()) return s;
+  if (changes) {
+    if (!changes.IsSequence()) return Status::Invalid(where + ".price_changes", "must be a list");
+    for (size_t i = 0; i < changes.size(); ++i) {
+      std::string cwhere = fmt::format("{}.price_changes[{}]", where, i);
+      YamlReader c(changes[i], cwhere);
+      PriceChange pc;
+      pc.effective = c.Required<std::string>("effective");
+      pc.on_demand = c.Required<double>("on_demand");
+      pc.spot = c.Optional<double>("spot", pc.on_demand);
+      if (Status s = c.Finish(); !s.ok()) return s;
+      if (!(pc.on_demand >= 0 && pc.spot >= 0)) return Status::Invalid(cwhere, "prices must be >= 0");
+      if (!t.price_changes.empty() && pc.effective <= t.price_changes.back().effective) {
+        return Status::Invalid(cwhere + ".effective", "must be later than the change before it");
+      }
+      t.price_changes.push_back(pc);
+    }
+  }
   if (t.memory_mib <= 0) return Status::Invalid(where + ".memory_gb", "must be positive");
   if (t.relative_speed <= 0) return Status::Invalid(where + ".relative_speed", "must be positive");
   if (t.price_on_demand < 0 || t.price_spot < 0)
@@ -125,11 +143,13 @@ Expected<GpuType> ParseGpuType(const std::string& name, const YAML::Node& node) 
 }  // namespace
 
 Expected<GpuCatalog> GpuCatalog::FromYaml(const std::string& yaml_text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return Status::Invalid("gpu_types", fmt::format("malformed YAML at line {}: {}", e.mark.line + 1, e.msg));
+  auto loaded = LoadYaml(yaml_text, "gpu_types");
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
+  if (!root.IsMap()) return Status::Invalid("gpu_types", "missing top-level map 'gpu_types'");
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "gpu_types" && key != "pricing") return Status::Invalid(key, "unknown field (gpu_types or pricing)");
   }
   YAML::Node types = root["gpu_types"];
   if (!types || !types.IsMap()) return Status::Invalid("gpu_types", "missing top-level map 'gpu_types'");

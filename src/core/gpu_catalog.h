@@ -26,6 +26,14 @@ struct MigProfile {
   bool media_engines = false;  // "+me" profiles; at most one per GPU
 };
 
+// A price that applies from a date on (gpu_types.yaml `price_changes`). The date is text
+// here; billing reads it in its configured time zone ("2026-12-01" is local midnight).
+struct PriceChange {
+  std::string effective;
+  double on_demand = 0;  // per GPU-hour
+  double spot = 0;
+};
+
 struct GpuType {
   GpuTypeId id = 0;
   std::string name;
@@ -34,7 +42,8 @@ struct GpuType {
   double relative_speed = 1.0;   // throughput relative to a V100
   double price_on_demand = 0.0;  // USD per GPU-hour
   double price_spot = 0.0;
-  int mig_compute_slices = 0;  // 0: the model has no MIG
+  std::vector<PriceChange> price_changes;  // later prices, oldest first
+  int mig_compute_slices = 0;              // 0: the model has no MIG
   int mig_memory_slots = 0;
   std::vector<MigProfile> mig_profiles;
 

@@ -138,6 +138,9 @@ Status ValidateRunFields(const JobSpec& spec) {
   if (spec.retries_on_failure < 0 || spec.retries_on_failure > 100) {
     return Status::Invalid("retries_on_failure", "must be within 0..100");
   }
+  if (!(spec.cost_limit >= 0 && spec.cost_limit <= 1e9)) {
+    return Status::Invalid("cost_limit", "must be within 0..1e9 (0: no limit)");
+  }
   const std::pair<const char*, const std::string*> names[] = {
       {"id", &spec.id}, {"user", &spec.user}, {"team", &spec.team}, {"project", &spec.project}};
   for (const auto& [field, value] : names) {

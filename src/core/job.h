@@ -66,6 +66,7 @@ struct JobSpec {
   std::map<std::string, std::string> env;  // extra environment variables
   int max_retries = 3;                     // restarts after a node or GPU fault
   int retries_on_failure = 0;              // restarts after the command exits non-zero
+  double cost_limit = 0;                   // currency; 0: none. Alert at 80%, stopped at 100%
 };
 
 // Resolves the MPS thread share: explicit, or the fraction's share of 100%.

@@ -33,7 +33,51 @@ double QuotaConfig::TotalWeight() const {
   return w;
 }
 
+bool AccountingPolicy::CostLimitExempt(const std::string& priority_class) const {
+  return std::find(cost_limit_exempt_classes.begin(), cost_limit_exempt_classes.end(), priority_class) !=
+         cost_limit_exempt_classes.end();
+}
+
 namespace {
+
+Status CheckWebhook(const std::string& field, const std::string& url) {
+  if (url.empty() || url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) return Status::Ok();
+  return Status::Invalid(field, "must be an http:// or https:// URL");
+}
+
+Status ParseBudget(const YAML::Node& node, const std::string& where, Budget* b) {
+  YamlReader r(node, where);
+  b->monthly_cost = r.Optional<double>("monthly_cost", kUnlimited);
+  b->monthly_gpu_hours = r.Optional<double>("monthly_gpu_hours", kUnlimited);
+  std::string on_exceed = r.Optional<std::string>("on_exceed", "alert");
+  if (Status s = r.Finish(); !s.ok()) return s;
+  if (on_exceed != "alert" && on_exceed != "hold")
+    return Status::Invalid(where + ".on_exceed", "must be alert or hold");
+  b->hold = on_exceed == "hold";
+  for (auto [field, v] : {std::pair{"monthly_cost", b->monthly_cost}, {"monthly_gpu_hours", b->monthly_gpu_hours}}) {
+    if (v != kUnlimited && !(v > 0 && v < 1e12)) return Status::Invalid(where + "." + field, "must be positive");
+  }
+  if (!b->set()) return Status::Invalid(where, "needs monthly_cost or monthly_gpu_hours");
+  return Status::Ok();
+}
+
+Status ParseAccounting(const YAML::Node& node, AccountingPolicy* a) {
+  YamlReader r(node, "accounting");
+  a->webhook = r.Optional<std::string>("webhook", "");
+  a->idle_threshold_pct = r.Optional<double>("idle_threshold_percent", 5.0);
+  std::string after = r.Optional<std::string>("idle_after", "30m");
+  a->cost_limit_exempt_classes =
+      r.Optional<std::vector<std::string>>("cost_limit_exempt_classes", a->cost_limit_exempt_classes);
+  if (Status s = r.Finish(); !s.ok()) return s;
+  if (Status s = CheckWebhook("accounting.webhook", a->webhook); !s.ok()) return s;
+  if (!(a->idle_threshold_pct >= 0 && a->idle_threshold_pct <= 100)) {
+    return Status::Invalid("accounting.idle_threshold_percent", "must be within 0..100");
+  }
+  auto d = ParseDuration(after);
+  if (!d || *d <= 0) return Status::Invalid("accounting.idle_after", "must be a positive duration like 30m");
+  a->idle_after_ms = *d;
+  return Status::Ok();
+}
 
 Status ParseTeam(const YAML::Node& node, const std::string& where, const GpuCatalog& catalog, TeamQuota* q) {
   YamlReader r(node, where);
@@ -43,7 +87,30 @@ Status ParseTeam(const YAML::Node& node, const std::string& where, const GpuCata
   q->weight = r.Optional<double>("weight", 1.0);
   q->user_max_gpus = r.Optional<double>("user_max_gpus", kUnlimited);
   q->project_max_gpus = r.Optional<std::map<std::string, double>>("project_max_gpus", {});
+  YAML::Node budget = r.Child("budget");
+  YAML::Node project_budgets = r.Child("project_budgets");
+  std::string idle_action = r.Optional<std::string>("idle_action", "flag");
+  q->webhook = r.Optional<std::string>("webhook", "");
   if (Status s = r.Finish(); !s.ok()) return s;
+  if (budget && !budget.IsNull()) {
+    if (Status s = ParseBudget(budget, where + ".budget", &q->budget); !s.ok()) return s;
+  }
+  if (project_budgets && !project_budgets.IsNull()) {
+    if (!project_budgets.IsMap())
+      return Status::Invalid(where + ".project_budgets", "must be a map of project to budget");
+    for (const auto& kv : project_budgets) {
+      std::string project = kv.first.as<std::string>();
+      if (Status s = ParseBudget(kv.second, where + ".project_budgets." + project, &q->project_budgets[project]);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (idle_action != "flag" && idle_action != "stop") {
+    return Status::Invalid(where + ".idle_action", "must be flag or stop");
+  }
+  q->idle_action = idle_action == "stop" ? IdleAction::kStop : IdleAction::kFlag;
+  if (Status s = CheckWebhook(where + ".webhook", q->webhook); !s.ok()) return s;
   for (const auto& [type, gpus] : guaranteed) {
     if (gpus < 0) return Status::Invalid(where + ".guaranteed." + type, "must be >= 0");
     if (type == "any") {
@@ -67,28 +134,27 @@ Status ParseTeam(const YAML::Node& node, const std::string& where, const GpuCata
 }  // namespace
 
 Expected<QuotaConfig> QuotaConfig::FromYaml(const std::string& text, const GpuCatalog& catalog) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::Invalid("team_quotas", "malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto loaded = LoadYaml(text, "team_quotas");
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
   QuotaConfig c;
   YamlReader top(root, "team_quotas");
   c.user_max_gpus = top.Optional<double>("user_max_gpus", kUnlimited);
   auto runtimes = top.Optional<std::map<std::string, std::string>>("class_max_runtime", {});
   YAML::Node teams = top.Child("teams");
   YAML::Node defaults = top.Child("default_team");
+  YAML::Node accounting = top.Child("accounting");
   if (Status s = top.Finish(); !s.ok()) return s;
+  if (Status s = ParseAccounting(accounting, &c.accounting); !s.ok()) return s;
   for (const auto& [cls, text_value] : runtimes) {
     auto d = ParseDuration(text_value);
     if (!d) return Status::Invalid("class_max_runtime." + cls, d.status().message());
     c.class_max_runtime_ms[cls] = *d;
   }
-  if (defaults) {
+  if (defaults && !defaults.IsNull()) {
     if (Status s = ParseTeam(defaults, "default_team", catalog, &c.default_team); !s.ok()) return s;
   }
-  if (teams) {
+  if (teams && !teams.IsNull()) {
     if (!teams.IsMap()) return Status::Invalid("teams", "must be a map of team name to quota");
     for (const auto& kv : teams) {
       std::string name = kv.first.as<std::string>();

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/gpu_catalog.h"
 #include "core/job.h"
@@ -16,6 +17,18 @@ namespace gantry {
 
 constexpr double kUnlimited = -1;
 
+// A monthly budget in currency and/or GPU-hours (kUnlimited: none). Alerts at 80% and
+// 100%; at 100% `hold` keeps the team's (or project's) pending jobs from starting.
+struct Budget {
+  double monthly_cost = kUnlimited;
+  double monthly_gpu_hours = kUnlimited;
+  bool hold = false;
+  bool set() const { return monthly_cost >= 0 || monthly_gpu_hours >= 0; }
+};
+
+// What happens to a job flagged idle (its GPUs under the threshold for idle_after).
+enum class IdleAction : uint8_t { kFlag, kStop };
+
 struct TeamQuota {
   std::map<GpuTypeId, double> guaranteed;  // per GPU type
   double guaranteed_any = 0;               // pool usable on any type
@@ -24,10 +37,24 @@ struct TeamQuota {
   double weight = 1;                       // fair-share weight
   double user_max_gpus = kUnlimited;       // overrides the global per-user limit
   std::map<std::string, double> project_max_gpus;
+  Budget budget;
+  std::map<std::string, Budget> project_budgets;
+  IdleAction idle_action = IdleAction::kFlag;
+  std::string webhook;  // alerts for this team (else the accounting webhook)
 
   double guaranteed_total() const;
   // The most GPUs this team may ever hold: min(max, guarantee + borrow limit).
   double ceiling() const;
+};
+
+// Accounting policy (the `accounting` section).
+struct AccountingPolicy {
+  std::string webhook;                        // POSTed a JSON alert (budgets, cost limits, idle jobs); empty: none
+  double idle_threshold_pct = 5;              // a job whose GPUs stay under this utilization...
+  DurationMs idle_after_ms = 30 * kMinuteMs;  // ...this long is flagged idle
+  std::vector<std::string> cost_limit_exempt_classes{"critical"};  // overrun a job cost limit with an alert
+
+  bool CostLimitExempt(const std::string& priority_class) const;
 };
 
 struct QuotaConfig {
@@ -35,6 +62,7 @@ struct QuotaConfig {
   TeamQuota default_team;             // for teams not listed
   double user_max_gpus = kUnlimited;  // per user, every team
   std::map<std::string, DurationMs> class_max_runtime_ms;
+  AccountingPolicy accounting;
 
   const TeamQuota& Team(const std::string& team) const;
   double TotalWeight() const;

@@ -80,13 +80,9 @@ DurationMs ReadDuration(YamlReader& r, const std::string& key, DurationMs fallba
 }  // namespace
 
 Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return Status::Invalid("scheduler_config",
-                           "malformed YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto loaded = LoadYaml(yaml_text, "scheduler_config");
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
   SchedulerConfig c;
   YamlReader top(root, "scheduler_config");
   YAML::Node classes = top.Child("priority_classes");

@@ -72,6 +72,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.env = r.Optional<std::map<std::string, std::string>>("env", {});
   j.max_retries = r.Optional<int>("max_retries", 3);
   j.retries_on_failure = r.Optional<int>("retries_on_failure", 0);
+  j.cost_limit = r.Optional<double>("cost_limit", 0.0);
   Status s = r.Finish();
   if (!s.ok()) {
     std::string f = s.field();
@@ -111,12 +112,9 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
 }
 
 Expected<JobSpec> ParseJobSpecText(const std::string& text) {
-  YAML::Node node;
-  try {
-    node = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::Invalid("body", fmt::format("malformed YAML/JSON at line {}: {}", e.mark.line + 1, e.msg));
-  }
+  auto loaded = LoadYaml(text, "body", "malformed YAML/JSON");
+  if (!loaded) return loaded.status();
+  YAML::Node node = *loaded;
   return ParseJobSpec(node);
 }
 

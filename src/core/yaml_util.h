@@ -23,6 +23,16 @@ inline Expected<std::string> ReadTextFile(const std::string& path) {
   return buf.str();
 }
 
+// Parses YAML (or JSON) text; a syntax error names `field` and the line.
+inline Expected<YAML::Node> LoadYaml(const std::string& text, const std::string& field,
+                                     const char* what = "malformed YAML") {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(field, fmt::format("{} at line {}: {}", what, e.mark.line + 1, e.msg));
+  }
+}
+
 class YamlReader {
  public:
   YamlReader(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {

@@ -29,6 +29,7 @@ const char* ToString(WaitCode c) {
     case WaitCode::kNoSchedulableNode: return "no_schedulable_node";
     case WaitCode::kNotExamined: return "not_examined";
     case WaitCode::kQuota: return "quota";
+    case WaitCode::kHeld: return "held";
     case WaitCode::kPreempting: return "preempting";
   }
   return "?";
@@ -172,6 +173,15 @@ void Cycle::Consider(const QueueEntry& e) {
   if (!first_blocked_.empty() && !config_.backfill_enabled) {
     Wait(e, WaitCode::kStrictOrder, strict_reason_);
     return;
+  }
+
+  if (!snap_.holds.empty()) {
+    auto held = snap_.holds.find(spec.team);
+    if (held == snap_.holds.end()) held = snap_.holds.find(spec.team + "/" + spec.project);
+    if (held != snap_.holds.end()) {
+      Wait(e, WaitCode::kHeld, AddReason(held->second));
+      return;
+    }
   }
 
   ShapeEntry& shape = Shape(spec);

@@ -73,6 +73,9 @@ struct Snapshot {
   // Since when each team has held less than its guarantee while it had jobs waiting
   // (kept by the caller across cycles); reclaim waits for preemption.reclaim_after.
   std::map<std::string, TimeMs> below_guarantee_since;
+  // Teams ("team") and projects ("team/project") whose new jobs are held (a budget spent),
+  // with the reason shown in the queue.
+  std::map<std::string, std::string> holds;
 };
 
 struct StartDecision {
@@ -106,6 +109,7 @@ enum class WaitCode : uint8_t {
   kNotExamined,        // past the backfill depth this cycle
   kQuota,              // its team, project or user is at a limit
   kPreempting,         // jobs are being evicted to make room for it
+  kHeld,               // its team's or project's budget is spent (Snapshot::holds)
 };
 const char* ToString(WaitCode c);
 

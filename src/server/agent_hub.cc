@@ -95,7 +95,7 @@ ApiResult AgentHub::Report(const nlohmann::json& body) {
       controller_.ReportStarted(e.value("job_id", ""), e.value("run", 0));
     } else if (type == "exited") {
       controller_.ReportExited(e.value("job_id", ""), e.value("run", 0), node_id, e.value("exit_code", -1),
-                               e.value("reason", ""));
+                               e.value("reason", ""), e.value("ended_ms", TimeMs{-1}));
     }
   }
   std::vector<std::pair<int, GpuSample>> samples;

@@ -52,6 +52,7 @@ struct RunReport {
   bool exited = false;
   int exit_code = -1;
   std::string reason;
+  TimeMs ended_ms = -1;  // when it ended, as the agent knows it; -1: unknown
 };
 
 class AgentLink {

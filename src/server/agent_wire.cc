@@ -79,13 +79,13 @@ StopOrder StopOrderFromJson(const nlohmann::json& j) {
 }
 
 nlohmann::json RunReportToJson(const RunReport& r) {
-  return {{"job_id", r.job_id},       {"run", r.run},      {"node_id", r.node_id}, {"exited", r.exited},
-          {"exit_code", r.exit_code}, {"reason", r.reason}};
+  return {{"job_id", r.job_id},       {"run", r.run},       {"node_id", r.node_id},  {"exited", r.exited},
+          {"exit_code", r.exit_code}, {"reason", r.reason}, {"ended_ms", r.ended_ms}};
 }
 
 RunReport RunReportFromJson(const nlohmann::json& j) {
-  return {j.value("job_id", ""),    j.value("run", 0),        j.value("node_id", ""),
-          j.value("exited", false), j.value("exit_code", -1), j.value("reason", "")};
+  return {j.value("job_id", ""),    j.value("run", 0),     j.value("node_id", ""),         j.value("exited", false),
+          j.value("exit_code", -1), j.value("reason", ""), j.value("ended_ms", TimeMs{-1})};
 }
 
 nlohmann::json InventoryToJson(const GpuInventory& inv) {

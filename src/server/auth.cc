@@ -46,12 +46,9 @@ std::string NewToken() {
 }
 
 Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::Invalid("users", fmt::format("malformed YAML at line {}: {}", e.mark.line + 1, e.msg));
-  }
+  auto loaded = LoadYaml(text, "users");
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
   YamlReader top(root, "");
   YAML::Node users = top.Child("users");
   if (Status s = top.Finish(); !s.ok()) return s;

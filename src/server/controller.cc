@@ -91,7 +91,7 @@ Status Controller::Recover() {
   for (const IdempotencyRecord& r : stored->idempotency) {
     idempotency_[r.user + "\n" + r.key] = {r.job_id, r.request_hash};
   }
-  return Status::Ok();
+  return RecoverAccounting();
 }
 
 Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, const std::vector<RunReport>& runs) {
@@ -133,7 +133,7 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
         if (!r.exited) link->Stop({r.job_id, r.run, r.node_id, 0, "not assigned by the controller"});
         continue;
       }
-      if (r.exited) DoExited(r.job_id, r.run, r.node_id, r.exit_code, r.reason);
+      if (r.exited) DoExited(r.job_id, r.run, r.node_id, r.exit_code, r.reason, r.ended_ms);
     }
     for (auto& [seq, job] : jobs_) {
       if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
@@ -259,19 +259,7 @@ void Controller::CommitLoop() {
     }
     // Everything that queued up while the last write ran goes in one transaction.
     StoreBatch merged = std::move(ready.front().batch);
-    for (size_t i = 1; i < ready.size(); ++i) {
-      StoreBatch& b = ready[i].batch;
-      auto append = [](auto& to, auto& from) {
-        to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-      };
-      append(merged.jobs, b.jobs);
-      append(merged.events, b.events);
-      append(merged.node_events, b.node_events);
-      append(merged.nodes, b.nodes);
-      append(merged.idempotency, b.idempotency);
-      append(merged.audit, b.audit);
-      for (auto& [k, v] : b.meta) merged.meta[k] = std::move(v);
-    }
+    for (size_t i = 1; i < ready.size(); ++i) merged.Append(std::move(ready[i].batch));
     if (!merged.empty()) {
       auto t0 = std::chrono::steady_clock::now();
       Status s = store_->Commit(merged);
@@ -330,8 +318,9 @@ JobRecord* Controller::Find(const std::string& id) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-void Controller::Event(const JobRecord& job, const std::string& kind, nlohmann::json detail) {
-  batch_.events.push_back({job.spec->id, Now(), kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
+void Controller::Event(const JobRecord& job, const std::string& kind, nlohmann::json detail, TimeMs at_ms) {
+  batch_.events.push_back(
+      {job.spec->id, at_ms < 0 ? Now() : at_ms, kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
 }
 
 void Controller::Audit(const Actor& who, const std::string& action, const std::string& target, int status,

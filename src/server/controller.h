@@ -19,6 +19,8 @@
 #include <unordered_map>
 
 #include "agent/gpu_provider.h"
+#include "billing/pricing.h"
+#include "billing/report.h"
 #include "core/config_dir.h"
 #include "core/reloadable.h"
 #include "sched/engine.h"
@@ -28,6 +30,7 @@
 #include "server/auth.h"
 #include "server/job_record.h"
 #include "server/metrics.h"
+#include "server/notifier.h"
 #include "server/store.h"
 
 namespace gantry {
@@ -48,15 +51,26 @@ struct JobFilter {
   int limit = 500;
 };
 
+// GET /v1/usage: a window, an optional team, a grouping.
+struct UsageQuery {
+  TimeMs from = 0;
+  TimeMs to = kNever;
+  std::string team;
+  std::string by = "team";
+};
+
 struct ControllerOptions {
   ConfigSet config;
-  std::string quotas_path;             // re-read when it changes; empty: config.quotas stays
-  DurationMs tick_ms = 1000;           // periodic cycle (time limits, ages, reloads)
-  DurationMs kill_wait_ms = 30000;     // cancel: SIGTERM, then SIGKILL after this
-  DurationMs fault_grace_ms = 10000;   // jobs on a GPU that turned unhealthy
-  DurationMs node_timeout_ms = 60000;  // a node silent this long is lost; its jobs requeue
-  std::function<TimeMs()> now;         // the clock; wall clock when empty
-  bool defer_slow_cycles = true;       // false: a cycle after every batch, however long (tests)
+  PricingConfig pricing;                        // the `pricing` section of gpu_types.yaml
+  std::string quotas_path;                      // re-read when it changes; empty: config.quotas stays
+  DurationMs tick_ms = 1000;                    // periodic cycle (time limits, ages, reloads)
+  DurationMs kill_wait_ms = 30000;              // cancel: SIGTERM, then SIGKILL after this
+  DurationMs fault_grace_ms = 10000;            // jobs on a GPU that turned unhealthy
+  DurationMs node_timeout_ms = 60000;           // a node silent this long is lost; its jobs requeue
+  std::function<TimeMs()> now;                  // the clock; wall clock when empty
+  bool defer_slow_cycles = true;                // false: a cycle after every batch, however long (tests)
+  DurationMs ledger_flush_ms = 60000;           // open ledger intervals' telemetry sums are stored this often
+  std::function<void(const std::string&)> log;  // alerts and warnings; stderr when empty
 };
 
 class Controller {
@@ -73,6 +87,9 @@ class Controller {
   void Start();
   void Stop();
   const GpuCatalog& catalog() const { return options_.config.catalog; }
+  // The billing calendar (fixed once Recover has run).
+  const Calendar& calendar() const { return calendar_; }
+  TimeMs CurrentTime() const { return Now(); }
 
   // Called from HTTP threads: each blocks until applied and durable.
   ApiResult Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key);
@@ -93,14 +110,22 @@ class Controller {
   ApiResult NodeGpus(const std::string& node_id);
   ApiResult NodeHistory(const std::string& node_id, int limit);
   std::string Metrics();
+  // Accounting (controller_billing.cc): usage over a window, the monthly bill, budgets and
+  // the alerts sent. Users see their own team; admins see all.
+  ApiResult Usage(const Actor& who, const UsageQuery& query);
+  ApiResult MonthlyReport(const Actor& who, const std::string& month);
+  ApiResult Budgets(const Actor& who);
+  ApiResult Alerts(const Actor& who);
   // The admin token hash kept in the store (standalone creates one on first start).
   std::string MetaValue(const std::string& key);
   void SetMetaValue(const std::string& key, const std::string& value);
 
   // Called by agents (any thread); never blocks on the controller.
   void ReportStarted(const std::string& job_id, int run);
+  // `ended_ms`: when the process ended, as the agent saw it (-1: now). It closes the run's
+  // ledger interval, so an exit during a server outage is billed to its real end.
   void ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                    const std::string& reason);
+                    const std::string& reason, TimeMs ended_ms = -1);
   void ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples);
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
@@ -140,7 +165,7 @@ class Controller {
   ApiResult DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
   ApiResult DoCancel(const Actor& who, const std::string& id);
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                const std::string& reason);
+                const std::string& reason, TimeMs ended_ms = -1);
   void Cycle();
   void Tick();
   void StartJob(const StartDecision& s, size_t running_index);
@@ -151,7 +176,9 @@ class Controller {
   void RemoveRunning(const std::string& id);
   void RemovePending(const std::string& id);
   void Dirty(const JobRecord& job) { dirty_jobs_.insert(job.seq); }
-  void Event(const JobRecord& job, const std::string& kind, nlohmann::json detail = nlohmann::json::object());
+  // A job event at `at_ms` (-1: now).
+  void Event(const JobRecord& job, const std::string& kind, nlohmann::json detail = nlohmann::json::object(),
+             TimeMs at_ms = -1);
   void NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail);
   void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
   void NodeLost(int n);
@@ -169,6 +196,26 @@ class Controller {
   void AdvanceFairShare();
   JobRecord* Find(const std::string& id);
   TimeMs Now() const;
+  void Log(const std::string& line) const;
+  // controller_billing.cc: the ledger, budgets, job cost limits, idle jobs.
+  struct LedgerEntry {
+    Allocation row;
+    double last_util = -1;    // the latest reading attributed to this share
+    TimeMs below_since = -1;  // readings under the idle threshold since then (-1: busy)
+  };
+  Status RecoverAccounting();
+  void OpenLedger(const JobRecord& job);
+  void CloseLedger(JobRecord& job, TimeMs end_ms);
+  void LedgerTelemetry(int node, int gpu, const GpuSample& sample);
+  void AccountingTick();
+  void SetMonth(TimeMs now);
+  void CheckBudgets(TimeMs now);
+  void CheckJobs(TimeMs now);
+  double JobCost(const JobRecord& job, TimeMs now) const;
+  nlohmann::json BudgetStatus(TimeMs now) const;
+  void Alert(const std::string& kind, const std::string& team, const std::string& message, nlohmann::json detail);
+  std::vector<Allocation> LedgerView(TimeMs from, TimeMs to);
+  void WriteBillingMetrics(MetricsWriter& w);
 
   ControllerOptions options_;
   std::unique_ptr<Store> store_;
@@ -203,6 +250,20 @@ class Controller {
   uint64_t version_ = 0;  // bumps on every change; caches the explained queue
   uint64_t queue_cache_version_ = UINT64_MAX;
   std::shared_ptr<Plan> queue_cache_;
+
+  // Accounting (owner thread, except prices_ and calendar_: fixed after Recover).
+  Calendar calendar_;
+  PriceBook prices_;
+  std::unordered_map<std::string, std::vector<LedgerEntry>> ledger_open_;       // job id -> its current run's shares
+  std::set<std::string> ledger_dirty_;                                          // open entries with unsaved telemetry
+  std::map<std::pair<std::string, int>, std::set<std::string>> ledger_by_gpu_;  // (node, GPU) -> jobs on it
+  TimeMs ledger_flushed_ms_ = 0;
+  std::string month_;  // the budget month (YYYY-MM) and its bounds
+  TimeMs month_from_ = 0, month_to_ = 0;
+  std::map<std::string, Accrual> month_closed_;      // "team" / "team/project" -> closed intervals' part this month
+  std::map<std::string, int> budget_alerts_;         // scope -> highest alert sent this month (80, 100)
+  nlohmann::json alerts_ = nlohmann::json::array();  // the latest alerts, newest last
+  Notifier notifier_;
 
   // The batch being built.
   StoreBatch batch_;

@@ -13,7 +13,10 @@ void Controller::ReportTelemetry(const std::string& node_id, std::vector<std::pa
     auto it = node_index_.find(node_id);
     if (it == node_index_.end()) return;
     TimeMs now = Now();
-    for (auto& [gpu, s] : samples) telemetry_[it->second][gpu] = {std::move(s), now};
+    for (auto& [gpu, s] : samples) {
+      LedgerTelemetry(it->second, gpu, s);
+      telemetry_[it->second][gpu] = {std::move(s), now};
+    }
   });
 }
 

@@ -37,8 +37,8 @@ void Controller::ReportStarted(const std::string& job_id, int run) {
 }
 
 void Controller::ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                              const std::string& reason) {
-  Enqueue([=, this] { DoExited(job_id, run, node_id, exit_code, reason); });
+                              const std::string& reason, TimeMs ended_ms) {
+  Enqueue([=, this] { DoExited(job_id, run, node_id, exit_code, reason, ended_ms); });
 }
 
 ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash) {
@@ -145,6 +145,7 @@ void Controller::StartJob(const StartDecision& s, size_t running_index) {
   job.nominated = false;
   job.exit_code = -1;
   job.reason.clear();
+  job.last_exit_ms = -1;
   if (job.first_start_ms < 0) {
     job.first_start_ms = now;
     if (job.submit_steady_us >= 0) {
@@ -158,7 +159,8 @@ void Controller::StartJob(const StartDecision& s, size_t running_index) {
   running_pos_[s.job_id] = static_cast<int>(running_index);
   running_nodes_[s.job_id] = static_cast<int>(s.placement.nodes.size());
   Event(job, "started",
-        {{"run", job.runs}, {"placement", PlacementToJson(s.placement, snap_.nodes, options_.config.catalog)}});
+        {{"run", job.runs}, {"placement", PlacementToJson(s.placement, snap_.nodes, options_.config.catalog)}}, now);
+  OpenLedger(job);
   counters_["started"]++;
   Dirty(job);
   for (const NodeShare& ns : job.placement.nodes) SendStart(job, ns.node);
@@ -213,10 +215,15 @@ void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string&
 }
 
 void Controller::DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                          const std::string& reason) {
+                          const std::string& reason, TimeMs ended_ms) {
   JobRecord* job = Find(job_id);
   if (!job || job->runs != run || (job->state != JobState::kRunning && job->state != JobState::kStopping)) return;
-  Event(*job, "exited", {{"run", run}, {"node", node_id}, {"exit_code", exit_code}, {"reason", reason}});
+  // The agent's exit time (an exit while the server was down ends the interval then, not at
+  // the reconnect); never before the start or after now.
+  TimeMs now = Now();
+  ended_ms = ended_ms < 0 ? now : std::clamp(ended_ms, job->start_ms, now);
+  job->last_exit_ms = std::max(job->last_exit_ms, ended_ms);
+  Event(*job, "exited", {{"run", run}, {"node", node_id}, {"exit_code", exit_code}, {"reason", reason}}, ended_ms);
   if (exit_code != 0 && job->exit_code <= 0) job->exit_code = exit_code;
   if (exit_code == 0 && job->exit_code < 0) job->exit_code = 0;
   if (!reason.empty() && job->stop_cause == StopCause::kNone && exit_code != 0) job->reason = reason;
@@ -233,6 +240,7 @@ void Controller::DoExited(const std::string& job_id, int run, const std::string&
   const RunningJob& r = snap_.running[running_pos_.at(job_id)];
   job->attained_gpu_ms +=
       static_cast<double>(Now() - r.start_ms) * PlacementShare(r.placement, job->spec->request.sharing);
+  CloseLedger(*job, job->last_exit_ms);
   RemoveRunning(job_id);
   switch (job->stop_cause) {
     case StopCause::kPreempt:
@@ -240,7 +248,9 @@ void Controller::DoExited(const std::string& job_id, int run, const std::string&
       Requeue(*job, "preempted");
       return;
     case StopCause::kCancel: Finish(*job, JobState::kCancelled, job->reason); return;
-    case StopCause::kTimeLimit: Finish(*job, JobState::kFailed, job->reason); return;
+    case StopCause::kTimeLimit:
+    case StopCause::kCostLimit:
+    case StopCause::kIdle: Finish(*job, JobState::kFailed, job->reason); return;
     case StopCause::kNodeFault:
       if (job->fault_retries < job->spec->max_retries) {
         job->fault_retries++;
@@ -369,6 +379,7 @@ void Controller::Tick() {
                   fmt::format("time limit {} reached", FormatDuration(job.spec->time_limit_ms)), options_.kill_wait_ms);
     }
   }
+  AccountingTick();
   dirty_ = true;  // ages and fair share move with time
 }
 

@@ -14,7 +14,11 @@ ApiResult Controller::GetJob(const Actor& who, const std::string& id) {
   return Call([&] {
     JobRecord* job = Find(id);
     if (!job || !who.SeesTeam(job->spec->team)) return ApiResult::Error(404, "not_found", "no job " + id, "id");
-    return ApiResult{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+    ApiResult r{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+    r.body["cost"] = RoundTo(JobCost(*job, Now()), 4);
+    r.body["currency"] = options_.pricing.currency;
+    if (job->idle_flagged) r.body["idle"] = true;
+    return r;
   });
 }
 
@@ -218,6 +222,7 @@ std::string Controller::Metrics() {
     w.Family("gantry_jobs_total", "counter", "Job transitions since the server started");
     for (const auto& [event, v] : counters_) w.Sample("gantry_jobs_total", {{"event", event}}, static_cast<double>(v));
     WriteGpuMetrics(w);
+    WriteBillingMetrics(w);
     w.Write("gantry_scheduling_cycle_seconds", "Time of one scheduling cycle", cycle_seconds_);
     w.Write("gantry_submit_to_start_seconds", "From submit to the first start of a job", submit_to_start_seconds_);
     std::lock_guard<std::mutex> lock(commit_metrics_mu_);

@@ -292,6 +292,47 @@ void HttpApi::Routes() {
              if (body_json(req, res, &body)) Reply(res, hub->Report(body));
            }));
   }
+  s.Get("/v1/usage", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {"from", "to", "team", "by"})) return;
+          UsageQuery q;
+          const Calendar& cal = controller_.calendar();
+          TimeMs now = controller_.CurrentTime();
+          q.from = cal.MonthStart(now);
+          for (auto [name, out] : {std::pair{"from", &q.from}, {"to", &q.to}}) {
+            if (!req.has_param(name)) continue;
+            auto t = cal.ParseDate(req.get_param_value(name), name);
+            if (!t) return Reply(res, ApiResult::FromStatus(t.status()));
+            *out = *t;
+          }
+          q.team = req.get_param_value("team");
+          if (req.has_param("by")) q.by = req.get_param_value("by");
+          Reply(res, controller_.Usage(who, q));
+        }));
+  s.Get("/v1/reports/monthly",
+        authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {"month", "format"})) return;
+          std::string month = req.has_param("month") ? req.get_param_value("month")
+                                                     : controller_.calendar().MonthOf(controller_.CurrentTime());
+          std::string format = req.has_param("format") ? req.get_param_value("format") : "json";
+          if (format != "json" && format != "csv" && format != "html") {
+            return ReplyError(res, 400, "invalid_argument", "must be json, csv or html", "format");
+          }
+          ApiResult r = controller_.MonthlyReport(who, month);
+          if (r.status != 200 || format == "json") return Reply(res, r);
+          if (format == "csv") {
+            res.set_header("Content-Disposition", "attachment; filename=\"gantry-" + month + ".csv\"");
+            return res.set_content(ReportCsv(r.body), "text/csv");
+          }
+          res.set_content(ReportHtml(r.body), "text/html; charset=utf-8");
+        }));
+  s.Get("/v1/budgets", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {})) return;
+          Reply(res, controller_.Budgets(who));
+        }));
+  s.Get("/v1/alerts", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {})) return;
+          Reply(res, controller_.Alerts(who));
+        }));
   s.Get("/v1/audit", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;

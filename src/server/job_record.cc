@@ -12,7 +12,7 @@ namespace gantry {
 namespace {
 
 constexpr const char* kStateNames[] = {"pending", "running", "stopping", "succeeded", "failed", "cancelled"};
-constexpr const char* kStopNames[] = {"", "cancel", "preempt", "time_limit", "node_fault"};
+constexpr const char* kStopNames[] = {"", "cancel", "preempt", "time_limit", "node_fault", "cost_limit", "idle"};
 
 std::string Ms(DurationMs d) { return fmt::format("{}ms", d); }
 
@@ -85,7 +85,15 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (!s.env.empty()) j["env"] = s.env;
   j["max_retries"] = s.max_retries;
   if (s.retries_on_failure > 0) j["retries_on_failure"] = s.retries_on_failure;
+  if (s.cost_limit > 0) j["cost_limit"] = s.cost_limit;
   return j;
+}
+
+double ShareOfGpu(const GpuShare& g, const GpuType& type) {
+  if (g.mig_profile >= 0 && type.mig_compute_slices > 0) {
+    return static_cast<double>(type.mig_profiles[g.mig_profile].compute_slices) / type.mig_compute_slices;
+  }
+  return g.milli / 1000.0;
 }
 
 nlohmann::json PlacementToJson(const Placement& p, const std::vector<Node>& nodes, const GpuCatalog& catalog) {
@@ -95,7 +103,7 @@ nlohmann::json PlacementToJson(const Placement& p, const std::vector<Node>& node
     const GpuType& type = catalog.Get(node.gpu_type());
     nlohmann::json gpus = nlohmann::json::array();
     for (const GpuShare& g : ns.gpus) {
-      nlohmann::json gj = {{"index", g.gpu}, {"uuid", node.gpus[g.gpu].uuid}, {"share", g.milli / 1000.0}};
+      nlohmann::json gj = {{"index", g.gpu}, {"uuid", node.gpus[g.gpu].uuid}, {"share", ShareOfGpu(g, type)}};
       if (g.mig_profile >= 0) gj["mig_profile"] = type.mig_profiles[g.mig_profile].name;
       if (g.mps_thread_percent > 0) gj["mps_thread_percent"] = g.mps_thread_percent;
       if (g.memory_mib > 0) gj["memory_mib"] = g.memory_mib;
@@ -132,6 +140,9 @@ nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes) {
           {"stop_cause", static_cast<int>(job.stop_cause)},
           {"stop_at_ms", job.stop_at_ms},
           {"nominated", job.nominated},
+          {"closed_cost", job.closed_cost},
+          {"cost_alert", job.cost_alert},
+          {"idle_flagged", job.idle_flagged},
           {"placement", placement}};
 }
 
@@ -160,6 +171,9 @@ Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<in
     j.stop_cause = static_cast<StopCause>(doc.at("stop_cause").get<int>());
     j.stop_at_ms = doc.at("stop_at_ms").get<TimeMs>();
     j.nominated = doc.at("nominated").get<bool>();
+    j.closed_cost = doc.value("closed_cost", 0.0);  // absent in documents written before accounting
+    j.cost_alert = doc.value("cost_alert", 0);
+    j.idle_flagged = doc.value("idle_flagged", false);
     for (const nlohmann::json& ns : doc.at("placement")) {
       NodeShare share;
       share.node = node_index(ns.at("node").get<std::string>());

@@ -25,7 +25,7 @@ bool ParseJobState(const std::string& text, JobState* out);
 inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
 
 // Why a running job is being stopped; decides what happens when it has exited.
-enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault };
+enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault, kCostLimit, kIdle };
 const char* ToString(StopCause c);
 
 struct JobRecord {
@@ -48,6 +48,10 @@ struct JobRecord {
   Placement placement;            // current run; node indices into the controller's nodes
   bool nominated = false;         // jobs are being evicted for it
   int64_t submit_steady_us = -1;  // monotonic submit time in this process (latency metric; not stored)
+  double closed_cost = 0;         // cost of the runs that ended (the ledger's closed intervals)
+  int cost_alert = 0;             // cost-limit alerts sent: 0, 80 or 100 (%)
+  bool idle_flagged = false;      // the current run holds GPUs it does not use
+  TimeMs last_exit_ms = -1;       // the latest exit reported for the current run (not stored)
 };
 
 // The spec in the submit format (YAML/JSON field names); ParseJobSpec reads it back.
@@ -61,6 +65,10 @@ Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<in
 // The API view: state, times as UTC text, request, placement with GPU UUIDs. Without
 // `full`, the command, environment and working directory are left out.
 nlohmann::json JobToApi(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog, bool full);
+
+// The part of one GPU a share holds: 1, the fraction, or a MIG profile's compute slices
+// over the GPU's (3g.40gb on an H100: 3/7). What the ledger bills.
+double ShareOfGpu(const GpuShare& g, const GpuType& type);
 
 nlohmann::json PlacementToJson(const Placement& p, const std::vector<Node>& nodes, const GpuCatalog& catalog);
 

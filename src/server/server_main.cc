@@ -178,7 +178,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     users = std::move(*loaded);
   }
 
+  auto pricing = PricingConfig::FromYaml(config->gpu_types_yaml, config->catalog);
+  if (!pricing) {
+    err << "gantry server: gpu_types.yaml: " << pricing.status().ToString() << "\n";
+    return 2;
+  }
   ControllerOptions copts;
+  copts.pricing = std::move(*pricing);
   copts.config = std::move(*config);
   if (!o.config_dir.empty() && fs::exists(o.config_dir + "/team_quotas.yaml")) {
     copts.quotas_path = o.config_dir + "/team_quotas.yaml";
@@ -215,9 +221,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     agent = std::make_unique<LocalAgent>(
         LocalAgentOptions{data_dir + "/agent", shim, 50, fake},
         AgentReports{[c](const std::string& id, int run) { c->ReportStarted(id, run); },
-                     [c](const std::string& id, int run, const std::string& node, int code, const std::string& why) {
-                       c->ReportExited(id, run, node, code, why);
-                     }});
+                     [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
+                         TimeMs ended_ms) { c->ReportExited(id, run, node, code, why, ended_ms); }});
     std::vector<RunReport> runs = agent->Recover();
     agent->Start();
     if (Status s = controller.AttachNodes(nodes, agent.get(), runs); !s.ok()) {

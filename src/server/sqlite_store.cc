@@ -35,7 +35,23 @@ const char* const kMigrations[] = {
                              ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
     CREATE INDEX node_events_node ON node_events(node_id);
     )sql",
+    R"sql(
+    CREATE TABLE allocations(job_id TEXT NOT NULL, run INTEGER NOT NULL, slot INTEGER NOT NULL,
+                             user TEXT NOT NULL, team TEXT NOT NULL, project TEXT NOT NULL,
+                             priority_class TEXT NOT NULL, node TEXT NOT NULL, pool TEXT NOT NULL,
+                             gpu_index INTEGER NOT NULL, gpu_uuid TEXT NOT NULL, gpu_type TEXT NOT NULL,
+                             mig_profile TEXT NOT NULL, share REAL NOT NULL, start_ms INTEGER NOT NULL,
+                             end_ms INTEGER, util_sum REAL NOT NULL, mem_sum_mib REAL NOT NULL,
+                             samples INTEGER NOT NULL, idle INTEGER NOT NULL, PRIMARY KEY(job_id, run, slot));
+    CREATE INDEX allocations_start ON allocations(start_ms);
+    CREATE INDEX allocations_end ON allocations(end_ms);
+    CREATE INDEX job_events_kind_ts ON job_events(kind, ts_ms);
+    )sql",
 };
+
+constexpr const char* kAllocationColumns =
+    "job_id, run, slot, user, team, project, priority_class, node, pool, gpu_index, gpu_uuid, gpu_type, "
+    "mig_profile, share, start_ms, end_ms, util_sum, mem_sum_mib, samples, idle";
 
 // A prepared statement that resets itself after each use.
 class Statement {
@@ -52,6 +68,14 @@ class Statement {
   }
   Statement& Bind(int i, int64_t v) {
     sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& Bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Statement& BindNull(int i) {
+    sqlite3_bind_null(stmt_, i);
     return *this;
   }
   // Runs a statement that returns no rows; SQLITE_DONE on success.
@@ -71,6 +95,8 @@ class Statement {
     return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(stmt_, col)) : std::string();
   }
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Real(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
@@ -110,6 +136,9 @@ class SqliteStore : public Store {
     insert_audit_ = Prepare(
         "INSERT INTO audit(ts_ms, user, role, action, target, status, detail) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     upsert_meta_ = Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
+    upsert_allocation_ = Prepare(
+        "INSERT OR REPLACE INTO allocations VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+        "?16, ?17, ?18, ?19, ?20)");
     for (const auto& st : statements_) {
       if (!st->ok()) return Status::Internal(fmt::format("prepare: {}", sqlite3_errmsg(db_)));
     }
@@ -157,6 +186,7 @@ class SqliteStore : public Store {
                          .Run() == SQLITE_DONE;
     }
     for (const auto& [k, v] : b.meta) ok = ok && upsert_meta_->Bind(1, k).Bind(2, v).Run() == SQLITE_DONE;
+    for (const Allocation& a : b.allocations) ok = ok && WriteAllocation(a);
     if (!ok) {
       std::string why = sqlite3_errmsg(db_);
       Exec("ROLLBACK");
@@ -212,9 +242,86 @@ class SqliteStore : public Store {
     return out;
   }
 
+  Expected<std::vector<Allocation>> Allocations(TimeMs from, TimeMs to) override {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    Statement q(reader_,
+                fmt::format("SELECT {} FROM allocations WHERE start_ms < ?1 AND (end_ms IS NULL OR end_ms > ?2) "
+                            "ORDER BY start_ms, job_id, run, slot",
+                            kAllocationColumns)
+                    .c_str());
+    q.Bind(1, to).Bind(2, from);
+    return ReadAllocations(q);
+  }
+
+  Expected<std::vector<Allocation>> OpenAllocations() override {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    Statement q(reader_, fmt::format("SELECT {} FROM allocations WHERE end_ms IS NULL ORDER BY job_id, run, slot",
+                                     kAllocationColumns)
+                             .c_str());
+    return ReadAllocations(q);
+  }
+
+  Expected<std::vector<JobEvent>> EventsOfKinds(const std::vector<std::string>& kinds, TimeMs to) override {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    std::string marks;
+    for (size_t i = 0; i < kinds.size(); ++i) marks += fmt::format("{}?{}", i ? ", " : "", i + 2);
+    Statement q(reader_, fmt::format("SELECT job_id, ts_ms, kind, detail FROM job_events WHERE ts_ms < ?1 AND kind IN "
+                                     "({}) ORDER BY id",
+                                     marks)
+                             .c_str());
+    q.Bind(1, to);
+    for (size_t i = 0; i < kinds.size(); ++i) q.Bind(static_cast<int>(i + 2), kinds[i]);
+    std::vector<JobEvent> out;
+    while (q.Step()) out.push_back({q.Text(0), q.Int(1), q.Text(2), q.Text(3)});
+    return out;
+  }
+
   int schema_version() const override { return version_; }
 
  private:
+  bool WriteAllocation(const Allocation& a) {
+    Statement& s = *upsert_allocation_;
+    s.Bind(1, a.job_id).Bind(2, int64_t{a.run}).Bind(3, int64_t{a.slot}).Bind(4, a.user).Bind(5, a.team);
+    s.Bind(6, a.project).Bind(7, a.priority_class).Bind(8, a.node).Bind(9, a.pool).Bind(10, int64_t{a.gpu_index});
+    s.Bind(11, a.gpu_uuid).Bind(12, a.gpu_type).Bind(13, a.mig_profile).Bind(14, a.share).Bind(15, a.start_ms);
+    if (a.open()) {
+      s.BindNull(16);
+    } else {
+      s.Bind(16, a.end_ms);
+    }
+    s.Bind(17, a.util_sum).Bind(18, a.mem_sum_mib).Bind(19, a.samples).Bind(20, int64_t{a.idle ? 1 : 0});
+    return s.Run() == SQLITE_DONE;
+  }
+
+  static std::vector<Allocation> ReadAllocations(Statement& q) {
+    std::vector<Allocation> out;
+    while (q.Step()) {
+      Allocation a;
+      a.job_id = q.Text(0);
+      a.run = static_cast<int>(q.Int(1));
+      a.slot = static_cast<int>(q.Int(2));
+      a.user = q.Text(3);
+      a.team = q.Text(4);
+      a.project = q.Text(5);
+      a.priority_class = q.Text(6);
+      a.node = q.Text(7);
+      a.pool = q.Text(8);
+      a.gpu_index = static_cast<int>(q.Int(9));
+      a.gpu_uuid = q.Text(10);
+      a.gpu_type = q.Text(11);
+      a.mig_profile = q.Text(12);
+      a.share = q.Real(13);
+      a.start_ms = q.Int(14);
+      a.end_ms = q.Null(15) ? -1 : q.Int(15);
+      a.util_sum = q.Real(16);
+      a.mem_sum_mib = q.Real(17);
+      a.samples = q.Int(18);
+      a.idle = q.Int(19) != 0;
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
   Status Exec(const char* sql) {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
@@ -260,6 +367,7 @@ class SqliteStore : public Store {
   Statement* insert_idem_ = nullptr;
   Statement* insert_audit_ = nullptr;
   Statement* upsert_meta_ = nullptr;
+  Statement* upsert_allocation_ = nullptr;
 };
 
 }  // namespace

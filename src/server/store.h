@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "billing/ledger.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -64,10 +66,26 @@ struct StoreBatch {
   std::vector<IdempotencyRecord> idempotency;
   std::vector<AuditRecord> audit;
   std::map<std::string, std::string> meta;
+  std::vector<Allocation> allocations;  // upserted by (job_id, run, slot)
+
+  // Adds `later`'s writes after this batch's (the committer merges queued batches).
+  void Append(StoreBatch&& later) {
+    auto append = [](auto& to, auto& from) {
+      to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    };
+    append(jobs, later.jobs);
+    append(events, later.events);
+    append(node_events, later.node_events);
+    append(nodes, later.nodes);
+    append(idempotency, later.idempotency);
+    append(audit, later.audit);
+    append(allocations, later.allocations);
+    for (auto& [k, v] : later.meta) meta[k] = std::move(v);
+  }
 
   bool empty() const {
     return jobs.empty() && events.empty() && node_events.empty() && nodes.empty() && idempotency.empty() &&
-           audit.empty() && meta.empty();
+           audit.empty() && meta.empty() && allocations.empty();
   }
 };
 
@@ -91,6 +109,11 @@ class Store {
   virtual Expected<std::vector<NodeEvent>> NodeEvents(const std::string& node_id, int limit) = 0;
   // The newest `limit` audit records, newest first.
   virtual Expected<std::vector<AuditRecord>> Audit(int limit) = 0;
+  // Ledger intervals overlapping [from, to), intervals still open included.
+  virtual Expected<std::vector<Allocation>> Allocations(TimeMs from, TimeMs to) = 0;
+  virtual Expected<std::vector<Allocation>> OpenAllocations() = 0;
+  // Job events of the given kinds before `to`, oldest first (accounting reconciliation).
+  virtual Expected<std::vector<JobEvent>> EventsOfKinds(const std::vector<std::string>& kinds, TimeMs to) = 0;
   virtual int schema_version() const = 0;
 };
 

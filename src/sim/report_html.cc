@@ -5,44 +5,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/html_util.h"
 #include "sim/report.h"
 
 namespace gantry {
 
 namespace {
 
-constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
-                                    "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#7b4173"};
+const auto& kPalette = kChartPalette;
 constexpr int kW = 640, kH = 260, kLeft = 60, kRight = 150, kTop = 28, kBottom = 36;
 
 struct Line {
   std::string name;
   std::vector<double> x, y;
 };
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-double NiceStep(double range) {
-  double raw = range / 5;
-  double mag = std::pow(10, std::floor(std::log10(std::max(raw, 1e-12))));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * mag * (1 + 1e-6)) return m * mag;  // 1.0000001 / 5 still steps by 0.2
-  }
-  return 10 * mag;
-}
 
 // A line chart (or stacked areas) with axes, ticks and a legend. With log_x, x values
 // below 1 are drawn at 1.
@@ -71,7 +47,7 @@ std::string Chart(const std::string& title, const std::string& xlabel, const std
   std::string svg = fmt::format(
       "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' font-family='sans-serif' font-size='11'>"
       "<text x='{}' y='16' font-size='13' font-weight='bold'>{}</text>",
-      kW, kH, kLeft, Escape(title));
+      kW, kH, kLeft, HtmlEscape(title));
   for (double y = 0; y <= ymax + 1e-9; y += ystep) {
     svg +=
         fmt::format("<line x1='{}' x2='{}' y1='{:.1f}' y2='{:.1f}' stroke='#ddd'/>", kLeft, kLeft + pw, py(y), py(y));
@@ -91,9 +67,9 @@ std::string Chart(const std::string& title, const std::string& xlabel, const std
       svg += fmt::format("<text x='{:.1f}' y='{}' text-anchor='middle'>{:g}</text>", px(x), kTop + ph + 14, x);
     }
   }
-  svg += fmt::format("<text x='{}' y='{}' text-anchor='middle'>{}</text>", kLeft + pw / 2, kH - 4, Escape(xlabel));
+  svg += fmt::format("<text x='{}' y='{}' text-anchor='middle'>{}</text>", kLeft + pw / 2, kH - 4, HtmlEscape(xlabel));
   svg += fmt::format("<text transform='translate(12,{}) rotate(-90)' text-anchor='middle'>{}</text>", kTop + ph / 2,
-                     Escape(ylabel));
+                     HtmlEscape(ylabel));
   std::vector<double> base(stack.size(), 0);
   for (size_t li = 0; li < lines.size(); ++li) {
     const Line& l = lines[li];
@@ -114,7 +90,7 @@ std::string Chart(const std::string& title, const std::string& xlabel, const std
     if (li < 16) {
       double ly = kTop + 12.0 * static_cast<double>(li);
       svg += fmt::format("<rect x='{}' y='{:.1f}' width='10' height='10' fill='{}'/><text x='{}' y='{:.1f}'>{}</text>",
-                         kLeft + pw + 10, ly, color, kLeft + pw + 24, ly + 9, Escape(l.name));
+                         kLeft + pw + 10, ly, color, kLeft + pw + 24, ly + 9, HtmlEscape(l.name));
     }
   }
   return svg + "</svg>";
@@ -149,13 +125,13 @@ std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string&
       "<th>util when queued</th><th>JCT mean (h)</th><th>JCT p95 (h)</th><th>queue delay mean (s)</th>"
       "<th>delay p50 (s)</th><th>delay p95 (s)</th><th>preemptions</th><th>max team starvation (s)</th>"
       "<th>Jain</th></tr>",
-      Escape(title));
+      HtmlEscape(title));
   for (const PolicyRun& run : runs) {
     const SimResult& r = run.result;
     html += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td><td>{:.2f}</td>"
         "<td>{:.0f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{}</td><td>{:.0f}</td><td>{:.3f}</td></tr>",
-        Escape(r.policy), r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.gpu_utilization_when_queued,
+        HtmlEscape(r.policy), r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.gpu_utilization_when_queued,
         r.jct_mean_s / 3600, r.jct_p95_s / 3600, r.queue_delay_mean_s, r.queue_delay_p50_s, r.queue_delay_p95_s,
         r.preemptions, r.max_team_starvation_s, r.jain_fairness);
   }

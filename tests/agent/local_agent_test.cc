@@ -26,7 +26,7 @@ struct Reports {
 
   AgentReports Sink() {
     return {[](const std::string&, int) {},
-            [this](const std::string& id, int, const std::string&, int code, const std::string&) {
+            [this](const std::string& id, int, const std::string&, int code, const std::string&, TimeMs) {
               std::lock_guard<std::mutex> lock(mu);
               exit_codes[id] = code;
               exit_times[id] = std::chrono::steady_clock::now();

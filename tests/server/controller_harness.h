@@ -38,14 +38,18 @@ inline std::string TempPath(const std::string& name) {
 }
 
 struct Harness {
-  explicit Harness(std::string db_path = "", DurationMs tick_ms = 3600 * 1000)
-      : db(db_path.empty() ? Fresh() : db_path) {
+  // `configure` may change the options (quotas, pricing); `start` is the clock's first time.
+  explicit Harness(std::string db_path = "", DurationMs tick_ms = 3600 * 1000,
+                   const std::function<void(ControllerOptions&)>& configure = {}, TimeMs start = 1'800'000'000'000)
+      : db(db_path.empty() ? Fresh() : db_path), now(start) {
     ControllerOptions o;
     o.config = *LoadConfigDir("");
     o.tick_ms = tick_ms;  // periodic cycle (time limits); long by default: tests decide
     o.kill_wait_ms = 5000;
     o.defer_slow_cycles = false;  // every batch gets its cycle, however slow the build (ASan)
     o.now = [this] { return now.load(); };
+    o.log = [](const std::string&) {};
+    if (configure) configure(o);
     auto store = OpenSqliteStore(db, {.synchronous_full = false});
     EXPECT_TRUE(store.ok());
     controller = std::make_unique<Controller>(std::move(o), std::move(*store));
@@ -69,7 +73,7 @@ struct Harness {
   }
 
   std::string db;
-  std::atomic<TimeMs> now{1'800'000'000'000};
+  std::atomic<TimeMs> now;
   RecordingLink link;
   std::unique_ptr<Controller> controller;
 };

@@ -2,41 +2,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "command_util.h"
-#include "controller_harness.h"
-#include "server_process.h"
+#include "server_fixture.h"
 
 namespace gantry::testing {
 namespace {
 
-class HttpApi : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string dir = TempPath("srv");
-    std::filesystem::remove_all(dir);
-    server_ = std::make_unique<ServerProcess>(dir);
-    server_->Start();
-  }
-  // Polls a job until it reaches `state` (or 10 s pass); returns the last state seen.
-  std::string WaitFor(const std::string& id, const std::string& state, const char* token = kAliceToken) {
-    auto c = server_->Client(token);
-    std::string seen;
-    for (int i = 0; i < 500 && seen != state; ++i) {
-      seen = Json(c.Get("/v1/jobs/" + id)).value("state", "");
-      if (seen != state) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return seen;
-  }
-  std::string Cli(const std::string& args, const char* token = kAliceToken, int* rc = nullptr) {
-    std::string out;
-    int status = RunCommand(
-        fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} {} 2>&1", server_->address(), token, GANTRY_BINARY, args),
-        &out);
-    if (rc) *rc = status;
-    return out;
-  }
-  std::unique_ptr<ServerProcess> server_;
-};
+using HttpApi = ServerTest;
 
 TEST_F(HttpApi, HealthAndMetricsAreOpenButV1NeedsAValidToken) {
   auto anon = server_->Client(nullptr);

@@ -33,7 +33,7 @@ std::string ReadFile(const std::string& path) {
 
 TEST(GoldenPhilly, First3000JobsOn64Gpus) {
   if (!std::filesystem::exists(kTrace)) GTEST_SKIP() << "shared trace not found at " << kTrace;
-  ConfigSet config{GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}};
+  ConfigSet config{GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}, ""};
   auto nodes = LoadClusterFile(GANTRY_SOURCE_DIR "/tests/golden/cluster-64.yaml", config.catalog);
   ASSERT_TRUE(nodes.ok());
   auto trace = ParseTrace(FirstLines(kTrace, 3000), TraceFormat::kPhilly, true);

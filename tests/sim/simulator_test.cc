@@ -12,7 +12,7 @@ namespace {
 
 using testing::MakeNode;
 
-ConfigSet Config() { return {GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}}; }
+ConfigSet Config() { return {GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}, ""}; }
 
 SimResult RunSim(const std::vector<Node>& nodes, const std::string& csv, const std::string& policy) {
   auto trace = ParseTrace(csv, TraceFormat::kCsv, true);

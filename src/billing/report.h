@@ -1,0 +1,56 @@
+// Sums over the ledger: usage by team, project, user, GPU type or job over any window,
+// and the monthly bill (per team, project and GPU type, daily GPU-hours, top jobs by cost,
+// utilization and the cost of the idle part). Intervals are cut at the window's edges, so
+// an interval crossing a month boundary counts in each month for its part.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "billing/calendar.h"
+#include "billing/ledger.h"
+
+namespace gantry {
+
+enum class UsageGrouping : uint8_t { kTeam, kProject, kUser, kGpuType, kJob };
+Expected<UsageGrouping> ParseUsageGrouping(const std::string& text);
+
+struct UsageLine {
+  nlohmann::json labels;  // {"team": ...} or {"team", "project"} ...
+  double gpu_ms = 0;
+  double cost = 0;
+  double measured_gpu_ms = 0;  // the part with telemetry
+  double util_gpu_ms = 0;      // sum of gpu_ms x utilization (0..1) over the measured part
+  double idle_cost = 0;        // cost x (1 - utilization) over the measured part
+  bool idle_flagged = false;
+
+  void Add(const Allocation& a, const Accrual& acc);
+  double avg_util_pct() const { return measured_gpu_ms > 0 ? 100 * util_gpu_ms / measured_gpu_ms : -1; }
+  nlohmann::json ToJson() const;
+};
+
+// One line per group, most expensive first.
+std::vector<UsageLine> AggregateUsage(const std::vector<Allocation>& allocations, TimeMs from, TimeMs to, TimeMs now,
+                                      const PriceBook& prices, UsageGrouping by);
+
+struct ReportOptions {
+  std::string month;  // YYYY-MM
+  std::string currency = "USD";
+  int top_jobs = 10;
+};
+
+// The monthly report as JSON (the csv and html forms are rendered from it).
+Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocations, const Calendar& calendar,
+                                       const PriceBook& prices, TimeMs now, const ReportOptions& options);
+
+// Rounds to `digits` decimals (JSON carries costs to 1e-6 and GPU-seconds to the millisecond).
+double RoundTo(double x, int digits);
+// Amounts and hours as text: two decimals, four below 1 (a demo's 0.0021 is not 0.00).
+std::string FormatAmount(double x);
+
+// The csv and one-page html forms of a MonthlyReport.
+std::string ReportCsv(const nlohmann::json& report);
+std::string ReportHtml(const nlohmann::json& report);
+
+}  // namespace gantry
