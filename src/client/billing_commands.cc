@@ -117,6 +117,9 @@ void PrintAlerts(std::ostream& out, const nlohmann::json& b) {
 }  // namespace
 
 void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& p) {
+  // Captured one by one: an action that held `p` whole would hold `chosen`, which holds it.
+  auto request = p.request;
+  auto chosen = p.chosen;
   struct UsageFlags {
     std::string team, from, to, by = "team";
   };
@@ -129,17 +132,17 @@ void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
   usage->add_option("--by", uf->by, "team, project, user, gpu_type or job")
       ->check(CLI::IsMember({"team", "project", "user", "gpu_type", "job"}));
   usage->callback([=, &out] {
-    *p.chosen = [=, &out] {
+    *chosen = [=, &out] {
       std::string q = "/v1/usage?by=" + uf->by;
       if (!uf->team.empty()) q += "&team=" + uf->team;
       if (!uf->from.empty()) q += "&from=" + uf->from;
       if (!uf->to.empty()) q += "&to=" + uf->to;
-      return p.request([q](ApiClient& a) { return a.Get(q); },
-                       [&out, uf](const nlohmann::json& b) {
-                         out << fmt::format("usage {} to {}{}\n", Str(b, "from"), Str(b, "to"),
-                                            Str(b, "team").empty() ? "" : ", team " + Str(b, "team"));
-                         PrintKeyed(out, b["lines"], KeysFor(uf->by), b.value("currency", "USD"), &b["total"]);
-                       });
+      return request([q](ApiClient& a) { return a.Get(q); },
+                     [&out, uf](const nlohmann::json& b) {
+                       out << fmt::format("usage {} to {}{}\n", Str(b, "from"), Str(b, "to"),
+                                          Str(b, "team").empty() ? "" : ", team " + Str(b, "team"));
+                       PrintKeyed(out, b["lines"], KeysFor(uf->by), b.value("currency", "USD"), &b["total"]);
+                     });
     };
   });
 
@@ -154,43 +157,43 @@ void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
       ->check(CLI::IsMember({"text", "json", "csv", "html"}));
   report->add_option("--out", rf->file, "Write to this file instead of standard output");
   report->callback([=, &out] {
-    *p.chosen = [=, &out] {
+    *chosen = [=, &out] {
       std::string q = "/v1/reports/monthly";
       if (!rf->month.empty()) q += "?month=" + rf->month;
-      return p.request([q](ApiClient& a) { return a.Get(q); },
-                       [&out, rf](const nlohmann::json& b) {
-                         std::ofstream file;
-                         if (!rf->file.empty()) file.open(rf->file, std::ios::trunc);
-                         std::ostream& o = rf->file.empty() ? out : file;
-                         if (rf->format == "json") {
-                           o << b.dump(2) << "\n";
-                         } else if (rf->format == "csv") {
-                           o << ReportCsv(b);
-                         } else if (rf->format == "html") {
-                           o << ReportHtml(b);
-                         } else {
-                           PrintReport(o, b);
-                         }
-                         if (!rf->file.empty()) out << "wrote " << rf->file << "\n";
-                       });
+      return request([q](ApiClient& a) { return a.Get(q); },
+                     [&out, rf](const nlohmann::json& b) {
+                       std::ofstream file;
+                       if (!rf->file.empty()) file.open(rf->file, std::ios::trunc);
+                       std::ostream& o = rf->file.empty() ? out : file;
+                       if (rf->format == "json") {
+                         o << b.dump(2) << "\n";
+                       } else if (rf->format == "csv") {
+                         o << ReportCsv(b);
+                       } else if (rf->format == "html") {
+                         o << ReportHtml(b);
+                       } else {
+                         PrintReport(o, b);
+                       }
+                       if (!rf->file.empty()) out << "wrote " << rf->file << "\n";
+                     });
     };
   });
 
   CLI::App* budgets = app.add_subcommand("budgets", "This month's budgets: limit, use, alerts and holds");
   p.common(budgets);
   budgets->callback([=, &out] {
-    *p.chosen = [=, &out] {
-      return p.request([](ApiClient& a) { return a.Get("/v1/budgets"); },
-                       [&out](const nlohmann::json& b) { PrintBudgets(out, b); });
+    *chosen = [=, &out] {
+      return request([](ApiClient& a) { return a.Get("/v1/budgets"); },
+                     [&out](const nlohmann::json& b) { PrintBudgets(out, b); });
     };
   });
 
   CLI::App* alerts = app.add_subcommand("alerts", "Budget, job cost-limit and idle-job alerts, newest first");
   p.common(alerts);
   alerts->callback([=, &out] {
-    *p.chosen = [=, &out] {
-      return p.request([](ApiClient& a) { return a.Get("/v1/alerts"); },
-                       [&out](const nlohmann::json& b) { PrintAlerts(out, b); });
+    *chosen = [=, &out] {
+      return request([](ApiClient& a) { return a.Get("/v1/alerts"); },
+                     [&out](const nlohmann::json& b) { PrintAlerts(out, b); });
     };
   });
 }

@@ -7,7 +7,6 @@
 
 #include <fstream>
 #include <random>
-#include <regex>
 
 #include "controller_harness.h"
 
@@ -20,8 +19,10 @@ const TimeMs kPriceChange = Utc("2026-11-16T00:00:00Z");
 void WithPriceChange(ControllerOptions& o) {
   std::ifstream in(std::string(GANTRY_SOURCE_DIR) + "/config/gpu_types.yaml");
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  yaml = std::regex_replace(yaml, std::regex("(  A100-80GB:\n(    .*\n)*?    price_spot: 1.40\n)"),
-                            "$1    price_changes:\n      - {effective: 2026-11-16, on_demand: 3.00, spot: 1.20}\n");
+  const std::string spot = "    price_spot: 1.40\n";
+  size_t at = yaml.find(spot, yaml.find("  A100-80GB:\n"));
+  ASSERT_NE(at, std::string::npos);
+  yaml.insert(at + spot.size(), "    price_changes:\n      - {effective: 2026-11-16, on_demand: 3.00, spot: 1.20}\n");
   auto catalog = GpuCatalog::FromYaml(yaml);
   ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
   ASSERT_EQ(catalog->Find("A100-80GB")->price_changes.size(), 1u);

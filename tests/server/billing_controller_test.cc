@@ -107,6 +107,21 @@ TEST(Ledger, EveryRunIsBilledAndSurvivesARestart) {
   EXPECT_EQ(h.controller->Usage(kBob, other).status, 403);
 }
 
+TEST(Ledger, AMigSliceIsBilledAsItsShareOfTheGpu) {
+  Harness h("", 3600 * 1000, {}, kNov10);
+  h.Attach({MakeMigNode("h1", "H100-80GB", 1, {0}, {})});
+  ApiResult r = h.Submit("{mig_profile: 3g.40gb, command: 'true'}", kAlice);
+  ASSERT_EQ(r.body["state"], "running") << r.body.dump();
+  h.now += 7 * kHourMs;
+  h.controller->ReportExited(r.body["id"], 1, "h1", 0, "");
+  h.controller->Sync();
+  // 3 of the H100's 7 compute slices for 7 hours: 3 GPU-hours at 6.88 = 20.64.
+  nlohmann::json u = Usage(h, "gpu_type");
+  ASSERT_EQ(u["lines"].size(), 1u);
+  EXPECT_DOUBLE_EQ(u["lines"][0]["gpu_hours"], 3.0);
+  EXPECT_DOUBLE_EQ(u["lines"][0]["cost"], 20.64);
+}
+
 TEST(Ledger, AnExitDuringAServerOutageIsBilledToTheAgentsTime) {
   std::string db, id;
   {
