@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 namespace gantry {
 
@@ -37,8 +38,10 @@ void UsageLine::Add(const Allocation& a, const Accrual& acc) {
   idle_flagged = idle_flagged || a.idle;
 }
 
+nlohmann::json LabelsOf(const Allocation& a, UsageGrouping by);
+
 nlohmann::json UsageLine::ToJson() const {
-  nlohmann::json j = labels;
+  nlohmann::json j = sample && labels.is_null() ? LabelsOf(*sample, by) : labels;
   j["gpu_seconds"] = RoundTo(gpu_ms / 1000, 3);
   j["gpu_hours"] = RoundTo(gpu_ms / kHourMs, 6);
   j["cost"] = RoundTo(cost, 6);  // csv, html and tables show cents
@@ -47,8 +50,6 @@ nlohmann::json UsageLine::ToJson() const {
   j["idle_cost"] = RoundTo(idle_cost, 6);
   return j;
 }
-
-namespace {
 
 nlohmann::json LabelsOf(const Allocation& a, UsageGrouping by) {
   switch (by) {
@@ -61,12 +62,43 @@ nlohmann::json LabelsOf(const Allocation& a, UsageGrouping by) {
   return {};
 }
 
-std::vector<UsageLine> Sorted(std::map<std::string, UsageLine>& groups) {
-  std::vector<UsageLine> out;
-  for (auto& [key, line] : groups) out.push_back(std::move(line));
-  std::stable_sort(out.begin(), out.end(), [](const UsageLine& a, const UsageLine& b) { return a.cost > b.cost; });
-  return out;
-}
+namespace {
+
+// Lines keyed by their labels, in a hash map that builds a line's JSON labels once, when
+// the group first appears (the per-row cost is one key string).
+class Groups {
+ public:
+  explicit Groups(UsageGrouping by) : by_(by) {}
+  UsageLine& Of(const Allocation& a) {
+    key_.clear();
+    switch (by_) {
+      case UsageGrouping::kTeam: key_ = a.team; break;
+      case UsageGrouping::kProject: (key_ = a.team) += '\x1f', key_ += a.project; break;
+      case UsageGrouping::kUser: (key_ = a.team) += '\x1f', key_ += a.user; break;
+      case UsageGrouping::kGpuType: key_ = a.gpu_type; break;
+      case UsageGrouping::kJob: key_ = a.job_id; break;
+    }
+    auto [it, fresh] = index_.try_emplace(key_, lines_.size());
+    if (fresh) {
+      lines_.emplace_back();
+      lines_.back().sample = &a;
+      lines_.back().by = by_;
+    }
+    return lines_[it->second];
+  }
+  // The lines, most expensive first.
+  std::vector<UsageLine> Sorted() && {
+    std::stable_sort(lines_.begin(), lines_.end(),
+                     [](const UsageLine& x, const UsageLine& y) { return x.cost > y.cost; });
+    return std::move(lines_);
+  }
+
+ private:
+  UsageGrouping by_;
+  std::string key_;
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<UsageLine> lines_;
+};
 
 nlohmann::json LinesJson(const std::vector<UsageLine>& lines, size_t limit = SIZE_MAX) {
   nlohmann::json out = nlohmann::json::array();
@@ -78,16 +110,12 @@ nlohmann::json LinesJson(const std::vector<UsageLine>& lines, size_t limit = SIZ
 
 std::vector<UsageLine> AggregateUsage(const std::vector<Allocation>& allocations, TimeMs from, TimeMs to, TimeMs now,
                                       const PriceBook& prices, UsageGrouping by) {
-  std::map<std::string, UsageLine> groups;
+  Groups groups(by);
   for (const Allocation& a : allocations) {
     Accrual acc = Accrue(a, from, to, now, prices);
-    if (acc.gpu_ms <= 0) continue;
-    nlohmann::json labels = LabelsOf(a, by);
-    UsageLine& line = groups[labels.dump()];
-    line.labels = std::move(labels);
-    line.Add(a, acc);
+    if (acc.gpu_ms > 0) groups.Of(a).Add(a, acc);
   }
-  return Sorted(groups);
+  return std::move(groups).Sorted();
 }
 
 Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocations, const Calendar& calendar,
@@ -95,43 +123,29 @@ Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocation
   auto bounds = calendar.MonthBounds(options.month);
   if (!bounds) return bounds.status();
   auto [from, to] = *bounds;
-  std::map<std::string, UsageLine> teams, projects, types, jobs;
-  std::map<std::string, UsageLine> days;  // "YYYY-MM-DD"
+  Groups teams(UsageGrouping::kTeam), projects(UsageGrouping::kProject), types(UsageGrouping::kGpuType),
+      jobs(UsageGrouping::kJob);
+  // The local midnights of the month, computed once; each interval is cut at them.
+  std::vector<TimeMs> midnights;
+  for (TimeMs d = from; d < to; d = calendar.NextDay(d)) midnights.push_back(d);
+  std::vector<UsageLine> days(midnights.size());
+  for (size_t i = 0; i < days.size(); ++i) days[i].labels = {{"date", calendar.DayOf(midnights[i])}};
+  midnights.push_back(to);
   UsageLine total;
   for (const Allocation& a : allocations) {
     Accrual acc = Accrue(a, from, to, now, prices);
     if (acc.gpu_ms <= 0) continue;
     total.Add(a, acc);
-    for (auto [groups, by] : {std::pair{&teams, UsageGrouping::kTeam},
-                              {&projects, UsageGrouping::kProject},
-                              {&types, UsageGrouping::kGpuType},
-                              {&jobs, UsageGrouping::kJob}}) {
-      nlohmann::json labels = LabelsOf(a, by);
-      UsageLine& line = (*groups)[labels.dump()];
-      line.labels = std::move(labels);
-      line.Add(a, acc);
-    }
-    // Daily GPU-hours: the interval cut at each local midnight.
+    for (Groups* g : {&teams, &projects, &types, &jobs}) g->Of(a).Add(a, acc);
     TimeMs lo = std::max(a.start_ms, from), hi = std::min(a.EndOr(now), to);
-    while (lo < hi) {
-      TimeMs next = std::min(hi, calendar.NextDay(lo));
-      std::string day = calendar.DayOf(lo);
-      UsageLine& line = days[day];
-      line.labels = {{"date", day}};
-      line.Add(a, Accrue(a, lo, next, now, prices));
-      lo = next;
+    size_t day = static_cast<size_t>(std::upper_bound(midnights.begin(), midnights.end(), lo) - midnights.begin()) - 1;
+    for (; day < days.size() && midnights[day] < hi; ++day) {
+      days[day].Add(a, Accrue(a, std::max(lo, midnights[day]), std::min(hi, midnights[day + 1]), now, prices));
     }
   }
   nlohmann::json daily = nlohmann::json::array();
-  for (TimeMs d = from; d < to; d = calendar.NextDay(d)) {
-    auto it = days.find(calendar.DayOf(d));
-    if (it != days.end()) {
-      daily.push_back(it->second.ToJson());
-    } else {
-      daily.push_back({{"date", calendar.DayOf(d)}, {"gpu_hours", 0.0}, {"cost", 0.0}});
-    }
-  }
-  std::vector<UsageLine> job_lines = Sorted(jobs);
+  for (const UsageLine& d : days) daily.push_back(d.ToJson());
+  std::vector<UsageLine> job_lines = std::move(jobs).Sorted();
   nlohmann::json idle = nlohmann::json::array();
   for (const UsageLine& l : job_lines) {
     if (l.idle_flagged) idle.push_back(l.ToJson());
@@ -145,9 +159,9 @@ Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocation
                         {"to", FormatUtc(to)},
                         {"complete", now >= to},
                         {"totals", totals},
-                        {"teams", LinesJson(Sorted(teams))},
-                        {"projects", LinesJson(Sorted(projects))},
-                        {"gpu_types", LinesJson(Sorted(types))},
+                        {"teams", LinesJson(std::move(teams).Sorted())},
+                        {"projects", LinesJson(std::move(projects).Sorted())},
+                        {"gpu_types", LinesJson(std::move(types).Sorted())},
                         {"top_jobs", LinesJson(job_lines, static_cast<size_t>(options.top_jobs))},
                         {"idle_jobs", idle},
                         {"daily", daily}};

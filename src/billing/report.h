@@ -17,7 +17,9 @@ enum class UsageGrouping : uint8_t { kTeam, kProject, kUser, kGpuType, kJob };
 Expected<UsageGrouping> ParseUsageGrouping(const std::string& text);
 
 struct UsageLine {
-  nlohmann::json labels;  // {"team": ...} or {"team", "project"} ...
+  nlohmann::json labels;  // {"team": ...}, {"team", "project"}, {"date"}, ...; built on output
+  const Allocation* sample = nullptr;  // a row of the group: its labels come from it
+  UsageGrouping by = UsageGrouping::kTeam;
   double gpu_ms = 0;
   double cost = 0;
   double measured_gpu_ms = 0;  // the part with telemetry
@@ -30,7 +32,8 @@ struct UsageLine {
   nlohmann::json ToJson() const;
 };
 
-// One line per group, most expensive first.
+// One line per group, most expensive first. Lines point into `allocations` (for their
+// labels): keep it alive while using them.
 std::vector<UsageLine> AggregateUsage(const std::vector<Allocation>& allocations, TimeMs from, TimeMs to, TimeMs now,
                                       const PriceBook& prices, UsageGrouping by);
 

@@ -213,7 +213,7 @@ TEST(Usage, GroupsByEveryDimensionAndCutsTheWindow) {
   TimeMs from = Utc("2026-11-10T05:00:00Z"), to = Utc("2026-11-10T07:00:00Z");
   auto by_type = AggregateUsage(ledger, from, to, to, book, UsageGrouping::kGpuType);
   ASSERT_EQ(by_type.size(), 2u);
-  EXPECT_EQ(by_type[0].labels["gpu_type"], "A100-80GB");
+  EXPECT_EQ(by_type[0].ToJson()["gpu_type"], "A100-80GB");
   EXPECT_DOUBLE_EQ(by_type[0].gpu_ms, 2.0 * kHourMs);
   EXPECT_DOUBLE_EQ(by_type[1].gpu_ms, 4.0 * kHourMs);  // two T4 jobs, 2 h each in the window
   EXPECT_EQ(AggregateUsage(ledger, from, to, to, book, UsageGrouping::kJob).size(), 3u);
