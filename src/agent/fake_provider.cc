@@ -45,10 +45,8 @@ Expected<std::vector<GpuSample>> FakeGpuProvider::Sample() {
     s.ecc_uncorrected = st.ecc_uncorrected;
     s.retired_pages = 0;
     s.remap_pending = 0;
-    for (int pid : st.pids) {
-      s.processes.push_back({pid, st.pids.empty() ? 0 : st.memory_mib / static_cast<int64_t>(st.pids.size()),
-                             static_cast<int>(s.util_pct), ""});
-    }
+    for (const auto& [pid, memory] : st.processes)
+      s.processes.push_back({pid, memory, static_cast<int>(s.util_pct), ""});
     out.push_back(std::move(s));
   }
   return out;
@@ -70,13 +68,14 @@ std::vector<GpuEvent> FakeGpuProvider::Events(int timeout_ms) {
   }
 }
 
-void FakeGpuProvider::SetLoad(const std::string& uuid, double share, int64_t memory_mib, std::vector<int> pids) {
+void FakeGpuProvider::SetLoad(const std::string& uuid, double share, int64_t memory_mib,
+                              std::vector<std::pair<int, int64_t>> processes) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = state_.find(uuid);
   if (it == state_.end()) return;
   it->second.share = share;
   it->second.memory_mib = memory_mib;
-  it->second.pids = std::move(pids);
+  it->second.processes = std::move(processes);
 }
 
 bool FakeGpuProvider::InjectXid(const std::string& uuid, int xid) {
@@ -112,7 +111,7 @@ bool FakeGpuProvider::Heal(const std::string& uuid) {
   State fresh;
   fresh.share = it->second.share;
   fresh.memory_mib = it->second.memory_mib;
-  fresh.pids = it->second.pids;
+  fresh.processes = it->second.processes;
   it->second = fresh;
   return true;
 }

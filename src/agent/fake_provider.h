@@ -21,8 +21,10 @@ class FakeGpuProvider : public GpuProvider {
   Expected<std::vector<GpuSample>> Sample() override;
   std::vector<GpuEvent> Events(int timeout_ms) override;
 
-  // What runs on a GPU now: the jobs' total share (0..1), GPU memory and process ids.
-  void SetLoad(const std::string& uuid, double share, int64_t memory_mib, std::vector<int> pids);
+  // What runs on a GPU now: the jobs' total share (0..1), GPU memory, and each process
+  // (pid, its GPU memory in MiB).
+  void SetLoad(const std::string& uuid, double share, int64_t memory_mib,
+               std::vector<std::pair<int, int64_t>> processes);
   // Faults. Each returns false for an unknown UUID.
   bool InjectXid(const std::string& uuid, int xid);
   bool SetTemperature(const std::string& uuid, double celsius);
@@ -33,7 +35,7 @@ class FakeGpuProvider : public GpuProvider {
   struct State {
     double share = 0;
     int64_t memory_mib = 0;
-    std::vector<int> pids;
+    std::vector<std::pair<int, int64_t>> processes;
     double temperature_override = -1;
     int64_t ecc_uncorrected = 0;
     bool lost = false;

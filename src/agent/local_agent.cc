@@ -90,6 +90,7 @@ std::vector<RunReport> LocalAgent::Recover() {
       r.pid = rec.value("pid", 0);
       r.ends_at_ms = rec.value("ends_at_ms", int64_t{-1});
       r.exit_file = rec.value("exit_file", "");
+      r.memory_limit_mib = rec.value("memory_limit_mib", int64_t{0});
       r.record_file = file.path().string();
       RunReport report{r.job_id, r.run, r.node_id, false, -1, ""};
       int code = r.pid > 0 ? ReadExitFile(r.exit_file) : -1;
@@ -189,6 +190,7 @@ void LocalAgent::DoStart(const StartOrder& o) {
   r.record_file = fmt::format("{}/run-{}-{}.json", dir, o.run, o.node_id);
   r.exit_file = fmt::format("{}/run-{}-{}.exit", dir, o.run, o.node_id);
   r.checkpoint_done = checkpoint + "/checkpoint-done";
+  r.memory_limit_mib = o.memory_mib;
   fs::remove(r.checkpoint_done, ec);
   fs::remove(r.exit_file, ec);
   const JobSpec& spec = *o.spec;
@@ -213,8 +215,13 @@ void LocalAgent::DoStart(const StartOrder& o) {
   }
   r.gpus = o.gpus;
   std::ofstream(r.record_file, std::ios::trunc) << nlohmann::json{
-      {"job_id", r.job_id},      {"run", r.run}, {"node_id", r.node_id}, {"pid", r.pid}, {"ends_at_ms", r.ends_at_ms},
-      {"exit_file", r.exit_file}}.dump(-1, ' ', false, kReplaceBadUtf8);
+      {"job_id", r.job_id},
+      {"run", r.run},
+      {"node_id", r.node_id},
+      {"pid", r.pid},
+      {"ends_at_ms", r.ends_at_ms},
+      {"exit_file", r.exit_file},
+      {"memory_limit_mib", r.memory_limit_mib}}.dump(-1, ' ', false, kReplaceBadUtf8);
   runs_[key] = r;
   UpdateFakeLoad();
   reports_.started(o.job_id, o.run);
@@ -228,7 +235,7 @@ void LocalAgent::DoStop(const StopOrder& o) {
     return;
   }
   Run& r = it->second;
-  r.stop_reason = o.reason;
+  if (r.stop_reason.empty()) r.stop_reason = o.reason;  // a later "checkpoint saved" keeps the first reason
   if (r.pid == 0) {
     Exited(key, 143, o.reason);
     return;
@@ -237,7 +244,22 @@ void LocalAgent::DoStop(const StopOrder& o) {
   if (o.grace_ms > 0) r.kill_at_ms = WallMs() + o.grace_ms;
 }
 
+void LocalAgent::CheckHostMemory() {
+  int64_t now = WallMs();
+  if (now - memory_checked_ms_ < 1000) return;
+  memory_checked_ms_ = now;
+  for (auto& [key, r] : runs_) {
+    if (r.pid <= 0 || r.memory_limit_mib <= 0 || r.stop_reason.rfind("used ", 0) == 0) continue;
+    int64_t rss = SessionRssMib(r.pid);
+    if (rss <= r.memory_limit_mib) continue;
+    r.stop_reason =
+        fmt::format("used {} MiB of host memory, over the {} MiB it asked for (memory_gb)", rss, r.memory_limit_mib);
+    kill(-r.pid, SIGKILL);
+  }
+}
+
 void LocalAgent::Poll() {
+  CheckHostMemory();
   int64_t now = WallMs();
   std::vector<std::pair<std::string, int>> ended;
   for (auto& [key, r] : runs_) {
@@ -279,15 +301,16 @@ void LocalAgent::UpdateFakeLoad() {
   struct Load {
     double share = 0;
     int64_t memory = 0;
-    std::vector<int> pids;
+    std::vector<std::pair<int, int64_t>> processes;  // pid, GPU memory
   };
   std::map<std::string, Load> loads;
   for (const auto& [key, r] : runs_) {
     for (const AssignedGpu& g : r.gpus) {
       Load& l = loads[g.uuid];
       l.share += g.milli / 1000.0;
-      l.memory += g.memory_mib > 0 ? g.memory_mib : static_cast<int64_t>(g.milli) * 40;  // ~40 GiB a whole GPU
-      if (r.pid > 0) l.pids.push_back(r.pid);
+      int64_t memory = g.memory_mib > 0 ? g.memory_mib : static_cast<int64_t>(g.milli) * 40;  // ~40 GiB a whole GPU
+      l.memory += memory;
+      if (r.pid > 0) l.processes.emplace_back(r.pid, memory);
     }
   }
   for (const auto& [uuid, load] : loads) known_uuids_[uuid] = true;
@@ -296,7 +319,7 @@ void LocalAgent::UpdateFakeLoad() {
     if (it == loads.end()) {
       options_.fake_gpus->SetLoad(uuid, 0, 0, {});
     } else {
-      options_.fake_gpus->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.pids);
+      options_.fake_gpus->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.processes);
     }
   }
 }

@@ -64,11 +64,12 @@ class LocalAgent : public AgentLink {
     std::string job_id;
     int run = 0;
     std::string node_id;
-    pid_t pid = 0;                // 0: a job without a command (it only holds its GPUs)
-    bool child = false;           // started by this process (waitpid works)
-    int64_t ends_at_ms = -1;      // commandless jobs with an estimated duration
-    int64_t kill_at_ms = -1;      // SIGKILL deadline after a SIGTERM
-    std::string checkpoint_done;  // the job touches this file to be stopped at once
+    pid_t pid = 0;                 // 0: a job without a command (it only holds its GPUs)
+    bool child = false;            // started by this process (waitpid works)
+    int64_t ends_at_ms = -1;       // commandless jobs with an estimated duration
+    int64_t kill_at_ms = -1;       // SIGKILL deadline after a SIGTERM
+    int64_t memory_limit_mib = 0;  // host memory the job asked for (memory_gb); 0: no limit
+    std::string checkpoint_done;   // the job touches this file to be stopped at once
     std::string exit_file;
     std::string record_file;
     std::string stop_reason;
@@ -78,6 +79,9 @@ class LocalAgent : public AgentLink {
   void DoStart(const StartOrder& order);
   void DoStop(const StopOrder& order);
   void Poll();
+  // Kills jobs whose processes hold more host memory than they asked for (once a second).
+  void CheckHostMemory();
+  int64_t memory_checked_ms_ = 0;
   void Exited(const std::string& key, int code, std::string reason);
   void UpdateFakeLoad();
   static std::string Key(const std::string& job_id, int run, const std::string& node) {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -165,6 +166,30 @@ sigset_t BlockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return stop_signals;
+}
+
+int64_t SessionRssMib(pid_t session) {
+  static const int64_t page_kib = sysconf(_SC_PAGESIZE) / 1024;
+  int64_t pages = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    // After the command: state ppid pgrp session ... rss is the 22nd field after it.
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    int64_t sid = -1, rss = 0;
+    for (int i = 0; i < 22 && rest >> field; ++i) {
+      if (i == 3) sid = std::atoll(field.c_str());
+      if (i == 21) rss = std::atoll(field.c_str());
+    }
+    if (sid == session) pages += rss;
+  }
+  return pages * page_kib / 1024;
 }
 
 bool IsLiveShim(pid_t pid) {

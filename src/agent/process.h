@@ -36,6 +36,9 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
 
 // Reads an exit file: the status, or -1 when it is not there (yet).
 int ReadExitFile(const std::string& path);
+// Resident memory (MiB) of every process in the session led by `session` (a job's shim,
+// its job and everything the job started), from /proc.
+int64_t SessionRssMib(pid_t session);
 // A file's modification time in ms since the epoch; -1 when it cannot be read.
 TimeMs FileMtimeMs(const std::string& path);
 

@@ -17,7 +17,7 @@ enum class UsageGrouping : uint8_t { kTeam, kProject, kUser, kGpuType, kJob };
 Expected<UsageGrouping> ParseUsageGrouping(const std::string& text);
 
 struct UsageLine {
-  nlohmann::json labels;  // {"team": ...}, {"team", "project"}, {"date"}, ...; built on output
+  nlohmann::json labels;               // {"team": ...}, {"team", "project"}, {"date"}, ...; built on output
   const Allocation* sample = nullptr;  // a row of the group: its labels come from it
   UsageGrouping by = UsageGrouping::kTeam;
   double gpu_ms = 0;

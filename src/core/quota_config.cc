@@ -1,6 +1,9 @@
 // team_quotas.yaml parsing and submission-time quota checks.
 #include "core/quota_config.h"
 
+#include <fmt/format.h>
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -91,6 +94,7 @@ Status ParseTeam(const YAML::Node& node, const std::string& where, const GpuCata
   YAML::Node project_budgets = r.Child("project_budgets");
   std::string idle_action = r.Optional<std::string>("idle_action", "flag");
   q->webhook = r.Optional<std::string>("webhook", "");
+  q->allowed_executables = r.Optional<std::vector<std::string>>("allowed_executables", {});
   if (Status s = r.Finish(); !s.ok()) return s;
   if (budget && !budget.IsNull()) {
     if (Status s = ParseBudget(budget, where + ".budget", &q->budget); !s.ok()) return s;
@@ -190,8 +194,31 @@ double JobGpuShare(const GpuRequest& r, const GpuCatalog& catalog) {
   return 0;
 }
 
+Status CheckAllowedExecutable(const std::string& command, const std::vector<std::string>& allowed) {
+  if (allowed.empty() || command.empty()) return Status::Ok();
+  // One simple command: anything the shell would treat as syntax could run another program.
+  size_t bad = command.find_first_of(";|&`$<>(){}\n\\");
+  if (bad != std::string::npos) {
+    return Status::Invalid("command", fmt::format("your team allows only listed programs, run as one simple command; "
+                                                  "'{}' is shell syntax",
+                                                  command[bad] == '\n' ? std::string("\\n") : command.substr(bad, 1)));
+  }
+  std::string program = command.substr(0, command.find_first_of(" \t"));
+  if (program.find("/..") != std::string::npos) {
+    return Status::Invalid("command",
+                           "'..' in the program's path is refused when your team allows only listed programs");
+  }
+  for (const std::string& pattern : allowed) {
+    if (fnmatch(pattern.c_str(), program.c_str(), FNM_PATHNAME) == 0) return Status::Ok();
+  }
+  std::string list;
+  for (const std::string& p : allowed) list += (list.empty() ? "" : ", ") + p;
+  return Status::Invalid("command", fmt::format("'{}' is not among your team's allowed programs ({})", program, list));
+}
+
 Status CheckQuotaAdmissible(const JobSpec& spec, const QuotaConfig& quotas, const GpuCatalog& catalog) {
   const TeamQuota& team = quotas.Team(spec.team);
+  if (Status s = CheckAllowedExecutable(spec.command, team.allowed_executables); !s.ok()) return s;
   double share = JobGpuShare(spec.request, catalog);
   double ceiling = team.ceiling();
   auto fmt_gpus = [](double g) { return std::to_string(g).substr(0, std::to_string(g).find('.') + 3); };

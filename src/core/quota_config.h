@@ -40,6 +40,9 @@ struct TeamQuota {
   Budget budget;
   std::map<std::string, Budget> project_budgets;
   IdleAction idle_action = IdleAction::kFlag;
+  // When set, a job's command must be one simple command (no shell syntax) whose program
+  // matches one of these glob patterns ("/usr/bin/python3", "/opt/conda/envs/*/bin/python").
+  std::vector<std::string> allowed_executables;
   std::string webhook;  // alerts for this team (else the accounting webhook)
 
   double guaranteed_total() const;
@@ -74,6 +77,10 @@ struct QuotaConfig {
 // A job's GPU share: whole GPUs, the fraction, or for MIG the profile's compute share on
 // the first allowed type that has it.
 double JobGpuShare(const GpuRequest& r, const GpuCatalog& catalog);
+
+// With an allow-list: the command must be one simple command whose program matches a
+// pattern. Errors name the field "command".
+Status CheckAllowedExecutable(const std::string& command, const std::vector<std::string>& allowed);
 
 // Refuses at submission a job that exceeds every limit its team could ever reach (team
 // ceiling, project limit, user limit) or its class's maximum run time, naming the field.

@@ -94,6 +94,9 @@ class Controller {
   // Called from HTTP threads: each blocks until applied and durable.
   ApiResult Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key);
   ApiResult Cancel(const Actor& who, const std::string& id);
+  // A job being stopped (preempted, cancelled) says its checkpoint is saved: it is killed
+  // now instead of at the end of its grace period.
+  ApiResult CheckpointDone(const Actor& who, const std::string& id);
   ApiResult GetJob(const Actor& who, const std::string& id);
   ApiResult ListJobs(const Actor& who, const JobFilter& filter);
   ApiResult Queue(const Actor& who);
@@ -182,6 +185,8 @@ class Controller {
   void NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail);
   void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
   void NodeLost(int n);
+  // A time-sliced job whose own processes use more GPU memory than its share is stopped.
+  void CheckGpuMemory(int node, int gpu, const GpuSample& sample);
   void WriteGpuMetrics(MetricsWriter& w);
   void Audit(const Actor& who, const std::string& action, const std::string& target, int status,
              const std::string& detail = "");

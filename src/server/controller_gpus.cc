@@ -15,9 +15,38 @@ void Controller::ReportTelemetry(const std::string& node_id, std::vector<std::pa
     TimeMs now = Now();
     for (auto& [gpu, s] : samples) {
       LedgerTelemetry(it->second, gpu, s);
+      CheckGpuMemory(it->second, gpu, s);
       telemetry_[it->second][gpu] = {std::move(s), now};
     }
   });
+}
+
+void Controller::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {
+  auto on_gpu = ledger_by_gpu_.find({snap_.nodes[node].id, gpu});
+  if (on_gpu == ledger_by_gpu_.end() || sample.processes.empty()) return;
+  std::vector<std::string> jobs(on_gpu->second.begin(), on_gpu->second.end());
+  for (const std::string& id : jobs) {
+    JobRecord* job = Find(id);
+    if (!job || job->state != JobState::kRunning || job->spec->request.sharing != SharingMode::kTimeSlice) continue;
+    int64_t share = 0;
+    for (const NodeShare& ns : job->placement.nodes) {
+      for (const GpuShare& g : ns.gpus) {
+        if (ns.node == node && g.gpu == gpu) share += g.memory_mib;
+      }
+    }
+    int64_t used = 0;
+    for (const GpuProcess& p : sample.processes) {
+      if (p.job_id == id) used += std::max<int64_t>(0, p.used_memory_mib);
+    }
+    if (share > 0 && used > share) {
+      StopRunning(*job, StopCause::kGpuMemory,
+                  fmt::format("used {} MiB of GPU memory on {} GPU {}, over its share of {} MiB (a time-sliced GPU "
+                              "is shared: ask for a larger fraction or gpu_memory_gb)",
+                              used, snap_.nodes[node].id, gpu, share),
+                  0);
+      counters_["stopped_gpu_memory"]++;
+    }
+  }
 }
 
 void Controller::Heartbeat(const std::string& node_id) {

@@ -29,6 +29,34 @@ ApiResult Controller::Cancel(const Actor& who, const std::string& id) {
   return Call([&] { return DoCancel(who, id); });
 }
 
+ApiResult Controller::CheckpointDone(const Actor& who, const std::string& id) {
+  return Call([&] {
+    std::string action = "POST /v1/jobs/" + id + "/checkpoint-done";
+    JobRecord* job = Find(id);
+    if (!job || !who.SeesTeam(job->spec->team)) {
+      Audit(who, action, id, 404);
+      return ApiResult::Error(404, "not_found", "no job " + id, "id");
+    }
+    if (job->state != JobState::kStopping) {
+      Audit(who, action, id, 409);
+      return ApiResult::Error(
+          409, "failed_precondition",
+          fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint", id, ToString(job->state)), "id");
+    }
+    job->stop_at_ms = Now();
+    snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
+    Event(*job, "checkpoint_done", {{"by", who.user}});
+    for (const NodeShare& ns : job->placement.nodes) {
+      AgentLink* link = node_link_[ns.node];
+      StopOrder order{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"};
+      if (link) outbox_.push_back([link, order] { link->Stop(order); });
+    }
+    Audit(who, action, id, 200);
+    Dirty(*job);
+    return ApiResult{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+  });
+}
+
 void Controller::ReportStarted(const std::string& job_id, int run) {
   Enqueue([this, job_id, run] {
     JobRecord* job = Find(job_id);
@@ -250,7 +278,8 @@ void Controller::DoExited(const std::string& job_id, int run, const std::string&
     case StopCause::kCancel: Finish(*job, JobState::kCancelled, job->reason); return;
     case StopCause::kTimeLimit:
     case StopCause::kCostLimit:
-    case StopCause::kIdle: Finish(*job, JobState::kFailed, job->reason); return;
+    case StopCause::kIdle:
+    case StopCause::kGpuMemory: Finish(*job, JobState::kFailed, job->reason); return;
     case StopCause::kNodeFault:
       if (job->fault_retries < job->spec->max_retries) {
         job->fault_retries++;

@@ -180,6 +180,11 @@ void HttpApi::Routes() {
              if (!OnlyParams(req, res, {})) return;
              Reply(res, controller_.Cancel(who, req.matches[1]));
            }));
+  s.Post(R"(/v1/jobs/([^/]+)/checkpoint-done)",
+         authed(true, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+           if (!OnlyParams(req, res, {})) return;
+           Reply(res, controller_.CheckpointDone(who, req.matches[1]));
+         }));
   s.Get(R"(/v1/jobs/([^/]+)/events)",
         authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           Reply(res, controller_.Events(who, req.matches[1]));

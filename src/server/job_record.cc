@@ -12,7 +12,8 @@ namespace gantry {
 namespace {
 
 constexpr const char* kStateNames[] = {"pending", "running", "stopping", "succeeded", "failed", "cancelled"};
-constexpr const char* kStopNames[] = {"", "cancel", "preempt", "time_limit", "node_fault", "cost_limit", "idle"};
+constexpr const char* kStopNames[] = {"",           "cancel",     "preempt", "time_limit",
+                                      "node_fault", "cost_limit", "idle",    "gpu_memory"};
 
 std::string Ms(DurationMs d) { return fmt::format("{}ms", d); }
 

@@ -25,7 +25,7 @@ bool ParseJobState(const std::string& text, JobState* out);
 inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
 
 // Why a running job is being stopped; decides what happens when it has exited.
-enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault, kCostLimit, kIdle };
+enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault, kCostLimit, kIdle, kGpuMemory };
 const char* ToString(StopCause c);
 
 struct JobRecord {

@@ -64,7 +64,7 @@ TEST(GpuMonitor, AnXidFencesTheGpuAndAPassingCheckReturnsIt) {
   inv.gpus.push_back({0, "GPU-a", "A100-80GB", "", 81920, false, {}, {}});
   inv.gpus.push_back({1, "GPU-b", "A100-80GB", "", 81920, false, {}, {}});
   FakeGpuProvider fake(inv);
-  fake.SetLoad("GPU-a", 1.0, 30000, {4242});
+  fake.SetLoad("GPU-a", 1.0, 30000, {{4242, 30000}});
   HealthRules rules = HealthRules::Builtin();
   rules.check_command = "test \"$GANTRY_GPU_UUID\" = GPU-b";  // passes for GPU-b only
   rules.check_interval_ms = 1000;

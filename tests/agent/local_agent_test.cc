@@ -22,13 +22,15 @@ struct Reports {
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, int> exit_codes;
+  std::map<std::string, std::string> reasons;
   std::map<std::string, std::chrono::steady_clock::time_point> exit_times;
 
   AgentReports Sink() {
     return {[](const std::string&, int) {},
-            [this](const std::string& id, int, const std::string&, int code, const std::string&, TimeMs) {
+            [this](const std::string& id, int, const std::string&, int code, const std::string& why, TimeMs) {
               std::lock_guard<std::mutex> lock(mu);
               exit_codes[id] = code;
+              reasons[id] = why;
               exit_times[id] = std::chrono::steady_clock::now();
               cv.notify_all();
             }};
@@ -85,6 +87,22 @@ TEST_F(LocalAgentTest, RunsTheCommandWithItsEnvironmentAndLogs) {
   EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stdout.log"), "GPU-aaa j1 0\n");
   EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stderr.log"), "err\n");
   EXPECT_TRUE(std::filesystem::is_directory(agent->JobDir("j1") + "/checkpoint"));
+}
+
+TEST_F(LocalAgentTest, AJobOverItsHostMemoryIsKilledWithTheReason) {
+  auto agent = NewAgent();
+  agent->Start();
+  StartOrder hog = Order("hog", "head -c 800M /dev/zero | tail");  // tail keeps what has no newline
+  hog.memory_mib = 200;
+  StartOrder small = Order("small", "head -c 50M /dev/zero | tail; echo done");
+  small.memory_mib = 200;
+  agent->Start(hog);
+  agent->Start(small);
+  EXPECT_EQ(reports_.WaitExit("hog", 30), 137);
+  EXPECT_EQ(reports_.WaitExit("small", 30), 0);
+  std::lock_guard<std::mutex> lock(reports_.mu);
+  EXPECT_NE(reports_.reasons["hog"].find("MiB of host memory, over the 200 MiB it asked for"), std::string::npos)
+      << reports_.reasons["hog"];
 }
 
 TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
