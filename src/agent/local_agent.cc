@@ -2,8 +2,10 @@
 #include "agent/local_agent.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -69,6 +71,18 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
     if (g.memory_mib > 0) env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", g.memory_mib);
   }
   return env;
+}
+
+bool ParseRunAs(const std::string& text, RunAs* out) {
+  if (text == "auto")
+    *out = RunAs::kAuto;
+  else if (text == "user")
+    *out = RunAs::kUser;
+  else if (text == "agent")
+    *out = RunAs::kAgent;
+  else
+    return false;
+  return true;
 }
 
 std::vector<RunReport> LocalAgent::Recover() {
@@ -194,8 +208,25 @@ void LocalAgent::DoStart(const StartOrder& o) {
   fs::remove(r.checkpoint_done, ec);
   fs::remove(r.exit_file, ec);
   const JobSpec& spec = *o.spec;
+  std::string user;
+  if (geteuid() == 0 && options_.run_as != RunAs::kAgent) {
+    struct passwd* pw = getpwnam(spec.user.c_str());
+    if (pw && pw->pw_uid != 0) {
+      user = spec.user;
+      // The job's own directory and checkpoints are the user's; logs stay the agent's.
+      for (const std::string& d : {dir, checkpoint}) {
+        if (chown(d.c_str(), pw->pw_uid, pw->pw_gid) != 0) user.clear();
+      }
+    } else if (!pw && options_.run_as == RunAs::kUser) {
+      reports_.exited(o.job_id, o.run, o.node_id, 126,
+                      fmt::format("no Unix user '{}' on node {} (jobs run as their users)", spec.user, o.node_id),
+                      WallMs());
+      return;
+    }
+  }
   {
     SpawnRequest req;
+    req.user = user;
     req.shim = options_.shim;
     req.command = spec.command;
     req.working_dir = spec.working_dir.empty() ? dir : spec.working_dir;

@@ -21,11 +21,19 @@ namespace gantry {
 
 class FakeGpuProvider;
 
+// Whose Unix account a job runs under, when the agent runs as root.
+//   auto:  the submitting user's where that user exists on the node, else the agent's
+//   user:  the submitting user's; a job of a user unknown to the node fails (exit 126)
+//   agent: always the agent's own
+enum class RunAs : uint8_t { kAuto, kUser, kAgent };
+bool ParseRunAs(const std::string& text, RunAs* out);
+
 struct LocalAgentOptions {
   std::string state_dir;  // jobs/<id>/ holds logs, checkpoints and run records
   std::string shim;       // the gantry binary (runs `gantry job-shim`)
   DurationMs poll_ms = 50;
   FakeGpuProvider* fake_gpus = nullptr;  // told what runs where, so its readings follow the jobs
+  RunAs run_as = RunAs::kAuto;
 };
 
 // Where the agent's reports go (the controller).

@@ -2,12 +2,15 @@
 #include "agent/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -31,8 +34,9 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = {req.shim, "job-shim", "--exit-file", req.exit_file,
-                                   "--",     "/bin/sh",  "-c",          req.command};
+  std::vector<std::string> args = {req.shim, "job-shim", "--exit-file", req.exit_file};
+  if (!req.user.empty()) args.insert(args.end(), {"--user", req.user});
+  args.insert(args.end(), {"--", "/bin/sh", "-c", req.command});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -90,8 +94,43 @@ volatile sig_atomic_t g_term_before_child = 0;
 void NoteTerm(int) { g_term_before_child = 1; }
 }  // namespace
 
-int RunJobShim(const std::string& exit_file, const std::vector<std::string>& argv) {
+namespace {
+
+// Writes the exit status atomically (a reader sees no file or the whole status); returns it.
+int WriteExitFile(const std::string& exit_file, int code) {
+  std::string tmp = exit_file + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << code << "\n";
+    f.flush();
+    if (!f) return 2;
+  }
+  int fd = open(tmp.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  std::rename(tmp.c_str(), exit_file.c_str());
+  return code;
+}
+
+}  // namespace
+
+int RunJobShim(const std::string& exit_file, const std::string& user, const std::vector<std::string>& argv) {
   if (argv.empty()) return 2;
+  // The account is looked up before the fork; the child only switches to it.
+  struct passwd* pw = nullptr;
+  std::string home;
+  if (!user.empty()) {
+    pw = getpwnam(user.c_str());
+    if (!pw) {
+      std::fprintf(stderr, "gantry: no Unix user '%s' on this node\n", user.c_str());
+      return WriteExitFile(exit_file, 126);
+    }
+    home = pw->pw_dir;
+  }
+  uid_t uid = pw ? pw->pw_uid : 0;
+  gid_t gid = pw ? pw->pw_gid : 0;
   // The shim outlives a SIGTERM to the group (the job decides how to end); SIGKILL ends
   // both. A SIGTERM that comes before the job exists is passed on to it once it does.
   struct sigaction note {};
@@ -113,6 +152,16 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (!user.empty()) {
+      // Groups first, then the group, then the user: after setuid nothing else may change.
+      if (initgroups(user.c_str(), gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0 || getuid() != uid) {
+        std::fprintf(stderr, "gantry: cannot run as %s: %s\n", user.c_str(), std::strerror(errno));
+        _exit(126);
+      }
+      setenv("HOME", home.c_str(), 1);
+      setenv("USER", user.c_str(), 1);
+      setenv("LOGNAME", user.c_str(), 1);
+    }
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -128,21 +177,7 @@ int RunJobShim(const std::string& exit_file, const std::vector<std::string>& arg
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::string tmp = exit_file + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << code << "\n";
-    f.flush();
-    if (!f) return 2;
-  }
-  int fd = open(tmp.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  std::rename(tmp.c_str(), exit_file.c_str());
-  return code;
+  return WriteExitFile(exit_file, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 TimeMs FileMtimeMs(const std::string& path) {

@@ -24,6 +24,7 @@ struct SpawnRequest {
   std::string stdout_path;                 // appended
   std::string stderr_path;                 // appended
   std::string exit_file;                   // the shim writes the exit status here
+  std::string user;                        // run the command as this Unix user (the agent is root)
 };
 
 // Starts the shim (which starts the command); returns the shim's pid, which is also the
@@ -32,7 +33,9 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req);
 
 // The shim's main: runs argv (after "--") as a child, ignores SIGTERM/SIGINT/SIGHUP itself,
 // waits, writes the exit status (the code, or 128 + signal) atomically to `exit_file`.
-int RunJobShim(const std::string& exit_file, const std::vector<std::string>& argv);
+// With `user`, the command runs as that Unix user (its groups, HOME, USER, LOGNAME); the
+// shim itself stays root to write the exit file.
+int RunJobShim(const std::string& exit_file, const std::string& user, const std::vector<std::string>& argv);
 
 // Reads an exit file: the status, or -1 when it is not there (yet).
 int ReadExitFile(const std::string& path);

@@ -145,7 +145,12 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
 
   Outbox outbox;
   std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
-  LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake},
+  RunAs run_as = RunAs::kAuto;
+  if (!ParseRunAs(o.run_jobs_as, &run_as)) {
+    err << "gantry agent: --run-jobs-as: expected auto, user or agent\n";
+    return 2;
+  }
+  LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake, run_as},
                     AgentReports{[&](const std::string& id, int run) {
                                    outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
                                  },

@@ -14,11 +14,12 @@ struct AgentOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
   std::string token_file;
-  std::string node_id;     // default: the host name
-  std::string data_dir;    // job logs, checkpoints and run records
-  std::string config_dir;  // gpu_types.yaml, health.yaml
-  std::string fake_gpus;   // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
-  std::string shim;        // default /proc/self/exe
+  std::string node_id;               // default: the host name
+  std::string data_dir;              // job logs, checkpoints and run records
+  std::string config_dir;            // gpu_types.yaml, health.yaml
+  std::string fake_gpus;             // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
+  std::string shim;                  // default /proc/self/exe
+  std::string run_jobs_as = "auto";  // auto, user or agent (see RunAs)
   int poll_wait_s = 20;
   double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often
 };

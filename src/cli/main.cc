@@ -15,9 +15,17 @@
 
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
-  if (argc >= 5 && std::strcmp(argv[1], "job-shim") == 0 && std::strcmp(argv[2], "--exit-file") == 0 &&
-      std::strcmp(argv[4], "--") == 0) {
-    return gantry::RunJobShim(argv[3], std::vector<std::string>(argv + 5, argv + argc));
+  // job-shim --exit-file F [--user NAME] -- ARGV...
+  if (argc >= 5 && std::strcmp(argv[1], "job-shim") == 0 && std::strcmp(argv[2], "--exit-file") == 0) {
+    int rest = 4;
+    std::string user;
+    if (argc >= 7 && std::strcmp(argv[4], "--user") == 0) {
+      user = argv[5];
+      rest = 6;
+    }
+    if (std::strcmp(argv[rest], "--") == 0) {
+      return gantry::RunJobShim(argv[3], user, std::vector<std::string>(argv + rest + 1, argv + argc));
+    }
   }
   CLI::App app{"Gantry: a GPU cluster manager for ML teams"};
   app.require_subcommand(1);
@@ -78,6 +86,11 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
   server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
       ->check(CLI::Range(0.5, 86400.0));
+  const char* run_as_help =
+      "When root, run jobs as: auto (the submitting user where the node has that user), "
+      "user (always; unknown users fail), agent (this process's user)";
+  server_cmd->add_option("--run-jobs-as", server.run_jobs_as, run_as_help)
+      ->check(CLI::IsMember({"auto", "user", "agent"}));
   bool metrics_auth = false;
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;
@@ -90,6 +103,8 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--token-file", agent.token_file, "File holding the token");
   agent_cmd->add_option("--node-id", agent.node_id, "Node name (default: the host name)");
   agent_cmd->add_option("--data-dir", agent.data_dir, "Job logs, checkpoints and run records")->required();
+  agent_cmd->add_option("--run-jobs-as", agent.run_jobs_as, run_as_help)
+      ->check(CLI::IsMember({"auto", "user", "agent"}));
   agent_cmd->add_option("--config", agent.config_dir, "Config directory (gpu_types.yaml, health.yaml)");
   agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
   agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")

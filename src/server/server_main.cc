@@ -161,13 +161,21 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry server: cannot create " << data_dir << ": " << ec.message() << "\n";
     return 2;
   }
-  ::chmod(data_dir.c_str(), 0700);
+  // Others may pass through (jobs run as their users reach their checkpoint directories)
+  // but not list; the database and the admin token are the server's alone.
+  ::chmod(data_dir.c_str(), 0711);
+  RunAs run_as = RunAs::kAuto;
+  if (!ParseRunAs(o.run_jobs_as, &run_as)) {
+    err << "gantry server: --run-jobs-as: expected auto, user or agent\n";
+    return 2;
+  }
   std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
   auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
   if (!store) {
     err << "gantry server: " << store.status().ToString() << "\n";
     return 2;
   }
+  for (const char* suffix : {"", "-wal", "-shm"}) ::chmod((db + suffix).c_str(), 0600);
   UserDirectory users;
   if (!o.config_dir.empty() && fs::exists(o.config_dir + "/users.yaml")) {
     auto loaded = UserDirectory::LoadFile(o.config_dir + "/users.yaml");
@@ -219,7 +227,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
     Controller* c = &controller;
     agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim, 50, fake},
+        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as},
         AgentReports{[c](const std::string& id, int run) { c->ReportStarted(id, run); },
                      [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
                          TimeMs ended_ms) { c->ReportExited(id, run, node, code, why, ended_ms); }});

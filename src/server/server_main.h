@@ -8,8 +8,9 @@
 namespace gantry {
 
 struct ServerOptions {
-  std::string db;        // SQLite file; default DATA_DIR/gantry.db
-  std::string data_dir;  // standalone: agent state, logs, admin token
+  std::string run_jobs_as = "auto";  // standalone: auto, user or agent (see RunAs)
+  std::string db;                    // SQLite file; default DATA_DIR/gantry.db
+  std::string data_dir;              // standalone: agent state, logs, admin token
   std::string listen = "127.0.0.1:8080";
   std::string config_dir;  // gpu_types, scheduler_config, team_quotas, users, profiles
   bool standalone = false;

@@ -3,6 +3,8 @@
 #include "agent/local_agent.h"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -71,8 +73,8 @@ class LocalAgentTest : public ::testing::Test {
     dir_ = TempPath("agent");
     std::filesystem::remove_all(dir_);
   }
-  std::unique_ptr<LocalAgent> NewAgent() {
-    auto a = std::make_unique<LocalAgent>(LocalAgentOptions{dir_, GANTRY_BINARY, 20, nullptr}, reports_.Sink());
+  std::unique_ptr<LocalAgent> NewAgent(RunAs run_as = RunAs::kAuto) {
+    auto a = std::make_unique<LocalAgent>(LocalAgentOptions{dir_, GANTRY_BINARY, 20, nullptr, run_as}, reports_.Sink());
     return a;
   }
   std::string dir_;
@@ -103,6 +105,31 @@ TEST_F(LocalAgentTest, AJobOverItsHostMemoryIsKilledWithTheReason) {
   std::lock_guard<std::mutex> lock(reports_.mu);
   EXPECT_NE(reports_.reasons["hog"].find("MiB of host memory, over the 200 MiB it asked for"), std::string::npos)
       << reports_.reasons["hog"];
+}
+
+StartOrder AsUser(StartOrder o, const std::string& user) {
+  JobSpec spec = *o.spec;
+  spec.user = user;
+  o.spec = std::make_shared<const JobSpec>(spec);
+  return o;
+}
+
+TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto agent = NewAgent(RunAs::kUser);
+  agent->Start();
+  agent->Start(AsUser(Order("u1",
+                            "id -un; echo $HOME; touch $GANTRY_CHECKPOINT_DIR/saved && "
+                            "stat -c %U $GANTRY_CHECKPOINT_DIR/saved"),
+                      "nobody"));
+  agent->Start(AsUser(Order("u2", "true"), "no-such-user-here"));
+  EXPECT_EQ(reports_.WaitExit("u1"), 0);
+  struct passwd* nobody = getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  EXPECT_EQ(ReadFile(agent->JobDir("u1") + "/stdout.log"), fmt::format("nobody\n{}\nnobody\n", nobody->pw_dir));
+  EXPECT_EQ(reports_.WaitExit("u2"), 126);
+  std::lock_guard<std::mutex> lock(reports_.mu);
+  EXPECT_NE(reports_.reasons["u2"].find("no Unix user 'no-such-user-here'"), std::string::npos);
 }
 
 TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
