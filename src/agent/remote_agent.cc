@@ -18,6 +18,7 @@
 #include "agent/gpu_monitor.h"
 #include "agent/inventory.h"
 #include "agent/local_agent.h"
+#include "agent/log_shipper.h"
 #include "agent/process.h"
 #include "core/config_dir.h"
 #include "server/agent_wire.h"
@@ -150,12 +151,16 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry agent: --run-jobs-as: expected auto, user or agent\n";
     return 2;
   }
+  LocalAgent* runner_ptr = nullptr;
+  LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
   LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake, run_as},
                     AgentReports{[&](const std::string& id, int run) {
+                                   logs.Track(id);
                                    outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
                                  },
                                  [&](const std::string& id, int run, const std::string&, int code,
                                      const std::string& why, TimeMs ended_ms) {
+                                   logs.Ended(id);
                                    outbox.Event({{"type", "exited"},
                                                  {"job_id", id},
                                                  {"run", run},
@@ -163,7 +168,12 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
                                                  {"reason", why},
                                                  {"ended_ms", ended_ms}});
                                  }});
+  runner_ptr = &runner;
   std::vector<RunReport> recovered = runner.Recover();
+  for (const RunReport& r : recovered) {
+    logs.Track(r.job_id);  // the server skips what it has already
+    if (r.exited) logs.Ended(r.job_id);
+  }
 
   httplib::Client http(o.server);
   http.set_bearer_token_auth(token);
@@ -223,7 +233,9 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   std::thread sender([&] {
     while (!stop) {
       nlohmann::json body = outbox.Take(node_id, static_cast<int>(o.heartbeat_s * 1000));
+      body["logs"] = logs.Collect(256 * 1024);
       auto r = reporter.Post("/v1/agent/report", body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
+      if (r && r->status == 200) logs.Acknowledge(body["logs"]);
       if (!r || r->status != 200) {
         outbox.Return(body);
         std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -2,8 +2,11 @@
 #include "server/agent_hub.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "agent/inventory.h"
+#include "agent/log_shipper.h"
 #include "server/agent_wire.h"
 
 namespace gantry {
@@ -106,7 +109,34 @@ ApiResult AgentHub::Report(const nlohmann::json& body) {
   for (const auto& h : FieldOr(body, "health", EmptyList())) {
     controller_.ReportGpuHealth(node_id, h.value("gpu", -1), h.value("healthy", true), h.value("reason", ""));
   }
+  for (const auto& l : FieldOr(body, "logs", EmptyList())) AppendLog(l);
   return {200, {{"ok", true}}};
+}
+
+std::string AgentHub::LogPath(const std::string& job_id, const std::string& stream) const {
+  return log_dir_ + "/" + job_id + "/" + stream + ".log";
+}
+
+// Appends a chunk of a remote job's output at its offset. Bytes the server has already (a
+// resent report, a restarted agent reading from 0) are skipped; a chunk past the end
+// (bytes lost on the way) is not written.
+void AgentHub::AppendLog(const nlohmann::json& entry) {
+  std::string job_id = entry.value("job_id", ""), stream = entry.value("stream", "");
+  if (log_dir_.empty() || job_id.empty() || job_id.find_first_not_of("0123456789") != std::string::npos ||
+      (stream != "stdout" && stream != "stderr")) {
+    return;
+  }
+  std::string bytes;
+  if (!Base64Decode(entry.value("data", ""), &bytes)) return;
+  int64_t offset = entry.value("offset", int64_t{-1});
+  std::lock_guard<std::mutex> lock(log_mu_);
+  std::string path = LogPath(job_id, stream);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  int64_t have = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  if (ec) have = 0;
+  if (offset < 0 || offset > have || offset + static_cast<int64_t>(bytes.size()) <= have) return;
+  std::ofstream(path, std::ios::binary | std::ios::app) << bytes.substr(static_cast<size_t>(have - offset));
 }
 
 void AgentHub::Close() {

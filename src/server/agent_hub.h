@@ -15,7 +15,11 @@ namespace gantry {
 
 class AgentHub {
  public:
-  explicit AgentHub(Controller& controller) : controller_(controller) {}
+  // Remote jobs' output goes to `log_dir`/<job id>/<stream>.log (none when empty).
+  explicit AgentHub(Controller& controller, std::string log_dir = "")
+      : controller_(controller), log_dir_(std::move(log_dir)) {}
+  // Where a remote job's output is kept.
+  std::string LogPath(const std::string& job_id, const std::string& stream) const;
 
   // POST /v1/agent/register {node_id, cpus, memory_mib, labels, inventory, runs}
   ApiResult Register(const nlohmann::json& body);
@@ -24,7 +28,8 @@ class AgentHub {
   // applied with its next poll, so an answer lost on the way is sent again), waiting up to
   // S seconds for one. A poll of an older session (a dead agent's) gets 409 and no orders.
   ApiResult Poll(const std::string& node_id, uint64_t session, uint64_t ack, int wait_s);
-  // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...]}
+  // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...],
+  // logs: [{job_id, stream, offset, bytes, data}]}
   ApiResult Report(const nlohmann::json& body);
   // Wakes every waiting poll (shutdown).
   void Close();
@@ -43,8 +48,11 @@ class AgentHub {
     bool closed = false;
   };
   Queue* Find(const std::string& node_id);
+  void AppendLog(const nlohmann::json& entry);
 
   Controller& controller_;
+  std::string log_dir_;
+  std::mutex log_mu_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Queue>> queues_;
 };

@@ -266,7 +266,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
 
-  AgentHub hub(controller);
+  AgentHub hub(controller, data_dir + "/logs");
   HttpOptions hopts;
   hopts.agents = &hub;
   hopts.threads = o.http_threads;
@@ -276,12 +276,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
       return InjectFakeFault(*fake, nodes, node_id, gpu, f);
     };
   }
-  if (agent) {
-    LocalAgent* a = agent.get();
-    hopts.log_path = [a](const std::string& id, const std::string& stream) {
-      return a->JobDir(id) + "/" + stream + ".log";
-    };
-  }
+  // A job's output: the in-process agent's files, else what remote agents shipped.
+  LocalAgent* local = agent.get();
+  hopts.log_path = [local, &hub](const std::string& id, const std::string& stream) {
+    std::error_code ec;
+    std::string here = local ? local->JobDir(id) + "/" + stream + ".log" : "";
+    return local && fs::exists(here, ec) ? here : hub.LogPath(id, stream);
+  };
   HttpApi api(controller, users, hopts);
   auto bound = api.Bind(host, port);
   if (!bound) {

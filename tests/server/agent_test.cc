@@ -50,6 +50,17 @@ TEST_F(Agents, AgentTokensUseOnlyTheAgentEndpoints) {
   EXPECT_EQ(gpus["gpus"][0]["type"], "T4");
 }
 
+TEST_F(Agents, ARemoteJobsOutputIsServedByTheServer) {
+  auto alice = server_->Client(kAliceToken);
+  std::string body = R"({"gpus": 1, "command": "for i in 1 2 3; do echo line $i; done; echo oops >&2"})";
+  std::string id = Json(alice.Post("/v1/jobs", body, "application/json"))["id"];
+  ASSERT_EQ(Wait([&] { return JobState(id); }, "succeeded"), "succeeded");
+  auto out = [&](const std::string& stream) { return alice.Get("/v1/jobs/" + id + "/logs?stream=" + stream)->body; };
+  EXPECT_EQ(Wait([&] { return out("stdout"); }, "line 1\nline 2\nline 3\n"), "line 1\nline 2\nline 3\n");
+  EXPECT_EQ(Wait([&] { return out("stderr"); }, "oops\n"), "oops\n");
+  EXPECT_EQ(server_->Client(kBobToken).Get("/v1/jobs/" + id + "/logs")->status, 404);  // another team's
+}
+
 TEST_F(Agents, AKilledAgentsJobSurvivesItsRestart) {
   std::string go = dir_ + "/go", up = dir_ + "/up";
   std::string body =

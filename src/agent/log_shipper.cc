@@ -1,0 +1,88 @@
+// Log shipping from remote agents.
+#include "agent/log_shipper.h"
+
+#include <openssl/evp.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gantry {
+
+namespace {
+constexpr const char* kStreams[] = {"stdout", "stderr"};
+}  // namespace
+
+std::string Base64Encode(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+bool Base64Decode(const std::string& text, std::string* bytes) {
+  if (text.size() % 4 != 0) return false;
+  bytes->assign(3 * text.size() / 4, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes->data()),
+                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return false;
+  size_t padding = text.empty() ? 0 : (text.back() == '=') + (text.size() > 1 && text[text.size() - 2] == '=');
+  bytes->resize(static_cast<size_t>(n) - padding);
+  return true;
+}
+
+void LogShipper::Track(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_[job_id].ended = false;
+}
+
+void LogShipper::Ended(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_[job_id].ended = true;
+}
+
+nlohmann::json LogShipper::Collect(size_t budget) {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json out = nlohmann::json::array();
+  std::error_code ec;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    bool all_sent = true;
+    for (const char* stream : kStreams) {
+      std::string path = job_dir_(it->first) + "/" + stream + ".log";
+      int64_t size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+      if (ec) continue;
+      int64_t from = it->second.sent[stream];
+      if (size <= from) continue;
+      all_sent = false;
+      if (budget == 0) continue;
+      size_t n = std::min<size_t>(budget, static_cast<size_t>(size - from));
+      std::string chunk(n, '\0');
+      std::ifstream in(path, std::ios::binary);
+      in.seekg(from);
+      in.read(chunk.data(), static_cast<std::streamsize>(n));
+      chunk.resize(static_cast<size_t>(in.gcount()));
+      budget -= chunk.size();
+      out.push_back({{"job_id", it->first},
+                     {"stream", stream},
+                     {"offset", from},
+                     {"bytes", chunk.size()},
+                     {"data", Base64Encode(chunk)}});
+    }
+    // An ended job whose output the server has in full is done.
+    it = it->second.ended && all_sent ? jobs_.erase(it) : std::next(it);
+  }
+  return out;
+}
+
+void LogShipper::Acknowledge(const nlohmann::json& entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& e : entries) {
+    auto it = jobs_.find(e.value("job_id", ""));
+    if (it == jobs_.end()) continue;
+    int64_t end = e.value("offset", int64_t{0}) + e.value("bytes", int64_t{0});
+    int64_t& sent = it->second.sent[e.value("stream", "")];
+    sent = std::max(sent, end);
+  }
+}
+
+}  // namespace gantry
