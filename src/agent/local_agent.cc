@@ -34,6 +34,10 @@ LocalAgent::LocalAgent(LocalAgentOptions options, AgentReports reports)
     : options_(std::move(options)), reports_(std::move(reports)) {
   std::error_code ec;
   options_.state_dir = fs::absolute(options_.state_dir, ec).lexically_normal().string();  // jobs chdir away
+  if (!options_.mps_control.empty() || !options_.fake_gpus) {
+    std::string control = options_.mps_control.empty() ? "nvidia-cuda-mps-control" : options_.mps_control;
+    mps_ = std::make_unique<MpsDaemons>(control, options_.state_dir + "/mps");
+  }
 }
 
 LocalAgent::~LocalAgent() { Shutdown(); }
@@ -123,6 +127,10 @@ std::vector<RunReport> LocalAgent::Recover() {
         report.reason = "the job's process ended while no agent watched it";
       } else {
         runs_[Key(r.job_id, r.run, r.node_id)] = r;  // adopted: still running
+        if (mps_ && rec.contains("mps_gpus")) {
+          for (const auto& uuid : rec["mps_gpus"])
+            mps_->Adopt(Key(r.job_id, r.run, r.node_id), uuid.get<std::string>());
+        }
         std::lock_guard<std::mutex> lock(sessions_mu_);
         sessions_[r.pid] = r.job_id;
       }
@@ -224,6 +232,21 @@ void LocalAgent::DoStart(const StartOrder& o) {
       return;
     }
   }
+  std::vector<std::string> mps_gpus;
+  std::map<std::string, std::string> mps_env;
+  if (o.sharing == SharingMode::kMps && mps_) {
+    for (const AssignedGpu& g : o.gpus) {
+      auto pipe = mps_->Acquire(key, g.uuid);
+      if (!pipe) {
+        mps_->Release(key);
+        reports_.exited(o.job_id, o.run, o.node_id, 127, pipe.status().message(), WallMs());
+        return;
+      }
+      mps_gpus.push_back(g.uuid);
+      mps_env["CUDA_MPS_PIPE_DIRECTORY"] = *pipe;
+      mps_env["CUDA_MPS_LOG_DIRECTORY"] = mps_->LogDir(g.uuid);
+    }
+  }
   {
     SpawnRequest req;
     req.user = user;
@@ -231,11 +254,13 @@ void LocalAgent::DoStart(const StartOrder& o) {
     req.command = spec.command;
     req.working_dir = spec.working_dir.empty() ? dir : spec.working_dir;
     req.env = JobEnvironment(o, checkpoint);
+    req.env.insert(mps_env.begin(), mps_env.end());
     req.stdout_path = dir + "/stdout.log";
     req.stderr_path = dir + "/stderr.log";
     req.exit_file = r.exit_file;
     auto pid = SpawnJob(req);
     if (!pid) {
+      if (mps_) mps_->Release(key);
       reports_.exited(o.job_id, o.run, o.node_id, 127, pid.status().message(), WallMs());
       return;
     }
@@ -252,7 +277,8 @@ void LocalAgent::DoStart(const StartOrder& o) {
       {"pid", r.pid},
       {"ends_at_ms", r.ends_at_ms},
       {"exit_file", r.exit_file},
-      {"memory_limit_mib", r.memory_limit_mib}}.dump(-1, ' ', false, kReplaceBadUtf8);
+      {"memory_limit_mib", r.memory_limit_mib},
+      {"mps_gpus", mps_gpus}}.dump(-1, ' ', false, kReplaceBadUtf8);
   runs_[key] = r;
   UpdateFakeLoad();
   reports_.started(o.job_id, o.run);
@@ -380,6 +406,7 @@ std::string LocalAgent::JobOfPid(int pid) {
 void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   Run r = runs_[key];
   runs_.erase(key);
+  if (mps_) mps_->Release(key);
   UpdateFakeLoad();
   if (r.pid == 0) {
     reports_.exited(r.job_id, r.run, r.node_id, code, reason, WallMs());

@@ -11,10 +11,12 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "agent/mps_daemons.h"
 #include "server/agent_link.h"
 
 namespace gantry {
@@ -34,6 +36,9 @@ struct LocalAgentOptions {
   DurationMs poll_ms = 50;
   FakeGpuProvider* fake_gpus = nullptr;  // told what runs where, so its readings follow the jobs
   RunAs run_as = RunAs::kAuto;
+  // The MPS control program. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
+  // daemons on fake ones (their jobs get the MPS limits in their environment only).
+  std::string mps_control;
 };
 
 // Where the agent's reports go (the controller).
@@ -99,6 +104,7 @@ class LocalAgent : public AgentLink {
   LocalAgentOptions options_;
   AgentReports reports_;
   std::map<std::string, Run> runs_;  // by Key(); agent thread only
+  std::unique_ptr<MpsDaemons> mps_;  // null: no MPS daemons (fake GPUs)
   std::mutex sessions_mu_;
   std::map<int, std::string> sessions_;      // shim pid (= session id) -> job id
   std::map<std::string, bool> known_uuids_;  // GPUs that had load (to clear it)

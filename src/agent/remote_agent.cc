@@ -153,7 +153,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   }
   LocalAgent* runner_ptr = nullptr;
   LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
-  LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake, run_as},
+  LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake, run_as, ""},
                     AgentReports{[&](const std::string& id, int run) {
                                    logs.Track(id);
                                    outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});

@@ -227,7 +227,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
     Controller* c = &controller;
     agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as},
+        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, ""},
         AgentReports{[c](const std::string& id, int run) { c->ReportStarted(id, run); },
                      [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
                          TimeMs ended_ms) { c->ReportExited(id, run, node, code, why, ended_ms); }});

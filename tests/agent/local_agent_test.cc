@@ -73,8 +73,9 @@ class LocalAgentTest : public ::testing::Test {
     dir_ = TempPath("agent");
     std::filesystem::remove_all(dir_);
   }
-  std::unique_ptr<LocalAgent> NewAgent(RunAs run_as = RunAs::kAuto) {
-    auto a = std::make_unique<LocalAgent>(LocalAgentOptions{dir_, GANTRY_BINARY, 20, nullptr, run_as}, reports_.Sink());
+  std::unique_ptr<LocalAgent> NewAgent(RunAs run_as = RunAs::kAuto, const std::string& mps_control = "") {
+    auto a = std::make_unique<LocalAgent>(LocalAgentOptions{dir_, GANTRY_BINARY, 20, nullptr, run_as, mps_control},
+                                          reports_.Sink());
     return a;
   }
   std::string dir_;
@@ -130,6 +131,32 @@ TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   EXPECT_EQ(reports_.WaitExit("u2"), 126);
   std::lock_guard<std::mutex> lock(reports_.mu);
   EXPECT_NE(reports_.reasons["u2"].find("no Unix user 'no-such-user-here'"), std::string::npos);
+}
+
+TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) {
+  // A stand-in for nvidia-cuda-mps-control that writes down how it was called.
+  std::filesystem::create_directories(dir_);
+  std::string control = dir_ + "/mps-control", calls = dir_ + "/calls";
+  std::ofstream(control) << "#!/bin/sh\n"
+                         << "if [ \"$1\" = -d ]; then echo \"start $CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY\" >> "
+                         << calls << "; else read c; echo \"$c $CUDA_VISIBLE_DEVICES\" >> " << calls << "; fi\n";
+  std::filesystem::permissions(control, std::filesystem::perms::owner_all);
+  auto agent = NewAgent(RunAs::kAuto, control);
+  agent->Start();
+  agent->Start(Order("m1", "echo $CUDA_MPS_PIPE_DIRECTORY; sleep 0.3", SharingMode::kMps));
+  agent->Start(Order("m2", "sleep 0.6", SharingMode::kMps));
+  EXPECT_EQ(reports_.WaitExit("m1"), 0);
+  EXPECT_EQ(ReadFile(calls), "start GPU-ccc " + dir_ + "/mps/GPU-ccc/pipe\n");  // one daemon for both jobs
+  EXPECT_EQ(reports_.WaitExit("m2"), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(ReadFile(calls), "start GPU-ccc " + dir_ + "/mps/GPU-ccc/pipe\nquit GPU-ccc\n");
+  EXPECT_EQ(ReadFile(agent->JobDir("m1") + "/stdout.log"), dir_ + "/mps/GPU-ccc/pipe\n");
+  // A control program that fails: the job fails at once, saying why.
+  std::ofstream(control, std::ios::trunc) << "#!/bin/sh\nexit 3\n";
+  agent->Start(Order("m3", "true", SharingMode::kMps));
+  EXPECT_EQ(reports_.WaitExit("m3"), 127);
+  std::lock_guard<std::mutex> lock(reports_.mu);
+  EXPECT_NE(reports_.reasons["m3"].find("starting the MPS control daemon for GPU-ccc"), std::string::npos);
 }
 
 TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {

@@ -1,0 +1,66 @@
+// MPS control daemons, run through nvidia-cuda-mps-control (docs.nvidia.com/deploy/mps).
+#include "agent/mps_daemons.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace gantry {
+
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+// Runs the control program for one GPU's daemon with `args`, feeding it `input`; returns
+// its exit status.
+int MpsDaemons::Control(const std::string& uuid, const std::string& args, const std::string& input) {
+  std::string cmd = fmt::format("CUDA_VISIBLE_DEVICES={} CUDA_MPS_PIPE_DIRECTORY={} CUDA_MPS_LOG_DIRECTORY={} {} {}",
+                                Quote(uuid), Quote(PipeDir(uuid)), Quote(LogDir(uuid)), Quote(control_), args);
+  FILE* p = popen(cmd.c_str(), "w");
+  if (!p) return -1;
+  if (!input.empty()) std::fwrite(input.data(), 1, input.size(), p);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Expected<std::string> MpsDaemons::Acquire(const std::string& key, const std::string& uuid) {
+  std::set<std::string>& users = users_[uuid];
+  if (users.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(PipeDir(uuid), ec);
+    std::filesystem::create_directories(LogDir(uuid), ec);
+    if (ec) return Status::Internal("cannot create the MPS directories under " + dir_ + ": " + ec.message());
+    int rc = Control(uuid, "-d", "");
+    if (rc != 0) {
+      users_.erase(uuid);
+      return Status::Internal(
+          fmt::format("starting the MPS control daemon for {} ({} -d) failed with status {}", uuid, control_, rc));
+    }
+  }
+  users.insert(key);
+  return PipeDir(uuid);
+}
+
+void MpsDaemons::Adopt(const std::string& key, const std::string& uuid) { users_[uuid].insert(key); }
+
+void MpsDaemons::Release(const std::string& key) {
+  for (auto it = users_.begin(); it != users_.end();) {
+    if (it->second.erase(key) && it->second.empty()) {
+      Control(it->first, "", "quit\n");
+      it = users_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace gantry
