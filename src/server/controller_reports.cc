@@ -1,0 +1,174 @@
+// Accounting's read side: usage over a window, the monthly report with its reconciliation
+// against the job event history, budgets, alerts, and the accounting metrics. Reports read
+// the store on the caller's thread; only the open intervals are copied from the owner.
+#include <fmt/format.h>
+
+#include "server/controller.h"
+
+namespace gantry {
+
+// The ledger as of now: the store's rows, with the open intervals' newest telemetry.
+std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
+  std::map<std::tuple<std::string, int, int>, Allocation> open;
+  Call([&] {
+    for (const auto& [id, entries] : ledger_open_) {
+      for (const LedgerEntry& e : entries) open[{e.row.job_id, e.row.run, e.row.slot}] = e.row;
+    }
+    return 0;
+  });
+  auto rows = store_->Allocations(from, to);
+  std::vector<Allocation> out;
+  if (!rows) return out;
+  for (Allocation& a : *rows) {
+    auto it = open.find({a.job_id, a.run, a.slot});
+    out.push_back(a.open() && it != open.end() ? it->second : std::move(a));
+  }
+  return out;
+}
+
+ApiResult Controller::Usage(const Actor& who, const UsageQuery& q) {
+  auto by = ParseUsageGrouping(q.by);
+  if (!by) return ApiResult::FromStatus(by.status());
+  if (q.to <= q.from) return ApiResult::Error(400, "invalid_argument", "must be after from", "to");
+  std::string team = q.team;
+  if (!who.admin()) {
+    if (!team.empty() && team != who.team) return ApiResult::Error(403, "forbidden", "you see only your team", "team");
+    team = who.team;
+  }
+  std::vector<Allocation> rows = LedgerView(q.from, q.to);
+  if (!team.empty()) std::erase_if(rows, [&](const Allocation& a) { return a.team != team; });
+  TimeMs now = Now();
+  nlohmann::json lines = nlohmann::json::array();
+  UsageLine total;
+  for (const UsageLine& l : AggregateUsage(rows, q.from, q.to, now, prices_, *by)) {
+    lines.push_back(l.ToJson());
+    total.gpu_ms += l.gpu_ms;
+    total.cost += l.cost;
+    total.measured_gpu_ms += l.measured_gpu_ms;
+    total.util_gpu_ms += l.util_gpu_ms;
+    total.idle_cost += l.idle_cost;
+  }
+  return {200,
+          {{"from", FormatUtc(q.from)},
+           {"to", q.to == kNever ? FormatUtc(now) : FormatUtc(q.to)},
+           {"by", q.by},
+           {"team", team},
+           {"currency", options_.pricing.currency},
+           {"lines", lines},
+           {"total", total.ToJson()}}};
+}
+
+ApiResult Controller::MonthlyReport(const Actor& who, const std::string& month) {
+  auto bounds = calendar_.MonthBounds(month);
+  if (!bounds) return ApiResult::FromStatus(bounds.status());
+  std::vector<Allocation> rows = LedgerView(bounds->first, bounds->second);
+  if (!who.admin()) std::erase_if(rows, [&](const Allocation& a) { return a.team != who.team; });
+  TimeMs now = Now();
+  auto report = gantry::MonthlyReport(rows, calendar_, prices_, now, {month, options_.pricing.currency, 10});
+  if (!report) return ApiResult::FromStatus(report.status());
+  nlohmann::json budgets = Call([&] { return month == month_ ? BudgetStatus(now) : nlohmann::json::array(); });
+  nlohmann::json mine = nlohmann::json::array();
+  for (auto& b : budgets) {
+    if (who.admin() || b["team"] == who.team) mine.push_back(std::move(b));
+  }
+  (*report)["budgets"] = std::move(mine);
+  // Reconciliation: the same GPU-seconds recomputed from the job event history alone.
+  auto events = store_->EventsOfKinds({"started", "released"}, bounds->second);
+  if (events) {
+    std::map<std::pair<std::string, int>, std::pair<TimeMs, double>> started;  // job, run -> start, GPU share
+    double from_events_ms = 0;
+    auto clip = [&](TimeMs a, TimeMs b, double share) {
+      TimeMs lo = std::max(a, bounds->first), hi = std::min(b, bounds->second);
+      return hi > lo ? share * static_cast<double>(hi - lo) : 0.0;
+    };
+    std::set<std::string> teams_seen;
+    for (const Allocation& a : rows) teams_seen.insert(a.team);
+    for (const JobEvent& e : *events) {
+      nlohmann::json d = nlohmann::json::parse(e.detail, nullptr, false);
+      int run = d.value("run", 0);
+      if (e.kind == "started") {
+        double share = 0;
+        for (const auto& node : d["placement"]) {
+          for (const auto& g : node["gpus"]) share += g.value("share", 0.0);
+        }
+        started[{e.job_id, run}] = {e.ts_ms, share};
+      } else {
+        auto it = started.find({e.job_id, run});
+        if (it == started.end()) continue;
+        from_events_ms += clip(it->second.first, e.ts_ms, it->second.second);
+        started.erase(it);
+      }
+    }
+    for (const auto& [key, s] : started) from_events_ms += clip(s.first, std::min(now, bounds->second), s.second);
+    double ledger_ms = 0;
+    for (const Allocation& a : rows) ledger_ms += Accrue(a, bounds->first, bounds->second, now, prices_).gpu_ms;
+    if (who.admin()) {
+      (*report)["reconciliation"] = {{"ledger_gpu_seconds", RoundTo(ledger_ms / 1000, 3)},
+                                     {"event_history_gpu_seconds", RoundTo(from_events_ms / 1000, 3)},
+                                     {"match", std::abs(ledger_ms - from_events_ms) < 1.0}};
+    }
+  }
+  return {200, *report};
+}
+
+ApiResult Controller::Budgets(const Actor& who) {
+  return Call([&] {
+    nlohmann::json out = nlohmann::json::array();
+    for (auto& b : BudgetStatus(Now())) {
+      if (who.admin() || b["team"] == who.team) out.push_back(std::move(b));
+    }
+    return ApiResult{200, {{"month", month_}, {"currency", options_.pricing.currency}, {"budgets", out}}};
+  });
+}
+
+ApiResult Controller::Alerts(const Actor& who) {
+  return Call([&] {
+    nlohmann::json out = nlohmann::json::array();
+    for (auto it = alerts_.rbegin(); it != alerts_.rend(); ++it) {
+      if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
+    }
+    return ApiResult{200,
+                     {{"alerts", out}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}}};
+  });
+}
+
+void Controller::WriteBillingMetrics(MetricsWriter& w) {
+  TimeMs now = Now();
+  nlohmann::json budgets = BudgetStatus(now);
+  w.Family("gantry_budget_used_ratio", "gauge", "This month's use of each budget (1 = spent)");
+  for (const auto& b : budgets) {
+    w.Sample("gantry_budget_used_ratio", {{"team", b["team"]}, {"project", b["project"]}},
+             b["used_pct"].get<double>() / 100);
+  }
+  w.Family("gantry_budget_held", "gauge", "1 while a spent budget holds its team's or project's new jobs");
+  for (const auto& b : budgets) {
+    w.Sample("gantry_budget_held", {{"team", b["team"]}, {"project", b["project"]}}, b["held"].get<bool>() ? 1 : 0);
+  }
+  std::map<std::string, Accrual> team_month = month_closed_;
+  for (const auto& [id, entries] : ledger_open_) {
+    for (const LedgerEntry& e : entries) {
+      Accrual acc = Accrue(e.row, month_from_, month_to_, now, prices_);
+      team_month[e.row.team].gpu_ms += acc.gpu_ms;
+      team_month[e.row.team].cost += acc.cost;
+    }
+  }
+  w.Family("gantry_month_cost", "gauge", "Cost of GPUs held this month, by team (pricing currency)");
+  w.Family("gantry_month_gpu_hours", "gauge", "GPU-hours held this month, by team");
+  for (const auto& [scope, acc] : team_month) {
+    if (scope.find('/') != std::string::npos) continue;
+    w.Sample("gantry_month_cost", {{"team", scope}, {"currency", options_.pricing.currency}}, RoundTo(acc.cost, 4));
+    w.Sample("gantry_month_gpu_hours", {{"team", scope}}, acc.gpu_ms / kHourMs);
+  }
+  w.Family("gantry_job_idle", "gauge", "1 for a running job flagged idle (GPUs under the threshold)");
+  for (const auto& [id, entries] : ledger_open_) {
+    const JobRecord* job = const_cast<Controller*>(this)->Find(id);
+    if (job && job->idle_flagged) {
+      w.Sample("gantry_job_idle", {{"job", id}, {"team", job->spec->team}, {"user", job->spec->user}}, 1);
+    }
+  }
+  w.Family("gantry_webhooks_total", "counter", "Alert webhooks by outcome");
+  w.Sample("gantry_webhooks_total", {{"outcome", "sent"}}, static_cast<double>(notifier_.sent()));
+  w.Sample("gantry_webhooks_total", {{"outcome", "failed"}}, static_cast<double>(notifier_.failed()));
+}
+
+}  // namespace gantry
