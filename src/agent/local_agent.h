@@ -36,7 +36,7 @@ struct LocalAgentOptions {
   DurationMs poll_ms = 50;
   FakeGpuProvider* fake_gpus = nullptr;  // told what runs where, so its readings follow the jobs
   RunAs run_as = RunAs::kAuto;
-  // The MPS control program. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
+  // The MPS control command. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
   // daemons on fake ones (their jobs get the MPS limits in their environment only).
   std::string mps_control;
 };

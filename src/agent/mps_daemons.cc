@@ -23,8 +23,9 @@ std::string Quote(const std::string& s) {
 // Runs the control program for one GPU's daemon with `args`, feeding it `input`; returns
 // its exit status.
 int MpsDaemons::Control(const std::string& uuid, const std::string& args, const std::string& input) {
+  // `control_` is a command line from the agent's configuration (a program and its arguments).
   std::string cmd = fmt::format("CUDA_VISIBLE_DEVICES={} CUDA_MPS_PIPE_DIRECTORY={} CUDA_MPS_LOG_DIRECTORY={} {} {}",
-                                Quote(uuid), Quote(PipeDir(uuid)), Quote(LogDir(uuid)), Quote(control_), args);
+                                Quote(uuid), Quote(PipeDir(uuid)), Quote(LogDir(uuid)), control_, args);
   FILE* p = popen(cmd.c_str(), "w");
   if (!p) return -1;
   if (!input.empty()) std::fwrite(input.data(), 1, input.size(), p);

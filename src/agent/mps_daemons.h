@@ -14,7 +14,8 @@ namespace gantry {
 
 class MpsDaemons {
  public:
-  // `control`: the nvidia-cuda-mps-control program; `dir`: where pipe and log directories go.
+  // `control`: the nvidia-cuda-mps-control command (a program, maybe with arguments);
+  // `dir`: where the pipe and log directories go.
   MpsDaemons(std::string control, std::string dir) : control_(std::move(control)), dir_(std::move(dir)) {}
 
   // Job `key` uses MPS on GPU `uuid`: the daemon is started if it does not run yet.
