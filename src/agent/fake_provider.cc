@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -15,7 +16,43 @@ FakeGpuProvider::FakeGpuProvider(GpuInventory inventory) : inventory_(std::move(
   for (const GpuInfo& g : inventory_.gpus) state_[g.uuid] = State{};
 }
 
-Expected<GpuInventory> FakeGpuProvider::Inventory() { return inventory_; }
+Expected<GpuInventory> FakeGpuProvider::Inventory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inventory_;
+}
+
+Expected<std::vector<MigDeviceInfo>> FakeGpuProvider::ApplyMig(const std::string& gpu_uuid,
+                                                               const std::vector<MigInstanceSpec>& destroy,
+                                                               const std::vector<MigInstanceSpec>& create) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto gpu = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
+                          [&](const GpuInfo& g) { return g.uuid == gpu_uuid; });
+  if (gpu == inventory_.gpus.end()) return Status::NotFound("no GPU " + gpu_uuid + " on this node");
+  if (!gpu->mig_enabled) return Status::Internal(gpu_uuid + " is not in MIG mode");
+  const State& st = state_[gpu_uuid];
+  if (!destroy.empty() && !st.processes.empty()) {
+    return Status::Internal(
+        fmt::format("process {} runs on the GPU: not destroying its instances", st.processes.front().first));
+  }
+  std::vector<MigDeviceInfo>& devices = gpu->mig_devices;
+  std::erase_if(devices, [&](const MigDeviceInfo& m) {
+    return std::find(destroy.begin(), destroy.end(), MigInstanceSpec{m.profile, m.start}) != destroy.end();
+  });
+  for (const MigInstanceSpec& c : create) {
+    auto at = std::find_if(devices.begin(), devices.end(), [&](const MigDeviceInfo& m) { return m.start == c.start; });
+    if (at != devices.end() && at->profile == c.profile) continue;  // made by an earlier try of this order
+    if (at != devices.end()) return Status::Internal(fmt::format("slice {} already holds a {}", c.start, at->profile));
+    int gi = ++mig_instances_made_;
+    devices.push_back({fmt::format("MIG-fake-{}-{}", gpu_uuid, gi), c.profile, gi, 0, c.start});
+  }
+  ++mig_changes_;
+  return devices;
+}
+
+int FakeGpuProvider::mig_changes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mig_changes_;
+}
 
 Expected<std::vector<GpuSample>> FakeGpuProvider::Sample() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -46,7 +83,7 @@ Expected<std::vector<GpuSample>> FakeGpuProvider::Sample() {
     s.retired_pages = 0;
     s.remap_pending = 0;
     for (const auto& [pid, memory] : st.processes)
-      s.processes.push_back({pid, memory, static_cast<int>(s.util_pct), ""});
+      s.processes.push_back({pid, memory, static_cast<int>(s.util_pct), -1, ""});
     out.push_back(std::move(s));
   }
   return out;

@@ -20,6 +20,11 @@ class FakeGpuProvider : public GpuProvider {
   Expected<GpuInventory> Inventory() override;
   Expected<std::vector<GpuSample>> Sample() override;
   std::vector<GpuEvent> Events(int timeout_ms) override;
+  // MIG instances exist in the inventory only; destroying refuses while a process runs.
+  Expected<std::vector<MigDeviceInfo>> ApplyMig(const std::string& gpu_uuid,
+                                                const std::vector<MigInstanceSpec>& destroy,
+                                                const std::vector<MigInstanceSpec>& create) override;
+  int mig_changes();  // how many re-partitions were made (tests)
 
   // What runs on a GPU now: the jobs' total share (0..1), GPU memory, and each process
   // (pid, its GPU memory in MiB).
@@ -46,6 +51,8 @@ class FakeGpuProvider : public GpuProvider {
   std::map<std::string, State> state_;
   std::deque<GpuEvent> events_;
   uint64_t samples_ = 0;
+  int mig_instances_made_ = 0;
+  int mig_changes_ = 0;
 };
 
 }  // namespace gantry

@@ -30,18 +30,17 @@ double CpuSeconds() {
 }  // namespace
 
 int RunGpusCommand(const GpusCommandOptions& o, std::ostream& out, std::ostream& err) {
-  std::string why_nvml, why_smi;
+  std::string why;
   std::unique_ptr<GpuProvider> provider;
   if (o.provider == "fake") {
     // Eight fake A100s: the agent's own polling cost, without a driver's.
     auto nodes = ParseFakeGpus("1x8xA100-80GB", GpuCatalog::Builtin());
     provider = std::make_unique<FakeGpuProvider>(FakeInventory(*nodes, GpuCatalog::Builtin()));
+  } else {
+    provider = DetectGpuProvider(o.provider, &why);
   }
-  if (o.provider == "auto" || o.provider == "nvml") provider = OpenNvmlProvider(&why_nvml);
-  if (!provider && (o.provider == "auto" || o.provider == "nvidia-smi")) provider = OpenNvidiaSmiProvider(&why_smi);
   if (!provider) {
-    err << "gantry gpus: no GPU provider: NVML: " << (why_nvml.empty() ? "not tried" : why_nvml)
-        << "; nvidia-smi: " << (why_smi.empty() ? "not tried" : why_smi) << "\n";
+    err << "gantry gpus: no GPU provider: " << why << "\n";
     return 1;
   }
   auto inv = provider->Inventory();

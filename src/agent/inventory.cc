@@ -4,9 +4,57 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <optional>
 #include <thread>
 
 namespace gantry {
+
+std::vector<MigInstance> MigInstancesFromDevices(const GpuType& type, const std::vector<MigDeviceInfo>& devices) {
+  // Instances whose slot the provider read keep it; the others go where the model's rules
+  // allow, in order, which is where the driver puts instances made without a placement.
+  std::vector<MigPlacement> layout;
+  std::vector<MigInstance> out;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const MigDeviceInfo& m : devices) {
+      int profile = type.FindMigProfile(m.profile);
+      if (profile < 0 || (pass == 0) != (m.start >= 0)) continue;
+      std::optional<int> start = m.start >= 0 ? std::optional<int>(m.start) : FindMigStart(type, layout, profile);
+      if (!start) continue;
+      layout.push_back({profile, *start});
+      out.push_back({layout.back(), m.uuid});
+    }
+  }
+  return out;
+}
+
+void AssignNvLinkGroups(const GpuInventory& inv, Node& node) {
+  // GPUs joined by NVLink (directly or through others) share a group; a GPU with no link
+  // is a group of its own. Without any link readable, every GPU stays in group 0.
+  bool any = false;
+  for (const GpuInfo& info : inv.gpus) any = any || !info.nvlink_peers.empty();
+  if (!any || inv.gpus.size() != node.gpus.size()) return;
+  std::vector<int> group(inv.gpus.size(), -1);
+  int groups = 0;
+  for (size_t i = 0; i < inv.gpus.size(); ++i) {
+    if (group[i] >= 0) continue;
+    std::vector<size_t> todo{i};
+    group[i] = groups;
+    while (!todo.empty()) {
+      size_t at = todo.back();
+      todo.pop_back();
+      for (int peer : inv.gpus[at].nvlink_peers) {
+        for (size_t j = 0; j < inv.gpus.size(); ++j) {
+          if (inv.gpus[j].index == peer && group[j] < 0) {
+            group[j] = groups;
+            todo.push_back(j);
+          }
+        }
+      }
+    }
+    ++groups;
+  }
+  for (size_t i = 0; i < node.gpus.size(); ++i) node.gpus[i].nvlink_group = group[i];
+}
 
 Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory& inv, const GpuCatalog& catalog) {
   Node node;
@@ -27,19 +75,10 @@ Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory&
     g.uuid = info.uuid;
     g.type = type->id;
     g.mig_enabled = info.mig_enabled;
-    // NVML gives each instance's profile, not its slot: place them in order as the model's
-    // rules allow, which is where the driver puts instances created without a placement.
-    std::vector<MigPlacement> layout;
-    for (const MigDeviceInfo& m : info.mig_devices) {
-      int profile = type->FindMigProfile(m.profile);
-      if (profile < 0) continue;
-      auto start = FindMigStart(*type, layout, profile);
-      if (!start) continue;
-      layout.push_back({profile, *start});
-      g.mig_instances.push_back({layout.back(), m.uuid});
-    }
+    g.mig_instances = MigInstancesFromDevices(*type, info.mig_devices);
     node.gpus.push_back(std::move(g));
   }
+  AssignNvLinkGroups(inv, node);
   if (Status s = ValidateNode(node, catalog); !s.ok()) return s;
   return node;
 }

@@ -14,6 +14,11 @@ namespace gantry {
 // not know.
 Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory& inventory, const GpuCatalog& catalog);
 
+// The scheduler's view of a GPU's MIG devices (their profile and slot).
+std::vector<MigInstance> MigInstancesFromDevices(const GpuType& type, const std::vector<MigDeviceInfo>& devices);
+// NVLink groups from the peers the provider read: connected GPUs share a group.
+void AssignNvLinkGroups(const GpuInventory& inventory, Node& node);
+
 // What the fake provider reports for fake nodes.
 GpuInventory FakeInventory(const std::vector<Node>& nodes, const GpuCatalog& catalog);
 

@@ -184,9 +184,53 @@ void LocalAgent::Loop() {
   }
 }
 
-void LocalAgent::DoStart(const StartOrder& o) {
+bool LocalAgent::PrepareMig(StartOrder& o) {
+  GpuProvider* provider = options_.gpus ? options_.gpus : options_.fake_gpus;
+  auto fail = [&](int gpu, const std::string& why) {
+    std::vector<MigDeviceInfo> now;
+    if (provider) {
+      if (auto inv = provider->Inventory()) {
+        for (const GpuInfo& g : inv->gpus) {
+          if (g.index == gpu) now = g.mig_devices;
+        }
+      }
+    }
+    std::string reason = fmt::format("MIG re-partition of GPU {} on {} failed: {}", gpu, o.node_id, why);
+    if (reports_.mig) reports_.mig(o.node_id, gpu, now, o.job_id, reason);
+    reports_.exited(o.job_id, o.run, o.node_id, 125, reason, WallMs());
+    return false;
+  };
+  std::map<int, std::vector<MigDeviceInfo>> layouts;  // GPU index -> its MIG devices after the changes
+  for (const MigOrder& m : o.mig) {
+    if (!provider) return fail(m.gpu, "this agent has no GPU provider that can change MIG instances");
+    auto devices = provider->ApplyMig(m.gpu_uuid, m.destroy, m.create);
+    if (!devices) return fail(m.gpu, devices.status().message());
+    layouts[m.gpu] = *devices;
+    if (reports_.mig) reports_.mig(o.node_id, m.gpu, *devices, o.job_id, "");
+  }
+  for (AssignedGpu& g : o.gpus) {
+    if (g.mig_profile.empty() || !g.mig_uuid.empty() || !provider) continue;
+    if (!layouts.count(g.index)) {
+      if (auto inv = provider->Inventory()) {
+        for (const GpuInfo& info : inv->gpus) {
+          if (info.index == g.index) layouts[g.index] = info.mig_devices;
+        }
+      }
+    }
+    for (const MigDeviceInfo& d : layouts[g.index]) {
+      if (d.profile == g.mig_profile && d.start == g.mig_start) g.mig_uuid = d.uuid;
+    }
+    if (g.mig_uuid.empty()) {
+      return fail(g.index, fmt::format("no {} instance at slice {}", g.mig_profile, g.mig_start));
+    }
+  }
+  return true;
+}
+
+void LocalAgent::DoStart(StartOrder o) {
   std::string key = Key(o.job_id, o.run, o.node_id);
   if (runs_.count(key)) return;  // resent after a controller restart: already running
+  if (!PrepareMig(o)) return;
   if (o.spec->command.empty()) {
     // Holds its GPUs for its estimated duration, else until stopped. No process and no
     // files: after a restart the controller resends the order and the hold starts over.

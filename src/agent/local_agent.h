@@ -39,6 +39,7 @@ struct LocalAgentOptions {
   // The MPS control command. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
   // daemons on fake ones (their jobs get the MPS limits in their environment only).
   std::string mps_control;
+  GpuProvider* gpus = nullptr;  // makes MIG instances (fake_gpus when null)
 };
 
 // Where the agent's reports go (the controller).
@@ -48,6 +49,10 @@ struct AgentReports {
   std::function<void(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                      const std::string& reason, TimeMs ended_ms)>
       exited;
+  // A MIG re-partition was made (error empty) or failed: the GPU's MIG devices now.
+  std::function<void(const std::string& node_id, int gpu, const std::vector<MigDeviceInfo>& devices,
+                     const std::string& job_id, const std::string& error)>
+      mig;
 };
 
 class LocalAgent : public AgentLink {
@@ -89,7 +94,10 @@ class LocalAgent : public AgentLink {
     std::vector<AssignedGpu> gpus;
   };
   void Loop();
-  void DoStart(const StartOrder& order);
+  void DoStart(StartOrder order);
+  // Makes the order's MIG changes and names the MIG device of each MIG share; false (the
+  // run reported as failed) when that cannot be done.
+  bool PrepareMig(StartOrder& order);
   void DoStop(const StopOrder& order);
   void Poll();
   // Kills jobs whose processes hold more host memory than they asked for (once a second).

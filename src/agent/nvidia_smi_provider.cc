@@ -81,7 +81,7 @@ class NvidiaSmiProvider : public GpuProvider {
         if (row.size() < 3) continue;
         for (GpuSample& s : *samples) {
           if (s.uuid == row[0]) {
-            s.processes.push_back({static_cast<int>(Number(row[1])), static_cast<int64_t>(Number(row[2])), -1, ""});
+            s.processes.push_back({static_cast<int>(Number(row[1])), static_cast<int64_t>(Number(row[2])), -1, -1, ""});
           }
         }
       }

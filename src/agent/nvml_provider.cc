@@ -1,92 +1,88 @@
-// The NVML provider: libnvidia-ml.so.1 loaded with dlopen, the versioned symbols looked up
-// by hand (dlsym does not apply the header's _v2/_v3 macros), structs laid out as the
-// header has them on x86_64 (sizes checked below). A missing symbol means "not supported".
-#include <dlfcn.h>
+// The NVML provider: inventory (with NVLink peers and MIG devices), readings, per-process
+// memory and SM use, and XID events, through the entry points of nvml_api.h.
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 
-#include "agent/gpu_provider.h"
+#include "agent/nvml_api.h"
 
 namespace gantry {
 
+namespace nvml {
+
+bool Api::Open(const char* path) {
+  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  Load(init, "nvmlInit_v2");
+  Load(shutdown, "nvmlShutdown");
+  Load(error_string, "nvmlErrorString");
+  Load(driver_version, "nvmlSystemGetDriverVersion");
+  Load(count, "nvmlDeviceGetCount_v2");
+  Load(handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
+  Load(uuid, "nvmlDeviceGetUUID");
+  Load(name, "nvmlDeviceGetName");
+  Load(pci, "nvmlDeviceGetPciInfo_v3");
+  Load(memory, "nvmlDeviceGetMemoryInfo");
+  Load(utilization, "nvmlDeviceGetUtilizationRates");
+  Load(temperature, "nvmlDeviceGetTemperature");
+  Load(power, "nvmlDeviceGetPowerUsage");
+  Load(power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+  Load(clock, "nvmlDeviceGetClockInfo");
+  Load(ecc, "nvmlDeviceGetTotalEccErrors");
+  Load(retired_pages, "nvmlDeviceGetRetiredPages");
+  Load(remapped_rows, "nvmlDeviceGetRemappedRows");
+  Load(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+  Load(process_utilization, "nvmlDeviceGetProcessUtilization");
+  Load(event_set_create, "nvmlEventSetCreate");
+  Load(supported_events, "nvmlDeviceGetSupportedEventTypes");
+  Load(register_events, "nvmlDeviceRegisterEvents");
+  Load(event_wait, "nvmlEventSetWait_v2");
+  Load(event_set_free, "nvmlEventSetFree");
+  Load(nvlink_state, "nvmlDeviceGetNvLinkState");
+  Load(nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  Load(nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
+  Load(mig_mode, "nvmlDeviceGetMigMode");
+  Load(max_mig, "nvmlDeviceGetMaxMigDeviceCount");
+  Load(mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+  Load(gi_id, "nvmlDeviceGetGpuInstanceId");
+  Load(ci_id, "nvmlDeviceGetComputeInstanceId");
+  Load(gi_by_id, "nvmlDeviceGetGpuInstanceById");
+  Load(gi_info, "nvmlGpuInstanceGetInfo");
+  Load(gi_profile_info, "nvmlDeviceGetGpuInstanceProfileInfoV");
+  Load(gi_placements, "nvmlDeviceGetGpuInstancePossiblePlacements_v2");
+  Load(gi_create, "nvmlDeviceCreateGpuInstanceWithPlacement");
+  Load(gi_destroy, "nvmlGpuInstanceDestroy");
+  Load(ci_profile_info, "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+  Load(ci_create, "nvmlGpuInstanceCreateComputeInstance");
+  Load(ci_by_id, "nvmlGpuInstanceGetComputeInstanceById");
+  Load(ci_destroy, "nvmlComputeInstanceDestroy");
+  return true;
+}
+
+std::string Api::Error(Return rc) const {
+  return error_string ? fmt::format("{} ({})", error_string(rc), rc) : fmt::format("NVML error {}", rc);
+}
+
+std::string Api::Uuid(Device d) const {
+  char buf[96] = {};
+  return uuid(d, buf, sizeof(buf)) == kSuccess ? std::string(buf) : std::string();
+}
+
+}  // namespace nvml
+
 namespace {
 
-using nvmlReturn_t = int;
-using nvmlDevice_t = void*;
-using nvmlEventSet_t = void*;
-constexpr nvmlReturn_t kSuccess = 0;
-constexpr nvmlReturn_t kInsufficientSize = 7;
-constexpr nvmlReturn_t kGpuIsLost = 15;
-constexpr unsigned long long kEventXid = 0x8;
-constexpr unsigned long long kEventDoubleBitEcc = 0x2;
+using nvml::kSuccess;
 
-struct NvmlPciInfo {
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-  char bus_id[32];
-};
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlUtilization {
-  unsigned gpu, memory;
-};
-struct NvmlProcessInfo {
-  unsigned pid;
-  unsigned long long used_gpu_memory;
-  unsigned gpu_instance_id, compute_instance_id;
-};
-struct NvmlEventData {
-  nvmlDevice_t device;
-  unsigned long long event_type, event_data;
-  unsigned gpu_instance_id, compute_instance_id;
-};
-static_assert(sizeof(NvmlPciInfo) == 68);
-static_assert(sizeof(NvmlMemory) == 24);
-static_assert(sizeof(NvmlUtilization) == 8);
-static_assert(sizeof(NvmlProcessInfo) == 24);
-static_assert(sizeof(NvmlEventData) == 32);
-
-struct NvmlApi {
-  void* lib = nullptr;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
-  nvmlReturn_t (*count)(unsigned*) = nullptr;
-  nvmlReturn_t (*handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*pci)(nvmlDevice_t, NvmlPciInfo*) = nullptr;
-  nvmlReturn_t (*memory)(nvmlDevice_t, NvmlMemory*) = nullptr;
-  nvmlReturn_t (*utilization)(nvmlDevice_t, NvmlUtilization*) = nullptr;
-  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*ecc)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
-  nvmlReturn_t (*retired_pages)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
-  nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
-  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, NvmlProcessInfo*) = nullptr;
-  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
-  nvmlReturn_t (*max_mig)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*mig_handle)(nvmlDevice_t, unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*gi_id)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*ci_id)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*event_set_create)(nvmlEventSet_t*) = nullptr;
-  nvmlReturn_t (*supported_events)(nvmlDevice_t, unsigned long long*) = nullptr;
-  nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
-  nvmlReturn_t (*event_wait)(nvmlEventSet_t, NvmlEventData*, unsigned) = nullptr;
-  nvmlReturn_t (*event_set_free)(nvmlEventSet_t) = nullptr;
-
-  template <typename F>
-  void Load(F*& fn, const char* symbol) {
-    fn = reinterpret_cast<F*>(dlsym(lib, symbol));
-  }
-};
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 class NvmlProvider : public GpuProvider {
  public:
@@ -96,58 +92,28 @@ class NvmlProvider : public GpuProvider {
     if (api_.lib) dlclose(api_.lib);
   }
 
-  bool Open(std::string* why) {
-    api_.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!api_.lib) {
-      *why = std::string("cannot load libnvidia-ml.so.1: ") + dlerror();
+  bool Open(const std::string& library, std::string* why) {
+    if (!api_.Open(library.c_str())) {
+      *why = "cannot load " + library + ": " + dlerror();
       return false;
     }
-    api_.Load(api_.init, "nvmlInit_v2");
-    api_.Load(api_.shutdown, "nvmlShutdown");
-    api_.Load(api_.error_string, "nvmlErrorString");
-    api_.Load(api_.driver_version, "nvmlSystemGetDriverVersion");
-    api_.Load(api_.count, "nvmlDeviceGetCount_v2");
-    api_.Load(api_.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
-    api_.Load(api_.uuid, "nvmlDeviceGetUUID");
-    api_.Load(api_.name, "nvmlDeviceGetName");
-    api_.Load(api_.pci, "nvmlDeviceGetPciInfo_v3");
-    api_.Load(api_.memory, "nvmlDeviceGetMemoryInfo");
-    api_.Load(api_.utilization, "nvmlDeviceGetUtilizationRates");
-    api_.Load(api_.temperature, "nvmlDeviceGetTemperature");
-    api_.Load(api_.power, "nvmlDeviceGetPowerUsage");
-    api_.Load(api_.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
-    api_.Load(api_.clock, "nvmlDeviceGetClockInfo");
-    api_.Load(api_.ecc, "nvmlDeviceGetTotalEccErrors");
-    api_.Load(api_.retired_pages, "nvmlDeviceGetRetiredPages");
-    api_.Load(api_.remapped_rows, "nvmlDeviceGetRemappedRows");
-    api_.Load(api_.processes, "nvmlDeviceGetComputeRunningProcesses_v3");
-    api_.Load(api_.mig_mode, "nvmlDeviceGetMigMode");
-    api_.Load(api_.max_mig, "nvmlDeviceGetMaxMigDeviceCount");
-    api_.Load(api_.mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
-    api_.Load(api_.gi_id, "nvmlDeviceGetGpuInstanceId");
-    api_.Load(api_.ci_id, "nvmlDeviceGetComputeInstanceId");
-    api_.Load(api_.event_set_create, "nvmlEventSetCreate");
-    api_.Load(api_.supported_events, "nvmlDeviceGetSupportedEventTypes");
-    api_.Load(api_.register_events, "nvmlDeviceRegisterEvents");
-    api_.Load(api_.event_wait, "nvmlEventSetWait_v2");
-    api_.Load(api_.event_set_free, "nvmlEventSetFree");
     if (!api_.init || !api_.count || !api_.handle_by_index || !api_.uuid) {
-      *why = "libnvidia-ml.so.1 lacks nvmlInit_v2 or the device calls";
+      *why = library + " lacks nvmlInit_v2 or the device calls";
       return false;
     }
-    if (nvmlReturn_t rc = api_.init(); rc != kSuccess) {
-      *why = "nvmlInit_v2: " + Error(rc);
+    if (nvml::Return rc = api_.init(); rc != kSuccess) {
+      *why = "nvmlInit_v2: " + api_.Error(rc);
       api_.shutdown = nullptr;  // nothing to pair
       return false;
     }
     unsigned n = 0;
-    if (nvmlReturn_t rc = api_.count(&n); rc != kSuccess) {
-      *why = "nvmlDeviceGetCount_v2: " + Error(rc);
+    if (nvml::Return rc = api_.count(&n); rc != kSuccess) {
+      *why = "nvmlDeviceGetCount_v2: " + api_.Error(rc);
       return false;
     }
     for (unsigned i = 0; i < n; ++i) {
-      nvmlDevice_t d = nullptr;
-      if (api_.handle_by_index(i, &d) == kSuccess) devices_.push_back({static_cast<int>(i), d, Uuid(d)});
+      nvml::Device d = nullptr;
+      if (api_.handle_by_index(i, &d) == kSuccess) devices_.push_back({static_cast<int>(i), d, api_.Uuid(d)});
     }
     if (devices_.empty()) {
       *why = "NVML sees no GPU it can open";
@@ -170,28 +136,29 @@ class NvmlProvider : public GpuProvider {
       g.uuid = dev.uuid;
       char name[96] = {};
       if (api_.name && api_.name(dev.handle, name, sizeof(name)) == kSuccess) g.name = name;
-      NvmlPciInfo pci{};
+      nvml::PciInfo pci{};
       if (api_.pci && api_.pci(dev.handle, &pci) == kSuccess) g.pci_bus_id = pci.bus_id;
-      NvmlMemory mem{};
+      nvml::Memory mem{};
       if (api_.memory && api_.memory(dev.handle, &mem) == kSuccess) {
         g.memory_total_mib = static_cast<int64_t>(mem.total >> 20);
       }
       unsigned current = 0, pending = 0;
       if (api_.mig_mode && api_.mig_mode(dev.handle, &current, &pending) == kSuccess) g.mig_enabled = current == 1;
-      if (g.mig_enabled) g.mig_devices = MigDevices(dev.handle);
+      if (g.mig_enabled) g.mig_devices = nvml::MigDevices(api_, dev.handle);
       inv.gpus.push_back(std::move(g));
     }
+    AddNvLinkPeers(inv);
     return inv;
   }
 
   Expected<std::vector<GpuSample>> Sample() override {
     std::vector<GpuSample> out;
-    for (const Device& dev : devices_) {
+    for (Device& dev : devices_) {
       GpuSample s;
       s.uuid = dev.uuid;
-      NvmlMemory mem{};
-      nvmlReturn_t rc = api_.memory ? api_.memory(dev.handle, &mem) : -1;
-      if (rc == kGpuIsLost) {
+      nvml::Memory mem{};
+      nvml::Return rc = api_.memory ? api_.memory(dev.handle, &mem) : -1;
+      if (rc == nvml::kGpuIsLost) {
         s.lost = true;
         out.push_back(s);
         continue;
@@ -200,7 +167,7 @@ class NvmlProvider : public GpuProvider {
         s.mem_used_mib = static_cast<int64_t>(mem.used >> 20);
         s.mem_total_mib = static_cast<int64_t>(mem.total >> 20);
       }
-      NvmlUtilization u{};
+      nvml::Utilization u{};
       if (api_.utilization && api_.utilization(dev.handle, &u) == kSuccess) {
         s.util_pct = u.gpu;
         s.mem_util_pct = u.memory;
@@ -221,7 +188,7 @@ class NvmlProvider : public GpuProvider {
       if (api_.remapped_rows && api_.remapped_rows(dev.handle, &corr, &unc, &pending, &failed) == kSuccess) {
         s.remap_pending = pending ? 1 : 0;
       }
-      s.processes = Processes(dev.handle);
+      s.processes = Processes(dev);
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = last_xid_.find(dev.uuid);
@@ -235,80 +202,113 @@ class NvmlProvider : public GpuProvider {
   std::vector<GpuEvent> Events(int timeout_ms) override {
     std::vector<GpuEvent> out;
     if (!events_ || !api_.event_wait) return out;
-    NvmlEventData data{};
+    nvml::EventData data{};
     unsigned wait = static_cast<unsigned>(std::max(0, timeout_ms));
     while (api_.event_wait(events_, &data, wait) == kSuccess) {
       GpuEvent e;
       for (const Device& dev : devices_) {
         if (dev.handle == data.device) e.uuid = dev.uuid;
       }
-      if (data.event_type & kEventXid) {
+      if (data.event_type & nvml::kEventXid) {
         e.xid = static_cast<int>(data.event_data);
         e.what = fmt::format("XID {}", e.xid);
         std::lock_guard<std::mutex> lock(mu_);
         last_xid_[e.uuid] = e.xid;
-      } else if (data.event_type & kEventDoubleBitEcc) {
+      } else if (data.event_type & nvml::kEventDoubleBitEcc) {
         e.what = "double-bit ECC error";
       } else {
         e.what = fmt::format("NVML event 0x{:x}", data.event_type);
       }
       out.push_back(std::move(e));
       wait = 0;  // drain what is queued, do not wait again
-      data = NvmlEventData{};
+      data = nvml::EventData{};
     }
     return out;
+  }
+
+  Expected<std::vector<MigDeviceInfo>> ApplyMig(const std::string& gpu_uuid,
+                                                const std::vector<MigInstanceSpec>& destroy,
+                                                const std::vector<MigInstanceSpec>& create) override {
+    for (Device& dev : devices_) {
+      if (dev.uuid == gpu_uuid) return nvml::ApplyMig(api_, dev.handle, destroy, create);
+    }
+    return Status::NotFound("no GPU " + gpu_uuid + " on this node");
   }
 
  private:
   struct Device {
     int index;
-    nvmlDevice_t handle;
+    nvml::Device handle;
     std::string uuid;
+    unsigned long long last_process_sample_us = 0;
   };
 
-  std::string Error(nvmlReturn_t rc) const {
-    return api_.error_string ? fmt::format("{} ({})", api_.error_string(rc), rc) : fmt::format("error {}", rc);
-  }
-
-  std::string Uuid(nvmlDevice_t d) const {
-    char buf[96] = {};
-    return api_.uuid(d, buf, sizeof(buf)) == kSuccess ? std::string(buf) : std::string();
-  }
-
-  std::vector<MigDeviceInfo> MigDevices(nvmlDevice_t parent) const {
-    std::vector<MigDeviceInfo> out;
-    unsigned max = 0;
-    if (!api_.max_mig || !api_.mig_handle || api_.max_mig(parent, &max) != kSuccess) return out;
-    for (unsigned i = 0; i < max; ++i) {
-      nvmlDevice_t mig = nullptr;
-      if (api_.mig_handle(parent, i, &mig) != kSuccess) continue;
-      MigDeviceInfo m;
-      m.uuid = Uuid(mig);
-      char name[96] = {};
-      if (api_.name && api_.name(mig, name, sizeof(name)) == kSuccess) {
-        std::string n = name;
-        size_t at = n.find("MIG ");
-        m.profile = at == std::string::npos ? n : n.substr(at + 4);
+  // Peers over NVLink: a link whose far end is another GPU of this node names it; GPUs
+  // that reach an NVSwitch are all peers of each other.
+  void AddNvLinkPeers(GpuInventory& inv) const {
+    if (!api_.nvlink_state) return;
+    std::map<std::string, int> by_bus;
+    for (const GpuInfo& g : inv.gpus) by_bus[Lower(g.pci_bus_id)] = g.index;
+    std::vector<int> on_switch;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      std::set<int> peers;
+      bool switched = false;
+      for (unsigned link = 0; link < nvml::kMaxNvLinks; ++link) {
+        int active = 0;
+        if (api_.nvlink_state(devices_[i].handle, link, &active) != kSuccess || active != 1) continue;
+        int type = -1;
+        if (api_.nvlink_remote_type && api_.nvlink_remote_type(devices_[i].handle, link, &type) == kSuccess &&
+            type == nvml::kNvLinkRemoteSwitch) {
+          switched = true;
+          continue;
+        }
+        nvml::PciInfo pci{};
+        if (!api_.nvlink_remote_pci || api_.nvlink_remote_pci(devices_[i].handle, link, &pci) != kSuccess) continue;
+        auto it = by_bus.find(Lower(pci.bus_id));
+        if (it != by_bus.end() && it->second != inv.gpus[i].index) peers.insert(it->second);
       }
-      unsigned id = 0;
-      if (api_.gi_id && api_.gi_id(mig, &id) == kSuccess) m.gpu_instance = static_cast<int>(id);
-      if (api_.ci_id && api_.ci_id(mig, &id) == kSuccess) m.compute_instance = static_cast<int>(id);
-      out.push_back(std::move(m));
+      if (switched) on_switch.push_back(static_cast<int>(i));
+      inv.gpus[i].nvlink_peers.assign(peers.begin(), peers.end());
     }
-    return out;
+    for (int i : on_switch) {
+      std::set<int> peers(inv.gpus[i].nvlink_peers.begin(), inv.gpus[i].nvlink_peers.end());
+      for (int j : on_switch) {
+        if (j != i) peers.insert(inv.gpus[j].index);
+      }
+      inv.gpus[i].nvlink_peers.assign(peers.begin(), peers.end());
+    }
   }
 
-  std::vector<GpuProcess> Processes(nvmlDevice_t d) const {
+  // The compute processes on a GPU with their memory, and their SM use since the last
+  // reading where the GPU reports it (not under MIG).
+  std::vector<GpuProcess> Processes(Device& dev) const {
     std::vector<GpuProcess> out;
     if (!api_.processes) return out;
     unsigned n = 0;
-    nvmlReturn_t rc = api_.processes(d, &n, nullptr);
-    if (rc != kSuccess && rc != kInsufficientSize) return out;
-    std::vector<NvmlProcessInfo> infos(n + 8);
+    nvml::Return rc = api_.processes(dev.handle, &n, nullptr);
+    if (rc != kSuccess && rc != nvml::kInsufficientSize) return out;
+    std::vector<nvml::ProcessInfo> infos(n + 8);
     n = static_cast<unsigned>(infos.size());
-    if (api_.processes(d, &n, infos.data()) != kSuccess) return out;
+    if (api_.processes(dev.handle, &n, infos.data()) != kSuccess) return out;
     for (unsigned i = 0; i < n; ++i) {
-      out.push_back({static_cast<int>(infos[i].pid), static_cast<int64_t>(infos[i].used_gpu_memory >> 20), -1, ""});
+      GpuProcess p{static_cast<int>(infos[i].pid), static_cast<int64_t>(infos[i].used_gpu_memory >> 20), -1, -1, ""};
+      if (infos[i].gpu_instance_id != 0xFFFFFFFFu) p.gpu_instance = static_cast<int>(infos[i].gpu_instance_id);
+      out.push_back(p);
+    }
+    if (out.empty() || !api_.process_utilization) return out;
+    unsigned samples = 0;
+    rc = api_.process_utilization(dev.handle, nullptr, &samples, dev.last_process_sample_us);
+    if (rc != nvml::kInsufficientSize && rc != kSuccess) return out;
+    std::vector<nvml::ProcessUtilizationSample> util(samples + 8);
+    samples = static_cast<unsigned>(util.size());
+    if (api_.process_utilization(dev.handle, util.data(), &samples, dev.last_process_sample_us) != kSuccess) {
+      return out;
+    }
+    for (unsigned i = 0; i < samples; ++i) {
+      dev.last_process_sample_us = std::max(dev.last_process_sample_us, util[i].time_stamp);
+      for (GpuProcess& p : out) {
+        if (p.pid == static_cast<int>(util[i].pid)) p.sm_util = std::max(p.sm_util, static_cast<int>(util[i].sm_util));
+      }
     }
     return out;
   }
@@ -318,23 +318,27 @@ class NvmlProvider : public GpuProvider {
     for (const Device& dev : devices_) {
       unsigned long long supported = 0;
       if (api_.supported_events && api_.supported_events(dev.handle, &supported) != kSuccess) continue;
-      unsigned long long wanted = supported & (kEventXid | kEventDoubleBitEcc);
+      unsigned long long wanted = supported & (nvml::kEventXid | nvml::kEventDoubleBitEcc);
       if (wanted) api_.register_events(dev.handle, wanted, events_);
     }
   }
 
-  NvmlApi api_;
+  nvml::Api api_;
   std::vector<Device> devices_;
-  nvmlEventSet_t events_ = nullptr;
+  nvml::EventSet events_ = nullptr;
   std::mutex mu_;
   std::map<std::string, int> last_xid_;
 };
 
 }  // namespace
 
-std::unique_ptr<GpuProvider> OpenNvmlProvider(std::string* why) {
+std::unique_ptr<GpuProvider> OpenNvmlProvider(std::string* why, std::string library) {
+  if (library.empty()) {
+    const char* env = std::getenv("GANTRY_NVML_LIBRARY");
+    library = env && *env ? env : "libnvidia-ml.so.1";
+  }
   auto p = std::make_unique<NvmlProvider>();
-  if (!p->Open(why)) return nullptr;
+  if (!p->Open(library, why)) return nullptr;
   return p;
 }
 

@@ -128,12 +128,10 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     fake = f.get();
     provider = std::move(f);
   } else {
-    std::string why_nvml, why_smi;
-    provider = OpenNvmlProvider(&why_nvml);
-    if (!provider) provider = OpenNvidiaSmiProvider(&why_smi);
+    std::string why;
+    provider = DetectGpuProvider("auto", &why);
     if (!provider) {
-      err << "gantry agent: no GPU provider: NVML: " << why_nvml << "; nvidia-smi: " << why_smi
-          << " (use --fake-gpus on a machine without GPUs)\n";
+      err << "gantry agent: no GPU provider: " << why << " (use --fake-gpus on a machine without GPUs)\n";
       return 2;
     }
     auto inv = provider->Inventory();
@@ -153,21 +151,28 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   }
   LocalAgent* runner_ptr = nullptr;
   LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
-  LocalAgent runner(LocalAgentOptions{data_dir, shim, 50, fake, run_as, ""},
-                    AgentReports{[&](const std::string& id, int run) {
-                                   logs.Track(id);
-                                   outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
-                                 },
-                                 [&](const std::string& id, int run, const std::string&, int code,
-                                     const std::string& why, TimeMs ended_ms) {
-                                   logs.Ended(id);
-                                   outbox.Event({{"type", "exited"},
-                                                 {"job_id", id},
-                                                 {"run", run},
-                                                 {"exit_code", code},
-                                                 {"reason", why},
-                                                 {"ended_ms", ended_ms}});
-                                 }});
+  LocalAgent runner(
+      LocalAgentOptions{data_dir, shim, 50, fake, run_as, "", provider.get()},
+      AgentReports{
+          [&](const std::string& id, int run) {
+            logs.Track(id);
+            outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
+          },
+          [&](const std::string& id, int run, const std::string&, int code, const std::string& why, TimeMs ended_ms) {
+            logs.Ended(id);
+            outbox.Event({{"type", "exited"},
+                          {"job_id", id},
+                          {"run", run},
+                          {"exit_code", code},
+                          {"reason", why},
+                          {"ended_ms", ended_ms}});
+          },
+          [&](const std::string&, int gpu, const std::vector<MigDeviceInfo>& devices, const std::string& id,
+              const std::string& error) {
+            nlohmann::json list = nlohmann::json::array();
+            for (const MigDeviceInfo& m : devices) list.push_back(MigDeviceToJson(m));
+            outbox.Event({{"type", "mig"}, {"gpu", gpu}, {"devices", list}, {"job_id", id}, {"error", error}});
+          }});
   runner_ptr = &runner;
   std::vector<RunReport> recovered = runner.Recover();
   for (const RunReport& r : recovered) {
@@ -188,6 +193,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   std::atomic<bool> stop{false};
   uint64_t session = 0, acked = 0;  // the poller's
   auto register_node = [&](const std::vector<RunReport>& runs) {
+    if (auto now = provider->Inventory()) inventory = *now;  // MIG instances may have changed
     nlohmann::json body = {{"node_id", node_id}, {"inventory", InventoryToJson(inventory)}};
     if (fake) body["labels"] = {{"gantry.io/fake", "true"}};
     nlohmann::json list = nlohmann::json::array();

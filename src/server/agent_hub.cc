@@ -99,6 +99,11 @@ ApiResult AgentHub::Report(const nlohmann::json& body) {
     } else if (type == "exited") {
       controller_.ReportExited(e.value("job_id", ""), e.value("run", 0), node_id, e.value("exit_code", -1),
                                e.value("reason", ""), e.value("ended_ms", TimeMs{-1}));
+    } else if (type == "mig") {
+      std::vector<MigDeviceInfo> devices;
+      for (const auto& m : FieldOr(e, "devices", EmptyList())) devices.push_back(MigDeviceFromJson(m));
+      controller_.ReportMig(node_id, e.value("gpu", -1), std::move(devices), e.value("job_id", ""),
+                            e.value("error", ""));
     }
   }
   std::vector<std::pair<int, GpuSample>> samples;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/gpu_provider.h"
 #include "sched/plan.h"
 
 namespace gantry {
@@ -18,6 +19,15 @@ struct AssignedGpu {
   int mps_thread_percent = 0;
   int64_t memory_mib = 0;
   std::string mig_profile;
+  int mig_start = -1;  // the instance's first memory slice
+};
+
+// A MIG re-partition the agent makes on one GPU before it starts the job.
+struct MigOrder {
+  int gpu = 0;  // index on the node
+  std::string gpu_uuid;
+  std::vector<MigInstanceSpec> destroy;
+  std::vector<MigInstanceSpec> create;
 };
 
 // Start one node's part of a job run.
@@ -31,6 +41,7 @@ struct StartOrder {
   std::string leader_node;  // node of rank 0 (GANTRY_MASTER_NODE)
   SharingMode sharing = SharingMode::kExclusive;
   std::vector<AssignedGpu> gpus;
+  std::vector<MigOrder> mig;  // made before the start, in order
   int cpus = 0;
   int64_t memory_mib = 0;
 };

@@ -23,7 +23,18 @@ nlohmann::json StartOrderToJson(const StartOrder& o) {
                     {"milli", g.milli},
                     {"mps_thread_percent", g.mps_thread_percent},
                     {"memory_mib", g.memory_mib},
-                    {"mig_profile", g.mig_profile}});
+                    {"mig_profile", g.mig_profile},
+                    {"mig_start", g.mig_start}});
+  }
+  nlohmann::json mig = nlohmann::json::array();
+  auto specs = [](const std::vector<MigInstanceSpec>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const MigInstanceSpec& m : list) out.push_back({{"profile", m.profile}, {"start", m.start}});
+    return out;
+  };
+  for (const MigOrder& m : o.mig) {
+    mig.push_back(
+        {{"gpu", m.gpu}, {"gpu_uuid", m.gpu_uuid}, {"destroy", specs(m.destroy)}, {"create", specs(m.create)}});
   }
   return {{"type", "start"},
           {"job_id", o.job_id},
@@ -35,6 +46,7 @@ nlohmann::json StartOrderToJson(const StartOrder& o) {
           {"leader_node", o.leader_node},
           {"sharing", ToString(o.sharing)},
           {"gpus", gpus},
+          {"mig", mig},
           {"cpus", o.cpus},
           {"memory_mib", o.memory_mib}};
 }
@@ -58,7 +70,17 @@ Expected<StartOrder> StartOrderFromJson(const nlohmann::json& j) {
     for (const auto& g : j.at("gpus")) {
       o.gpus.push_back({g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("mig_uuid").get<std::string>(),
                         g.at("milli").get<int32_t>(), g.at("mps_thread_percent").get<int>(),
-                        g.at("memory_mib").get<int64_t>(), g.at("mig_profile").get<std::string>()});
+                        g.at("memory_mib").get<int64_t>(), g.at("mig_profile").get<std::string>(),
+                        g.value("mig_start", -1)});
+    }
+    auto specs = [](const nlohmann::json& list) {
+      std::vector<MigInstanceSpec> out;
+      for (const auto& m : list) out.push_back({m.at("profile").get<std::string>(), m.at("start").get<int>()});
+      return out;
+    };
+    for (const auto& m : FieldOr(j, "mig", EmptyList())) {
+      o.mig.push_back(
+          {m.at("gpu").get<int>(), m.at("gpu_uuid").get<std::string>(), specs(m.at("destroy")), specs(m.at("create"))});
     }
     o.cpus = j.at("cpus").get<int>();
     o.memory_mib = j.at("memory_mib").get<int64_t>();
@@ -88,12 +110,21 @@ RunReport RunReportFromJson(const nlohmann::json& j) {
           j.value("exit_code", -1), j.value("reason", ""), j.value("ended_ms", TimeMs{-1})};
 }
 
+nlohmann::json MigDeviceToJson(const MigDeviceInfo& m) {
+  return {
+      {"uuid", m.uuid}, {"profile", m.profile}, {"gi", m.gpu_instance}, {"ci", m.compute_instance}, {"start", m.start}};
+}
+
+MigDeviceInfo MigDeviceFromJson(const nlohmann::json& m) {
+  return {m.value("uuid", ""), m.value("profile", ""), m.value("gi", -1), m.value("ci", -1), m.value("start", -1)};
+}
+
 nlohmann::json InventoryToJson(const GpuInventory& inv) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuInfo& g : inv.gpus) {
     nlohmann::json mig = nlohmann::json::array();
     for (const MigDeviceInfo& m : g.mig_devices) {
-      mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"gi", m.gpu_instance}, {"ci", m.compute_instance}});
+      mig.push_back(MigDeviceToJson(m));
     }
     gpus.push_back({{"index", g.index},
                     {"uuid", g.uuid},
@@ -101,6 +132,7 @@ nlohmann::json InventoryToJson(const GpuInventory& inv) {
                     {"pci_bus_id", g.pci_bus_id},
                     {"memory_total_mib", g.memory_total_mib},
                     {"mig_enabled", g.mig_enabled},
+                    {"nvlink_peers", g.nvlink_peers},
                     {"mig", mig}});
   }
   return {{"provider", inv.provider}, {"driver_version", inv.driver_version}, {"gpus", gpus}};
@@ -118,8 +150,9 @@ GpuInventory InventoryFromJson(const nlohmann::json& j) {
     info.pci_bus_id = g.value("pci_bus_id", "");
     info.memory_total_mib = g.value("memory_total_mib", int64_t{0});
     info.mig_enabled = g.value("mig_enabled", false);
-    for (const auto& m : FieldOr(g, "mig", EmptyList())) {
-      info.mig_devices.push_back({m.value("uuid", ""), m.value("profile", ""), m.value("gi", -1), m.value("ci", -1)});
+    for (const auto& m : FieldOr(g, "mig", EmptyList())) info.mig_devices.push_back(MigDeviceFromJson(m));
+    for (const auto& peer : FieldOr(g, "nvlink_peers", EmptyList())) {
+      if (peer.is_number_integer()) info.nvlink_peers.push_back(peer.get<int>());
     }
     inv.gpus.push_back(std::move(info));
   }
@@ -129,7 +162,8 @@ GpuInventory InventoryFromJson(const nlohmann::json& j) {
 nlohmann::json SampleToWire(const GpuSample& s) {
   nlohmann::json procs = nlohmann::json::array();
   for (const GpuProcess& p : s.processes) {
-    procs.push_back({{"pid", p.pid}, {"mem", p.used_memory_mib}, {"sm", p.sm_util}, {"job", p.job_id}});
+    procs.push_back(
+        {{"pid", p.pid}, {"mem", p.used_memory_mib}, {"sm", p.sm_util}, {"gi", p.gpu_instance}, {"job", p.job_id}});
   }
   return {{"uuid", s.uuid},
           {"util", s.util_pct},
@@ -146,6 +180,11 @@ nlohmann::json SampleToWire(const GpuSample& s) {
           {"remap", s.remap_pending},
           {"lost", s.lost},
           {"xid", s.last_xid},
+          {"sm_active", s.sm_active},
+          {"sm_occupancy", s.sm_occupancy},
+          {"tensor_active", s.tensor_active},
+          {"dram_active", s.dram_active},
+          {"ecc_u_life", s.ecc_uncorrected_lifetime},
           {"procs", procs}};
 }
 
@@ -166,8 +205,14 @@ GpuSample SampleFromWire(const nlohmann::json& j) {
   s.remap_pending = j.value("remap", -1);
   s.lost = j.value("lost", false);
   s.last_xid = j.value("xid", 0);
+  s.sm_active = j.value("sm_active", -1.0);
+  s.sm_occupancy = j.value("sm_occupancy", -1.0);
+  s.tensor_active = j.value("tensor_active", -1.0);
+  s.dram_active = j.value("dram_active", -1.0);
+  s.ecc_uncorrected_lifetime = j.value("ecc_u_life", int64_t{-1});
   for (const auto& p : FieldOr(j, "procs", EmptyList())) {
-    s.processes.push_back({p.value("pid", 0), p.value("mem", int64_t{0}), p.value("sm", -1), p.value("job", "")});
+    s.processes.push_back(
+        {p.value("pid", 0), p.value("mem", int64_t{0}), p.value("sm", -1), p.value("gi", -1), p.value("job", "")});
   }
   return s;
 }

@@ -28,6 +28,8 @@ StopOrder StopOrderFromJson(const nlohmann::json& j);
 nlohmann::json RunReportToJson(const RunReport& r);
 RunReport RunReportFromJson(const nlohmann::json& j);
 
+nlohmann::json MigDeviceToJson(const MigDeviceInfo& m);
+MigDeviceInfo MigDeviceFromJson(const nlohmann::json& m);
 nlohmann::json InventoryToJson(const GpuInventory& inv);
 GpuInventory InventoryFromJson(const nlohmann::json& j);
 

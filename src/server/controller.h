@@ -132,6 +132,10 @@ class Controller {
   void ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples);
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
+  // The agent re-partitioned a MIG GPU for `job_id` (error empty) or failed to: the GPU's
+  // MIG devices now. Failure requeues the job as a node fault.
+  void ReportMig(const std::string& node_id, int gpu, std::vector<MigDeviceInfo> devices, const std::string& job_id,
+                 const std::string& error);
   // A GPU turned unhealthy (fenced at once, its jobs stopped and requeued) or healthy again.
   void ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
 
@@ -233,6 +237,10 @@ class Controller {
   std::map<uint64_t, JobRecord> jobs_;
   std::unordered_map<std::string, uint64_t> pending_running_;  // id -> seq of active jobs
   std::unordered_map<std::string, int> node_index_;
+  // The node index and GPU of (node id, GPU index); {-1, null} when there is none.
+  std::pair<int, Gpu*> LocateGpu(const std::string& node_id, int gpu);
+  // MIG changes planned for a job's start, by job: (node index, order); sent with the start.
+  std::unordered_map<std::string, std::vector<std::pair<int, MigOrder>>> mig_orders_;
   std::vector<AgentLink*> node_link_;
   std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
   std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running

@@ -3,6 +3,7 @@
 // changes that fence a GPU, stop and requeue its jobs, and go to the node's history.
 #include <fmt/format.h>
 
+#include "agent/inventory.h"
 #include "server/controller.h"
 #include "server/node_json.h"
 
@@ -97,13 +98,18 @@ void Controller::ReportGpuHealth(const std::string& node_id, int gpu, bool healt
   Enqueue([=, this] { DoGpuHealth(node_id, gpu, healthy, reason); });
 }
 
-void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
+std::pair<int, Gpu*> Controller::LocateGpu(const std::string& node_id, int gpu) {
   auto it = node_index_.find(node_id);
-  if (it == node_index_.end()) return;
-  int n = it->second;
-  Node& node = snap_.nodes[n];
-  if (gpu < 0 || gpu >= static_cast<int>(node.gpus.size())) return;
-  Gpu& g = node.gpus[gpu];
+  if (it == node_index_.end()) return {-1, nullptr};
+  Node& node = snap_.nodes[it->second];
+  if (gpu < 0 || gpu >= static_cast<int>(node.gpus.size())) return {-1, nullptr};
+  return {it->second, &node.gpus[gpu]};
+}
+
+void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
+  auto [n, located] = LocateGpu(node_id, gpu);
+  if (!located) return;
+  Gpu& g = *located;
   if ((g.health == GpuHealth::kHealthy) == healthy) return;
   g.health = healthy ? GpuHealth::kHealthy : GpuHealth::kUnhealthy;
   PersistNode(n);
@@ -129,12 +135,45 @@ void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, 
   }
 }
 
+void Controller::ReportMig(const std::string& node_id, int gpu, std::vector<MigDeviceInfo> devices,
+                           const std::string& job_id, const std::string& error) {
+  Enqueue([=, this, devices = std::move(devices)] {
+    auto [n, located] = LocateGpu(node_id, gpu);
+    if (!located) return;
+    Gpu& g = *located;
+    const GpuType& type = options_.config.catalog.Get(g.type);
+    std::vector<MigInstance> actual = MigInstancesFromDevices(type, devices);
+    if (error.empty()) {
+      // Name the instances the plan made; later changes may already be planned on top.
+      for (MigInstance& m : g.mig_instances) {
+        for (const MigInstance& a : actual) {
+          if (a.placement == m.placement) m.uuid = a.uuid;
+        }
+      }
+    } else {
+      g.mig_instances = actual;  // the model was wrong: take the GPU as it is
+      if (JobRecord* job = Find(job_id); job && job->state == JobState::kRunning) {
+        job->stop_cause = StopCause::kNodeFault;
+        job->reason = error;
+        Dirty(*job);
+      }
+    }
+    PersistNode(n);
+    NodeEvent(node_id, error.empty() ? "mig_changed" : "mig_failed",
+              {{"gpu", gpu}, {"job", job_id}, {"instances", actual.size()}, {"error", error}});
+    dirty_ = true;
+  });
+}
+
 namespace {
 
 nlohmann::json SampleToJson(const GpuSample& s) {
   nlohmann::json processes = nlohmann::json::array();
   for (const GpuProcess& p : s.processes) {
-    processes.push_back({{"pid", p.pid}, {"used_memory_mib", p.used_memory_mib}, {"job", p.job_id}});
+    nlohmann::json proc = {{"pid", p.pid}, {"used_memory_mib", p.used_memory_mib}, {"job", p.job_id}};
+    if (p.sm_util >= 0) proc["sm_util_pct"] = p.sm_util;
+    if (p.gpu_instance >= 0) proc["gpu_instance"] = p.gpu_instance;
+    processes.push_back(proc);
   }
   return {{"utilization_pct", s.util_pct},
           {"memory_utilization_pct", s.mem_util_pct},
@@ -150,6 +189,11 @@ nlohmann::json SampleToJson(const GpuSample& s) {
           {"row_remap_pending", s.remap_pending},
           {"lost", s.lost},
           {"last_xid", s.last_xid},
+          {"ecc_uncorrected_lifetime", s.ecc_uncorrected_lifetime},
+          {"sm_active", s.sm_active},
+          {"sm_occupancy", s.sm_occupancy},
+          {"tensor_active", s.tensor_active},
+          {"dram_active", s.dram_active},
           {"processes", processes}};
 }
 
@@ -232,6 +276,16 @@ void Controller::WriteGpuMetrics(MetricsWriter& w) {
        [](const GpuSample& s) { return static_cast<double>(s.ecc_uncorrected); }},
       {"DCGM_FI_DEV_RETIRED_DBE", "Total number of retired pages due to double-bit errors.",
        [](const GpuSample& s) { return static_cast<double>(s.retired_pages); }},
+      {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "Total number of double-bit persistent ECC errors.",
+       [](const GpuSample& s) { return static_cast<double>(s.ecc_uncorrected_lifetime); }},
+      {"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned (in %).",
+       [](const GpuSample& s) { return s.sm_active; }},
+      {"DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM (in %).",
+       [](const GpuSample& s) { return s.sm_occupancy; }},
+      {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active (in %).",
+       [](const GpuSample& s) { return s.tensor_active; }},
+      {"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.",
+       [](const GpuSample& s) { return s.dram_active; }},
   };
   std::map<std::pair<int, int>, std::pair<std::string, std::string>> users;  // (node, gpu) -> jobs, teams
   for (const RunningJob& r : snap_.running) {

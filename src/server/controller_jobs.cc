@@ -212,7 +212,7 @@ void Controller::SendStart(const JobRecord& job, int node_index) {
     order.cpus = ns.cpus;
     order.memory_mib = ns.memory_mib;
     for (const GpuShare& g : ns.gpus) {
-      AssignedGpu a{g.gpu, node.gpus[g.gpu].uuid, "", g.milli, g.mps_thread_percent, g.memory_mib, ""};
+      AssignedGpu a{g.gpu, node.gpus[g.gpu].uuid, "", g.milli, g.mps_thread_percent, g.memory_mib, "", g.mig_start};
       if (g.mig_profile >= 0) {
         a.mig_profile = catalog.Get(node.gpu_type()).mig_profiles[g.mig_profile].name;
         for (const MigInstance& m : node.gpus[g.gpu].mig_instances) {
@@ -220,6 +220,11 @@ void Controller::SendStart(const JobRecord& job, int node_index) {
         }
       }
       order.gpus.push_back(std::move(a));
+    }
+  }
+  if (auto it = mig_orders_.find(job.spec->id); it != mig_orders_.end()) {
+    for (const auto& [n, m] : it->second) {
+      if (n == node_index) order.mig.push_back(m);
     }
   }
   AgentLink* link = node_link_[node_index];
@@ -335,6 +340,7 @@ void Controller::RemoveRunning(const std::string& id) {
   snap_.running.pop_back();
   running_pos_.erase(id);
   running_nodes_.erase(id);
+  mig_orders_.erase(id);
   // A draining node with nothing left on it is drained.
   for (int n : nodes) {
     if (snap_.nodes[n].state != NodeState::kDraining) continue;
@@ -386,7 +392,18 @@ void Controller::Cycle() {
     winner.nominated = true;
     Dirty(winner);
   }
-  for (const MigChange& c : plan.mig_changes) PersistNode(c.node);
+  for (const MigChange& c : plan.mig_changes) {
+    PersistNode(c.node);
+    const Node& node = snap_.nodes[c.node];
+    const GpuType& type = options_.config.catalog.Get(node.gpu_type());
+    auto specs = [&](const std::vector<MigPlacement>& list) {
+      std::vector<MigInstanceSpec> out;
+      for (const MigPlacement& p : list) out.push_back({type.mig_profiles[p.profile].name, p.start});
+      return out;
+    };
+    mig_orders_[c.for_job].emplace_back(c.node,
+                                        MigOrder{c.gpu, node.gpus[c.gpu].uuid, specs(c.destroy), specs(c.create)});
+  }
   size_t first_new = snap_.running.size();
   ApplyPlan(plan, snap_);
   DropStarted(plan);

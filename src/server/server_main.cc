@@ -85,9 +85,8 @@ Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const Gpu
   StandaloneGpus found;
   std::string spec = fake_spec;
   if (spec.empty()) {
-    std::string why_nvml, why_smi;
-    found.provider = OpenNvmlProvider(&why_nvml);
-    if (!found.provider) found.provider = OpenNvidiaSmiProvider(&why_smi);
+    std::string why;
+    found.provider = DetectGpuProvider("auto", &why);
     if (found.provider) {
       auto inv = found.provider->Inventory();
       if (!inv) return inv.status();
@@ -101,7 +100,7 @@ Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const Gpu
       return found;
     }
     spec = "1x4xA100-80GB";
-    out << "no GPU here (" << why_nvml << "); using fake GPUs " << spec << " (set --fake-gpus)\n";
+    out << "no GPU here (" << why << "); using fake GPUs " << spec << " (set --fake-gpus)\n";
   }
   auto nodes = ParseFakeGpus(spec, catalog);
   if (!nodes) return nodes.status();
@@ -227,10 +226,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
     Controller* c = &controller;
     agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, ""},
-        AgentReports{[c](const std::string& id, int run) { c->ReportStarted(id, run); },
-                     [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
-                         TimeMs ended_ms) { c->ReportExited(id, run, node, code, why, ended_ms); }});
+        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, "", provider.get()},
+        AgentReports{
+            [c](const std::string& id, int run) { c->ReportStarted(id, run); },
+            [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
+                TimeMs ended_ms) { c->ReportExited(id, run, node, code, why, ended_ms); },
+            [c](const std::string& node, int gpu, const std::vector<MigDeviceInfo>& devices, const std::string& id,
+                const std::string& error) { c->ReportMig(node, gpu, devices, id, error); }});
     std::vector<RunReport> runs = agent->Recover();
     agent->Start();
     if (Status s = controller.AttachNodes(nodes, agent.get(), runs); !s.ok()) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/fake_provider.h"
 #include "server/controller_harness.h"
 
 namespace gantry::testing {
@@ -35,8 +36,19 @@ struct Reports {
               reasons[id] = why;
               exit_times[id] = std::chrono::steady_clock::now();
               cv.notify_all();
+            },
+            [this](const std::string&, int gpu, const std::vector<MigDeviceInfo>& devices, const std::string& id,
+                   const std::string& error) {
+              std::lock_guard<std::mutex> lock(mu);
+              mig.push_back({gpu, devices, id, error});
             }};
   }
+  struct MigReport {
+    int gpu;
+    std::vector<MigDeviceInfo> devices;
+    std::string job_id, error;
+  };
+  std::vector<MigReport> mig;
   // The exit code of `id`, waiting up to `seconds`; -999 when it did not end.
   int WaitExit(const std::string& id, int seconds = 10) {
     std::unique_lock<std::mutex> lock(mu);
@@ -55,8 +67,8 @@ StartOrder Order(const std::string& id, const std::string& command, SharingMode 
   o.node_id = "n1";
   o.leader_node = "n1";
   o.sharing = mode;
-  o.gpus.push_back({0, "GPU-aaa", "", 1000, 0, 0, ""});
-  if (mode == SharingMode::kMps) o.gpus[0] = {2, "GPU-ccc", "", 300, 30, 20480, ""};
+  o.gpus.push_back({0, "GPU-aaa", "", 1000, 0, 0, "", -1});
+  if (mode == SharingMode::kMps) o.gpus[0] = {2, "GPU-ccc", "", 300, 30, 20480, "", -1};
   return o;
 }
 
@@ -90,6 +102,46 @@ TEST_F(LocalAgentTest, RunsTheCommandWithItsEnvironmentAndLogs) {
   EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stdout.log"), "GPU-aaa j1 0\n");
   EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stderr.log"), "err\n");
   EXPECT_TRUE(std::filesystem::is_directory(agent->JobDir("j1") + "/checkpoint"));
+}
+
+// A MIG start: the agent makes the planned instance first and gives the job its device;
+// it will not destroy an instance while a process runs on the GPU.
+TEST_F(LocalAgentTest, MakesThePlannedMigInstanceAndRefusesToTouchABusyGpu) {
+  GpuInventory inv;
+  GpuInfo h100;
+  h100.uuid = "GPU-h100";
+  h100.name = "H100-80GB";
+  h100.mig_enabled = true;
+  inv.gpus.push_back(h100);
+  FakeGpuProvider gpus(inv);
+  LocalAgent agent(LocalAgentOptions{dir_, GANTRY_BINARY, 20, &gpus, RunAs::kAuto, ""}, reports_.Sink());
+  agent.Start();
+  StartOrder small = Order("small", "echo $CUDA_VISIBLE_DEVICES", SharingMode::kMig);
+  small.gpus[0] = {0, "GPU-h100", "", 428, 0, 40960, "3g.40gb", 4};
+  small.mig.push_back({0, "GPU-h100", {}, {{"3g.40gb", 4}}});
+  agent.Start(small);
+  ASSERT_EQ(reports_.WaitExit("small"), 0);
+  std::string device = ReadFile(agent.JobDir("small") + "/stdout.log");
+  EXPECT_EQ(device.rfind("MIG-fake-GPU-h100-", 0), 0u) << device;
+  {
+    std::lock_guard<std::mutex> lock(reports_.mu);
+    ASSERT_EQ(reports_.mig.size(), 1u);
+    EXPECT_EQ(reports_.mig[0].error, "");
+    ASSERT_EQ(reports_.mig[0].devices.size(), 1u);
+    EXPECT_EQ(reports_.mig[0].devices[0].uuid + "\n", device);
+  }
+  // Re-partition to 7g.80gb while some process holds the GPU: refused, the job fails with why.
+  gpus.SetLoad("GPU-h100", 0.4, 1000, {{4321, 1000}});
+  StartOrder big = Order("big", "true", SharingMode::kMig);
+  big.gpus[0] = {0, "GPU-h100", "", 1000, 0, 81920, "7g.80gb", 0};
+  big.mig.push_back({0, "GPU-h100", {{"3g.40gb", 4}}, {{"7g.80gb", 0}}});
+  agent.Start(big);
+  EXPECT_EQ(reports_.WaitExit("big"), 125);
+  std::lock_guard<std::mutex> lock(reports_.mu);
+  EXPECT_NE(reports_.reasons["big"].find("process 4321 runs on the GPU"), std::string::npos) << reports_.reasons["big"];
+  ASSERT_EQ(reports_.mig.size(), 2u);
+  EXPECT_EQ(reports_.mig[1].devices.size(), 1u);  // the 3g.40gb is still there
+  EXPECT_EQ(gpus.mig_changes(), 1);
 }
 
 TEST_F(LocalAgentTest, AJobOverItsHostMemoryIsKilledWithTheReason) {

@@ -96,5 +96,42 @@ TEST_F(Agents, ASilentNodeIsLostAndItsJobRequeues) {
   EXPECT_TRUE(lost);
 }
 
+// A remote agent on a MIG GPU makes the instance the scheduler planned, and the server
+// learns its device UUID from the agent's report.
+TEST(RemoteMig, TheAgentMakesTheInstanceAndTheServerLearnsItsUuid) {
+  std::string dir = TempPath("cluster-mig");
+  std::filesystem::remove_all(dir);
+  ServerProcess server(dir, "");
+  server.Start();
+  AgentProcess agent(dir, "node-m", "1xH100-80GB:mig");
+  agent.Start(server.address());
+  auto alice = server.Client(kAliceToken);
+  auto root = server.Client(kRootToken);
+  std::string id;
+  for (int i = 0; i < 250 && id.empty(); ++i) {  // the node registers first
+    auto r = alice.Post("/v1/jobs", R"({"mig_profile": "2g.20gb", "command": "echo $CUDA_VISIBLE_DEVICES"})",
+                        "application/json");
+    if (r && r->status == 201) id = Json(r)["id"];
+    if (id.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(id.empty());
+  std::string out;
+  for (int i = 0; i < 500 && out.empty(); ++i) {
+    auto r = alice.Get("/v1/jobs/" + id + "/logs");
+    out = r && r->status == 200 ? r->body : "";
+    if (out.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(out.rfind("MIG-fake-GPU-fake-node-m-0-", 0), 0u) << out;
+  std::string uuid;
+  for (int i = 0; i < 250 && uuid.empty(); ++i) {
+    nlohmann::json nodes = Json(root.Get("/v1/nodes"));
+    for (const auto& n : nodes["nodes"]) {
+      for (const auto& m : n["gpus"][0]["mig_instances"]) uuid = m.value("uuid", "");
+    }
+    if (uuid.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(uuid + "\n", out);
+}
+
 }  // namespace
 }  // namespace gantry::testing

@@ -236,3 +236,72 @@ TEST(Controller, OnlyAdminsDrainAndADrainedGpuGetsNoJob) {
 
 }  // namespace
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+namespace {
+
+// The MIG change the engine plans travels with the start order; the agent's report names
+// the instance (a later job on it gets its device), and a failed change requeues the job
+// as a fault with the GPU taken as the agent found it.
+TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
+  Harness h;
+  h.Attach({MakeMigNode("h1", "H100-80GB", 1, {0}, {})});
+  std::string first = h.Submit("{mig_profile: 3g.40gb, command: 'true'}", kAlice).body["id"];
+  h.controller->Sync();
+  StartOrder order;
+  {
+    std::lock_guard<std::mutex> lock(h.link.mu);
+    ASSERT_EQ(h.link.starts.size(), 1u);
+    order = h.link.starts[0];
+  }
+  ASSERT_EQ(order.mig.size(), 1u);
+  EXPECT_EQ(order.mig[0].gpu_uuid, order.gpus[0].uuid);
+  ASSERT_EQ(order.mig[0].create.size(), 1u);
+  EXPECT_EQ(order.mig[0].create[0].profile, "3g.40gb");
+  EXPECT_EQ(order.mig[0].create[0].start, order.gpus[0].mig_start);
+  EXPECT_EQ(order.gpus[0].mig_uuid, "");  // not made yet
+  int start = order.gpus[0].mig_start;
+  h.controller->ReportMig("h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, first, "");
+  h.controller->ReportExited(first, 1, "h1", 0, "");
+  h.controller->Sync();
+  nlohmann::json gpu = h.controller->Nodes().body["nodes"][0]["gpus"][0];
+  ASSERT_EQ(gpu["mig_instances"].size(), 1u) << gpu.dump();
+  EXPECT_EQ(gpu["mig_instances"][0]["uuid"], "MIG-made-1");
+
+  // The next 3g.40gb job reuses the named instance: no change, and its device in the order.
+  std::string second = h.Submit("{mig_profile: 3g.40gb, command: 'true'}", kAlice).body["id"];
+  h.controller->Sync();
+  {
+    std::lock_guard<std::mutex> lock(h.link.mu);
+    ASSERT_EQ(h.link.starts.size(), 2u);
+    EXPECT_TRUE(h.link.starts[1].mig.empty());
+    EXPECT_EQ(h.link.starts[1].gpus[0].mig_uuid, "MIG-made-1");
+  }
+  h.controller->ReportExited(second, 1, "h1", 0, "");
+
+  // A 7g.80gb needs the GPU re-partitioned; the agent fails (a process it did not expect).
+  std::string big = h.Submit("{mig_profile: 7g.80gb, command: 'true'}", kAlice).body["id"];
+  h.controller->Sync();
+  {
+    std::lock_guard<std::mutex> lock(h.link.mu);
+    ASSERT_EQ(h.link.starts.size(), 3u);
+    ASSERT_EQ(h.link.starts[2].mig.size(), 1u);
+    EXPECT_EQ(h.link.starts[2].mig[0].destroy.size(), 1u);
+  }
+  h.controller->ReportMig("h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, big, "process 9 runs on the GPU");
+  h.controller->ReportExited(big, 1, "h1", 125, "MIG re-partition failed: process 9 runs on the GPU");
+  h.controller->Sync();
+  // Requeued as a fault (not failed) and started again with the same re-partition planned
+  // against the GPU as the agent reported it.
+  nlohmann::json job = h.controller->GetJob(kAlice, big).body;
+  EXPECT_EQ(job["state"], "running") << job.dump();
+  EXPECT_EQ(job["runs"], 2) << job.dump();
+  std::lock_guard<std::mutex> lock(h.link.mu);
+  ASSERT_EQ(h.link.starts.size(), 4u);
+  ASSERT_EQ(h.link.starts[3].mig.size(), 1u);
+  ASSERT_EQ(h.link.starts[3].mig[0].destroy.size(), 1u);
+  EXPECT_EQ(h.link.starts[3].mig[0].destroy[0].start, start);
+}
+
+}  // namespace
+}  // namespace gantry::testing

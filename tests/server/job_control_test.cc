@@ -37,7 +37,7 @@ TEST(GpuMemoryWatch, ATimeSlicedJobOverItsShareIsStoppedAndItsNeighbourIsNot) {
   h.controller->Sync();
   GpuSample s;
   s.util_pct = 80;
-  s.processes = {{101, 30000, -1, greedy}, {102, 30000, -1, polite}};  // share: 20,480 and 40,960 MiB
+  s.processes = {{101, 30000, -1, -1, greedy}, {102, 30000, -1, -1, polite}};  // share: 20,480 and 40,960 MiB
   h.controller->ReportTelemetry("n1", {{0, s}});
   h.controller->Sync();
   EXPECT_EQ(h.State(greedy, kAlice), "stopping");

@@ -28,8 +28,8 @@ inline const char* kAgentToken = "agent-token-for-nodes";
 class ServerProcess {
  public:
   // `dir` holds config/, data/ and the server's log; the same dir restarts the same server.
-  // Standalone with `fake_gpus`; with an empty `fake_gpus`, a cluster server that waits for
-  // agents (nodes are lost after 1.5 s without a heartbeat).
+  // Standalone with `fake_gpus`, or with the GPUs it detects for "detect"; with an empty
+  // `fake_gpus`, a cluster server that waits for agents (nodes lost after 1.5 s of silence).
   explicit ServerProcess(std::string dir, std::string fake_gpus = "1x4xA100-80GB,1x2xT4")
       : dir_(std::move(dir)), fake_gpus_(std::move(fake_gpus)) {
     std::filesystem::create_directories(dir_ + "/config");
@@ -78,6 +78,8 @@ class ServerProcess {
                                        dir_ + "/config", "--listen", "127.0.0.1:0", "--ready-file", ready};
       if (fake_gpus_.empty()) {
         args.insert(args.end(), {"--db", dir_ + "/cluster.db", "--node-timeout", "1.5"});
+      } else if (fake_gpus_ == "detect") {
+        args.insert(args.end(), {"--standalone"});  // this machine's GPUs (NVML, nvidia-smi)
       } else {
         args.insert(args.end(), {"--standalone", "--fake-gpus", fake_gpus_});
       }
