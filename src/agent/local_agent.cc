@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/cgroups.h"
 #include "agent/fake_provider.h"
 #include "agent/process.h"
 #include "server/job_record.h"
@@ -109,6 +110,7 @@ std::vector<RunReport> LocalAgent::Recover() {
       r.ends_at_ms = rec.value("ends_at_ms", int64_t{-1});
       r.exit_file = rec.value("exit_file", "");
       r.memory_limit_mib = rec.value("memory_limit_mib", int64_t{0});
+      r.cgroup = rec.value("cgroup", "");
       r.record_file = file.path().string();
       RunReport report{r.job_id, r.run, r.node_id, false, -1, ""};
       int code = r.pid > 0 ? ReadExitFile(r.exit_file) : -1;
@@ -293,6 +295,17 @@ void LocalAgent::DoStart(StartOrder o) {
   }
   {
     SpawnRequest req;
+    if (options_.cgroups) {
+      std::string name = fmt::format("{}-{}-{}", o.job_id, o.run, o.node_id);
+      auto procs = options_.cgroups->Create(name, o.cpus, o.memory_mib);
+      if (!procs) {
+        if (mps_) mps_->Release(key);
+        reports_.exited(o.job_id, o.run, o.node_id, 127, procs.status().message(), WallMs());
+        return;
+      }
+      r.cgroup = name;
+      req.cgroup_procs = *procs;
+    }
     req.user = user;
     req.shim = options_.shim;
     req.command = spec.command;
@@ -305,6 +318,7 @@ void LocalAgent::DoStart(StartOrder o) {
     auto pid = SpawnJob(req);
     if (!pid) {
       if (mps_) mps_->Release(key);
+      if (!r.cgroup.empty()) options_.cgroups->Remove(r.cgroup);
       reports_.exited(o.job_id, o.run, o.node_id, 127, pid.status().message(), WallMs());
       return;
     }
@@ -322,6 +336,7 @@ void LocalAgent::DoStart(StartOrder o) {
       {"ends_at_ms", r.ends_at_ms},
       {"exit_file", r.exit_file},
       {"memory_limit_mib", r.memory_limit_mib},
+      {"cgroup", r.cgroup},
       {"mps_gpus", mps_gpus}}.dump(-1, ' ', false, kReplaceBadUtf8);
   runs_[key] = r;
   UpdateFakeLoad();
@@ -350,7 +365,9 @@ void LocalAgent::CheckHostMemory() {
   if (now - memory_checked_ms_ < 1000) return;
   memory_checked_ms_ = now;
   for (auto& [key, r] : runs_) {
-    if (r.pid <= 0 || r.memory_limit_mib <= 0 || r.stop_reason.rfind("used ", 0) == 0) continue;
+    if (r.pid <= 0 || r.memory_limit_mib <= 0 || !r.cgroup.empty() || r.stop_reason.rfind("used ", 0) == 0) {
+      continue;  // the kernel enforces a cgroup's limit
+    }
     int64_t rss = SessionRssMib(r.pid);
     if (rss <= r.memory_limit_mib) continue;
     r.stop_reason =
@@ -461,6 +478,12 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
     sessions_.erase(r.pid);
   }
   kill(-r.pid, SIGKILL);  // leftovers of the group
+  if (!r.cgroup.empty() && options_.cgroups) {
+    if (code != 0 && reason.empty() && options_.cgroups->OomKills(r.cgroup) > 0) {
+      reason = fmt::format("killed by the kernel: over its memory limit of {} MiB (memory_gb)", r.memory_limit_mib);
+    }
+    options_.cgroups->Remove(r.cgroup);  // and whatever left the process group
+  }
   // The shim writes the exit file as the job ends: its time is the job's end.
   TimeMs ended = FileMtimeMs(r.exit_file);
   if (ended < 0) ended = WallMs();

@@ -22,6 +22,7 @@
 namespace gantry {
 
 class FakeGpuProvider;
+class JobCgroups;
 
 // Whose Unix account a job runs under, when the agent runs as root.
 //   auto:  the submitting user's where that user exists on the node, else the agent's
@@ -39,7 +40,8 @@ struct LocalAgentOptions {
   // The MPS control command. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
   // daemons on fake ones (their jobs get the MPS limits in their environment only).
   std::string mps_control;
-  GpuProvider* gpus = nullptr;  // makes MIG instances (fake_gpus when null)
+  GpuProvider* gpus = nullptr;    // makes MIG instances (fake_gpus when null)
+  JobCgroups* cgroups = nullptr;  // each job in its own cgroup; null: host memory watched from /proc
 };
 
 // Where the agent's reports go (the controller).
@@ -88,6 +90,7 @@ class LocalAgent : public AgentLink {
     int64_t kill_at_ms = -1;       // SIGKILL deadline after a SIGTERM
     int64_t memory_limit_mib = 0;  // host memory the job asked for (memory_gb); 0: no limit
     std::string checkpoint_done;   // the job touches this file to be stopped at once
+    std::string cgroup;            // its cgroup's name under the agent's jobs cgroup; empty: none
     std::string exit_file;
     std::string record_file;
     std::string stop_reason;

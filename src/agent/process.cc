@@ -41,6 +41,7 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string chdir_error = "gantry: cannot enter the working directory " + req.working_dir + "\n";
+  std::string cgroup_error = "gantry: cannot join the job's cgroup " + req.cgroup_procs + "\n";
 
   int out = open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   int err = open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
@@ -74,6 +75,16 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
       ssize_t ignored = write(2, chdir_error.data(), chdir_error.size());
       (void)ignored;
       _exit(127);
+    }
+    if (!req.cgroup_procs.empty()) {
+      // Into the job's cgroup before anything of the job runs: all it starts stays there.
+      int fd = open(req.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0", 1) != 1) {
+        ssize_t ignored = write(2, cgroup_error.data(), cgroup_error.size());
+        (void)ignored;
+        _exit(127);
+      }
+      close(fd);
     }
     sigset_t none;
     sigemptyset(&none);

@@ -25,6 +25,7 @@ struct SpawnRequest {
   std::string stderr_path;                 // appended
   std::string exit_file;                   // the shim writes the exit status here
   std::string user;                        // run the command as this Unix user (the agent is root)
+  std::string cgroup_procs;                // the job's cgroup.procs: the shim joins it before exec
 };
 
 // Starts the shim (which starts the command); returns the shim's pid, which is also the

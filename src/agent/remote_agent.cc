@@ -14,6 +14,7 @@
 #include <ostream>
 #include <thread>
 
+#include "agent/cgroups.h"
 #include "agent/fake_provider.h"
 #include "agent/gpu_monitor.h"
 #include "agent/inventory.h"
@@ -149,10 +150,17 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry agent: --run-jobs-as: expected auto, user or agent\n";
     return 2;
   }
+  std::string cgroups_note, cgroups_error;
+  std::unique_ptr<JobCgroups> cgroups = JobCgroups::ForMode(o.job_cgroups, &cgroups_note, &cgroups_error);
+  if (!cgroups_error.empty()) {
+    err << "gantry agent: " << cgroups_error << "\n";
+    return 2;
+  }
+  out << cgroups_note << "\n";
   LocalAgent* runner_ptr = nullptr;
   LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
   LocalAgent runner(
-      LocalAgentOptions{data_dir, shim, 50, fake, run_as, "", provider.get()},
+      LocalAgentOptions{data_dir, shim, 50, fake, run_as, "", provider.get(), cgroups.get()},
       AgentReports{
           [&](const std::string& id, int run) {
             logs.Track(id);

@@ -19,6 +19,7 @@ struct AgentOptions {
   std::string config_dir;            // gpu_types.yaml, health.yaml
   std::string fake_gpus;             // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
   std::string shim;                  // default /proc/self/exe
+  std::string job_cgroups = "auto";  // auto, required or off (see JobCgroups::ForMode)
   std::string run_jobs_as = "auto";  // auto, user or agent (see RunAs)
   int poll_wait_s = 20;
   double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often

@@ -91,6 +91,11 @@ int main(int argc, char** argv) {
       "user (always; unknown users fail), agent (this process's user)";
   server_cmd->add_option("--run-jobs-as", server.run_jobs_as, run_as_help)
       ->check(CLI::IsMember({"auto", "user", "agent"}));
+  const char* cgroups_help =
+      "Each job in its own cgroup v2 with its CPU and memory limits: auto (when root and the machine "
+      "allows it), required, off";
+  server_cmd->add_option("--job-cgroups", server.job_cgroups, cgroups_help)
+      ->check(CLI::IsMember({"auto", "required", "off"}));
   bool metrics_auth = false;
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;
@@ -105,6 +110,8 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--data-dir", agent.data_dir, "Job logs, checkpoints and run records")->required();
   agent_cmd->add_option("--run-jobs-as", agent.run_jobs_as, run_as_help)
       ->check(CLI::IsMember({"auto", "user", "agent"}));
+  agent_cmd->add_option("--job-cgroups", agent.job_cgroups, cgroups_help)
+      ->check(CLI::IsMember({"auto", "required", "off"}));
   agent_cmd->add_option("--config", agent.config_dir, "Config directory (gpu_types.yaml, health.yaml)");
   agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
   agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")

@@ -14,6 +14,7 @@
 #include <ostream>
 #include <thread>
 
+#include "agent/cgroups.h"
 #include "agent/fake_provider.h"
 #include "agent/gpu_monitor.h"
 #include "agent/inventory.h"
@@ -204,6 +205,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   }
   controller.Start();
 
+  std::unique_ptr<JobCgroups> cgroups;  // outlives the agent that uses it
   std::unique_ptr<LocalAgent> agent;
   std::unique_ptr<GpuProvider> provider;
   FakeGpuProvider* fake = nullptr;
@@ -224,9 +226,16 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     provider = std::move(found->provider);
     fake = found->fake;
     std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
+    std::string cgroups_note, cgroups_error;
+    cgroups = JobCgroups::ForMode(o.job_cgroups, &cgroups_note, &cgroups_error);
+    if (!cgroups_error.empty()) {
+      err << "gantry server: " << cgroups_error << "\n";
+      return 2;
+    }
+    out << cgroups_note << "\n";
     Controller* c = &controller;
     agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, "", provider.get()},
+        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, "", provider.get(), cgroups.get()},
         AgentReports{
             [c](const std::string& id, int run) { c->ReportStarted(id, run); },
             [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,

@@ -8,6 +8,7 @@
 namespace gantry {
 
 struct ServerOptions {
+  std::string job_cgroups = "auto";  // auto, required or off (see JobCgroups::ForMode)
   std::string run_jobs_as = "auto";  // standalone: auto, user or agent (see RunAs)
   std::string db;                    // SQLite file; default DATA_DIR/gantry.db
   std::string data_dir;              // standalone: agent state, logs, admin token
