@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The check on a machine with an NVIDIA GPU (one prepared run, under 10 minutes): builds
-# (or uses a carried build/), reads the GPUs through NVML and compares with nvidia-smi,
+# (or uses a carried build/), reads the GPUs through NVML (and DCGM where installed) and
+# compares with nvidia-smi, prints MIG instances and NVLink peers as found,
 # runs a real CUDA job (a PyTorch matrix multiply) under a standalone server and checks
 # that its process, memory and utilization are attributed to it, and measures the cost of
-# polling. Reads the card only: no MIG, compute-mode, clock, power or persistence change,
-# no reset. Writes its report to $OUT (or ./gpu-check-out).
+# polling; the job prints its cgroup (per-job cgroups where the machine allows). Reads the
+# card only: no MIG job is submitted, so no instance is made; no MIG mode, compute-mode,
+# clock, power or persistence change, no reset. Writes its report to $OUT (or ./gpu-check-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check-out}
@@ -47,8 +49,16 @@ for uuid, name, mem, temp, power, util in rows:
         print(f"{uuid[:12]} {what:14} gantry={ours} nvidia-smi={theirs} {'ok' if ok else 'DIFFERS'}")
         bad += 0 if ok else 1
 print("NVML and nvidia-smi agree" if bad == 0 else f"{bad} differences")
+for g in nvml["inventory"]["gpus"]:  # read only: MIG mode, its instances and NVLink as found
+    print(f"GPU {g['index']}: MIG {'on' if g['mig_enabled'] else 'off'}, instances {g['mig']}, "
+          f"NVLink peers {g.get('nvlink_peers', [])}")
+print("provider:", nvml["provider"], "(+dcgm: DCGM loaded)")
+for s in nvml["samples"]:
+    print(s["uuid"][:12], "sm_active", s.get("sm_active"), "tensor_active", s.get("tensor_active"),
+          "ecc_u_life", s.get("ecc_u_life"), "processes", s["procs"])
 sys.exit(1 if bad else 0)
 PY
+nvidia-smi topo -m || true
 
 say "polling overhead: 10 s at a 1 s interval"
 ./build/gantry gpus --provider nvml --measure 10 --interval 1 | python3 -c \
@@ -62,11 +72,13 @@ server=$!
 for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
 export GANTRY_SERVER; GANTRY_SERVER=$(cat "$data/ready"); export GANTRY_TOKEN_FILE="$data/admin.token"
 ./build/gantry nodes
+grep -E 'cgroup|GPUs from' "$out/server.log"
 cat > "$data/matmul.py" <<'PY'
 import time, torch
 assert torch.cuda.is_available(), "no CUDA"
 a = torch.randn(8192, 8192, device="cuda"); b = torch.randn(8192, 8192, device="cuda")
 print("device", torch.cuda.get_device_name(0), flush=True)
+print("cgroup", open("/proc/self/cgroup").read().strip().splitlines()[-1], flush=True)
 end = time.time() + 25
 n = 0
 while time.time() < end:
