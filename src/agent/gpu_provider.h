@@ -92,7 +92,8 @@ class GpuProvider {
   virtual std::string name() const = 0;
   virtual Expected<GpuInventory> Inventory() = 0;
   virtual Expected<std::vector<GpuSample>> Sample() = 0;
-  // XID and other events since the last call, waiting up to timeout_ms for the first.
+  // XID and other events since the last call, waiting up to timeout_ms for the first; with
+  // none, it returns after timeout_ms (the agent's loop is paced by this wait).
   virtual std::vector<GpuEvent> Events(int timeout_ms) = 0;
   // Re-partitions a MIG GPU: destroys the listed instances (which must be unused), then
   // creates the new ones. Returns the GPU's MIG devices afterwards.

@@ -2,9 +2,11 @@
 // CSV queries for inventory, readings and compute processes. It sees no XID events.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "agent/gpu_provider.h"
 
@@ -88,7 +90,11 @@ class NvidiaSmiProvider : public GpuProvider {
     }
     return samples;
   }
-  std::vector<GpuEvent> Events(int) override { return {}; }
+  // nvidia-smi has no events: waiting out the time keeps the caller's loop paced.
+  std::vector<GpuEvent> Events(int timeout_ms) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::max(0, timeout_ms)));
+    return {};
+  }
 };
 
 }  // namespace

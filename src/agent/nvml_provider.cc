@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "agent/nvml_api.h"
 
@@ -201,7 +203,11 @@ class NvmlProvider : public GpuProvider {
 
   std::vector<GpuEvent> Events(int timeout_ms) override {
     std::vector<GpuEvent> out;
-    if (!events_ || !api_.event_wait) return out;
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
+    if (!events_ || !api_.event_wait) {
+      std::this_thread::sleep_until(until);  // no events to wait for: the caller still paces on us
+      return out;
+    }
     nvml::EventData data{};
     unsigned wait = static_cast<unsigned>(std::max(0, timeout_ms));
     while (api_.event_wait(events_, &data, wait) == kSuccess) {
@@ -223,6 +229,7 @@ class NvmlProvider : public GpuProvider {
       wait = 0;  // drain what is queued, do not wait again
       data = nvml::EventData{};
     }
+    if (out.empty()) std::this_thread::sleep_until(until);  // NVML may return early
     return out;
   }
 

@@ -119,6 +119,17 @@ TEST(NvmlProvider, XidEventsNameTheirGpu) {
   EXPECT_EQ((*nvml->Sample())[1].last_xid, 79);
 }
 
+// The agent's loop is paced by this wait: an NVML that returns early (the stand-in returns
+// at once) must not turn it into a busy loop.
+TEST(NvmlProvider, EventsWaitTheirTimeoutWhenThereAreNone) {
+  StubControls stub;
+  auto nvml = OpenStub();
+  ASSERT_NE(nvml, nullptr);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(nvml->Events(150).empty());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
+}
+
 TEST(NvmlProvider, CreatesAndDestroysMigInstancesAtTheirSlots) {
   StubControls stub;
   auto nvml = OpenStub();
