@@ -10,8 +10,8 @@ g=./build/gantry
 data=build/demo-data
 rm -rf "$data" "$data.ready"
 mkdir -p "$data"
-echo "== gantry server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4"
-$g server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4 --data-dir "$data" --listen 127.0.0.1:0 \
+echo "== gantry server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4,1x1xH100-80GB:mig"
+$g server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4,1x1xH100-80GB:mig --data-dir "$data" --listen 127.0.0.1:0 \
   --config examples/demo-config \
   --ready-file "$data.ready" > "$data/server.log" 2>&1 &
 server=$!
@@ -50,6 +50,12 @@ step "gantry job 3: one job's history"
 $g job 3
 step "the waiting job got its GPUs"
 $g jobs --state active || true
+step "MIG: a 3g.40gb slice of the H100 in MIG mode; the agent makes the instance first"
+mig=$($g submit --team vision --user carol --mig 3g.40gb --name mig-slice -o json -- 'echo "running on $CUDA_VISIBLE_DEVICES"' |
+  sed -n 's/^  "id": "\(.*\)",$/\1/p')
+sleep 1
+$g logs "$mig"
+$g nodes | grep -E "NODE|h100"
 step "accounting: GPU-hours and cost by team, then by job"
 $g usage
 $g usage --by job

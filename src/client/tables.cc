@@ -128,7 +128,7 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
 
 void PrintNodes(std::ostream& out, const nlohmann::json& body) {
   out << fmt::format("{:<16} {:<9} {:<12} {:>4} {:>5}  {}\n", "NODE", "STATE", "GPU TYPE", "GPUS", "IDLE",
-                     "GPU: JOBS (! fenced, x unhealthy)");
+                     "GPU: JOBS (! fenced, x unhealthy; [mig PROFILE@SLICE])");
   for (const auto& n : body["nodes"]) {
     int idle = 0;
     std::string gpus;
@@ -138,8 +138,13 @@ void PrintNodes(std::ostream& out, const nlohmann::json& body) {
       if (empty && usable) ++idle;
       std::string jobs;
       for (const auto& id : g["jobs"]) jobs += (jobs.empty() ? "" : "+") + id.get<std::string>();
-      gpus += fmt::format("{}{}{}:{} ", g.value("index", 0), g.value("fenced", false) ? "!" : "",
-                          g.value("healthy", true) ? "" : "x", jobs.empty() ? "-" : jobs);
+      std::string mig;  // a MIG GPU's instances: profile@first slice
+      for (const auto& m : g.value("mig_instances", nlohmann::json::array())) {
+        mig += fmt::format("{}{}@{}", mig.empty() ? "" : ",", Str(m, "profile"), m.value("start", 0));
+      }
+      if (g.value("mig_enabled", false)) mig = "[mig " + (mig.empty() ? "empty" : mig) + "]";
+      gpus += fmt::format("{}{}{}:{}{} ", g.value("index", 0), g.value("fenced", false) ? "!" : "",
+                          g.value("healthy", true) ? "" : "x", jobs.empty() ? "-" : jobs, mig);
     }
     out << fmt::format("{:<16} {:<9} {:<12} {:>4} {:>5}  {}\n", Str(n, "id"), Str(n, "state"), Str(n, "gpu_type"),
                        n["gpus"].size(), idle, gpus);

@@ -214,6 +214,11 @@ TEST(NvmlStandalone, MigJobsRunOnInstancesTheAgentMade) {
   nlohmann::json mig = nodes["nodes"][0]["gpus"][0]["mig_instances"];
   ASSERT_EQ(mig.size(), 2u) << mig.dump();
   for (const auto& m : mig) EXPECT_EQ(m["uuid"].get<std::string>().rfind("MIG-stub-", 0), 0u) << mig.dump();
+  std::string table;
+  testing::RunCommand(
+      fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} nodes", server.address(), testing::kRootToken, GANTRY_BINARY),
+      &table);
+  EXPECT_NE(table.find("[mig 3g.40gb@4,3g.40gb@0]"), std::string::npos) << table;
   for (const std::string& id : {first, second}) alice.Post("/v1/jobs/" + id + "/cancel", "", "text/plain");
 }
 
