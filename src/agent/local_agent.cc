@@ -186,17 +186,24 @@ void LocalAgent::Loop() {
   }
 }
 
+namespace {
+
+std::vector<MigDeviceInfo> MigDevicesNow(GpuProvider* provider, int gpu) {
+  if (!provider) return {};
+  auto inv = provider->Inventory();
+  if (!inv) return {};
+  for (const GpuInfo& g : inv->gpus) {
+    if (g.index == gpu) return g.mig_devices;
+  }
+  return {};
+}
+
+}  // namespace
+
 bool LocalAgent::PrepareMig(StartOrder& o) {
   GpuProvider* provider = options_.gpus ? options_.gpus : options_.fake_gpus;
   auto fail = [&](int gpu, const std::string& why) {
-    std::vector<MigDeviceInfo> now;
-    if (provider) {
-      if (auto inv = provider->Inventory()) {
-        for (const GpuInfo& g : inv->gpus) {
-          if (g.index == gpu) now = g.mig_devices;
-        }
-      }
-    }
+    std::vector<MigDeviceInfo> now = MigDevicesNow(provider, gpu);
     std::string reason = fmt::format("MIG re-partition of GPU {} on {} failed: {}", gpu, o.node_id, why);
     if (reports_.mig) reports_.mig(o.node_id, gpu, now, o.job_id, reason);
     reports_.exited(o.job_id, o.run, o.node_id, 125, reason, WallMs());
@@ -212,13 +219,7 @@ bool LocalAgent::PrepareMig(StartOrder& o) {
   }
   for (AssignedGpu& g : o.gpus) {
     if (g.mig_profile.empty() || !g.mig_uuid.empty() || !provider) continue;
-    if (!layouts.count(g.index)) {
-      if (auto inv = provider->Inventory()) {
-        for (const GpuInfo& info : inv->gpus) {
-          if (info.index == g.index) layouts[g.index] = info.mig_devices;
-        }
-      }
-    }
+    if (!layouts.count(g.index)) layouts[g.index] = MigDevicesNow(provider, g.index);
     for (const MigDeviceInfo& d : layouts[g.index]) {
       if (d.profile == g.mig_profile && d.start == g.mig_start) g.mig_uuid = d.uuid;
     }
