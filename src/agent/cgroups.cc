@@ -45,8 +45,8 @@ bool HasWord(const std::string& text, const std::string& word) {
 
 }  // namespace
 
-std::unique_ptr<JobCgroups> JobCgroups::Open(const std::string& mount, const std::string& self_cgroup,
-                                             std::string* why) {
+std::unique_ptr<JobCgroups> JobCgroups::Open(const std::string& mount, const std::string& self_cgroup, std::string* why,
+                                             bool only_if_alone) {
   std::string path;
   std::istringstream lines(self_cgroup);
   for (std::string line; std::getline(lines, line);) {
@@ -67,6 +67,18 @@ std::unique_ptr<JobCgroups> JobCgroups::Open(const std::string& mount, const std
   if (access((base + "/cgroup.subtree_control").c_str(), W_OK) != 0 || access(base.c_str(), W_OK) != 0) {
     *why = "cannot write " + base + " (run the agent as root, or give it a delegated cgroup)";
     return nullptr;
+  }
+  if (only_if_alone) {
+    std::istringstream procs(ReadAll(base + "/cgroup.procs"));
+    for (std::string pid; procs >> pid;) {
+      if (pid != std::to_string(getpid())) {
+        *why = fmt::format(
+            "the agent shares {} with other processes (run it as its own systemd service with "
+            "Delegate=yes, or pass --job-cgroups required)",
+            base);
+        return nullptr;
+      }
+    }
   }
   std::error_code ec;
   fs::create_directories(base + "/agent", ec);
@@ -93,7 +105,7 @@ std::unique_ptr<JobCgroups> JobCgroups::Open(const std::string& mount, const std
   return cg;
 }
 
-std::unique_ptr<JobCgroups> JobCgroups::OpenHere(std::string* why) {
+std::unique_ptr<JobCgroups> JobCgroups::OpenHere(std::string* why, bool only_if_alone) {
   std::string mount;
   std::istringstream mounts(ReadAll("/proc/self/mounts"));
   for (std::string line; std::getline(mounts, line);) {
@@ -102,7 +114,7 @@ std::unique_ptr<JobCgroups> JobCgroups::OpenHere(std::string* why) {
     f >> device >> point >> type;
     if (type == "cgroup2") mount = point;
   }
-  return Open(mount, ReadAll("/proc/self/cgroup"), why);
+  return Open(mount, ReadAll("/proc/self/cgroup"), why, only_if_alone);
 }
 
 std::unique_ptr<JobCgroups> JobCgroups::ForMode(const std::string& mode, std::string* note, std::string* error) {
@@ -115,7 +127,7 @@ std::unique_ptr<JobCgroups> JobCgroups::ForMode(const std::string& mode, std::st
     return nullptr;
   }
   std::string why = "the agent is not root";
-  std::unique_ptr<JobCgroups> cg = geteuid() == 0 || mode == "required" ? OpenHere(&why) : nullptr;
+  std::unique_ptr<JobCgroups> cg = geteuid() == 0 || mode == "required" ? OpenHere(&why, mode == "auto") : nullptr;
   if (cg) {
     *note = "jobs run in their own cgroups under " + cg->jobs_;
   } else if (mode == "required") {

@@ -19,12 +19,16 @@ class JobCgroups {
   // `mount`: where cgroup2 is mounted; `self_cgroup`: the text of /proc/self/cgroup. Moves
   // the agent's own processes to <its cgroup>/agent (a cgroup with controllers enabled for
   // its children may hold no process), enables cpu and memory below it, and makes
-  // <its cgroup>/jobs. Null with `why` when the machine does not allow it.
-  static std::unique_ptr<JobCgroups> Open(const std::string& mount, const std::string& self_cgroup, std::string* why);
+  // <its cgroup>/jobs. Null with `why` when the machine does not allow it, or, with
+  // `only_if_alone`, when other processes share the agent's cgroup (a login session's, say:
+  // moving them would rearrange what systemd manages).
+  static std::unique_ptr<JobCgroups> Open(const std::string& mount, const std::string& self_cgroup, std::string* why,
+                                          bool only_if_alone = false);
   // Open on this machine: the cgroup2 mount from /proc/self/mounts and /proc/self/cgroup.
-  static std::unique_ptr<JobCgroups> OpenHere(std::string* why);
-  // By the agent's --job-cgroups: "auto" (when root and the machine allows it), "required"
-  // (null with `error` set when it cannot), "off". `note` says what was chosen and why.
+  static std::unique_ptr<JobCgroups> OpenHere(std::string* why, bool only_if_alone);
+  // By the agent's --job-cgroups: "auto" (when root, alone in its cgroup, and the machine
+  // allows it: a systemd service with Delegate=yes, a container), "required" (null with
+  // `error` set when it cannot), "off". `note` says what was chosen and why.
   static std::unique_ptr<JobCgroups> ForMode(const std::string& mode, std::string* note, std::string* error);
 
   // A job's cgroup with its limits (`cpus` whole CPUs, 0: no CPU limit; `memory_mib` 0: no

@@ -63,6 +63,10 @@ TEST(JobCgroups, SaysWhyAMachineDoesNotAllowThem) {
   EXPECT_NE(why.find("cpu and memory controllers do not reach"), std::string::npos) << why;
   EXPECT_EQ(JobCgroups::Open("", "4:memory:/x\n", &why), nullptr);
   EXPECT_EQ(why, "no cgroup v2 (unified) hierarchy");
+  // auto mode leaves a cgroup it shares (a login session's) alone; the helper in /svc counts.
+  EXPECT_EQ(JobCgroups::Open(mount, "0::/svc\n", &why, /*only_if_alone=*/true), nullptr);
+  EXPECT_NE(why.find("shares " + mount + "/svc with other processes"), std::string::npos) << why;
+  EXPECT_EQ(Read(mount + "/svc/cgroup.subtree_control"), "");  // nothing was touched
   std::string note, error;
   EXPECT_EQ(JobCgroups::ForMode("off", &note, &error), nullptr);
   EXPECT_NE(note.find("host memory is watched"), std::string::npos);
@@ -134,12 +138,13 @@ TEST(JobCgroups, TheJobsShimJoinsItsCgroupAndAnOomKillIsNamed) {
   EXPECT_EQ(Read(mount + "/svc/jobs/j1-1-n1/cpu.max"), "100000 100000");
 }
 
-// On a machine whose kernel gives the agent cgroup v2 with cpu and memory (root), a job
-// over its memory is killed by the kernel and the agent says so.
+// Where the kernel gives this (root) process cgroup v2 with cpu and memory and the process
+// is alone in its cgroup (as an agent in its own service or container is), a job over its
+// memory is killed by the kernel and the agent says so.
 TEST(JobCgroups, TheKernelEnforcesTheMemoryLimit) {
-  std::string why;
-  std::unique_ptr<JobCgroups> cg = geteuid() == 0 ? JobCgroups::OpenHere(&why) : nullptr;
-  if (!cg) GTEST_SKIP() << "no usable cgroup v2 here: " << (geteuid() == 0 ? why : "not root");
+  std::string note, error;
+  std::unique_ptr<JobCgroups> cg = JobCgroups::ForMode("auto", &note, &error);
+  if (!cg) GTEST_SKIP() << note;
   Exits exits;
   auto agent = StartAgent("agent-real", cg.get(), exits);
   agent->Start(Job("hog", "head -c 800M /dev/zero | tail", 100));
