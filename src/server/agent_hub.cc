@@ -1,9 +1,12 @@
 // Remote agents.
 #include "server/agent_hub.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "agent/inventory.h"
 #include "agent/log_shipper.h"
@@ -29,6 +32,98 @@ void AgentHub::Queue::Stop(const StopOrder& order) {
   cv.notify_all();
 }
 
+namespace {
+
+// Reads, inside a try, every field the apply pass will read, so that a malformed body is
+// refused with the element at fault named, and nothing of it is applied.
+Status CheckList(const nlohmann::json& body, const char* key, const std::function<void(const nlohmann::json&)>& read) {
+  if (!body.contains(key)) return Status::Ok();
+  const nlohmann::json& list = body[key];
+  if (!list.is_array()) return Status::Invalid(key, "must be an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string where = fmt::format("{}[{}]", key, i);
+    if (!list[i].is_object()) return Status::Invalid(where, "must be an object");
+    try {
+      read(list[i]);
+    } catch (const nlohmann::json::exception& e) {
+      std::string what = e.what();
+      return Status::Invalid(where, what.substr(what.find(']') + 2));  // without "[json.exception...]"
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckObjects(const nlohmann::json& list, const std::string& where) {
+  if (!list.is_array()) return Status::Invalid(where, "must be an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_object()) return Status::Invalid(fmt::format("{}[{}]", where, i), "must be an object");
+  }
+  return Status::Ok();
+}
+
+void Throw(const Status& s) {
+  if (!s.ok()) throw nlohmann::json::other_error::create(501, s.ToString(), nullptr);
+}
+
+Status CheckRegistration(const nlohmann::json& body) {
+  if (!body.is_object()) return Status::Invalid("body", "must be a JSON object");
+  if (body.contains("node_id") && !body["node_id"].is_string()) return Status::Invalid("node_id", "must be a string");
+  for (const char* key : {"cpus", "memory_mib"}) {
+    if (body.contains(key) && !body[key].is_number_integer()) return Status::Invalid(key, "must be an integer");
+  }
+  if (body.contains("inventory")) {
+    const nlohmann::json& inv = body["inventory"];
+    if (!inv.is_object()) return Status::Invalid("inventory", "must be an object");
+    Status s = CheckList(inv, "gpus", [](const nlohmann::json& g) {
+      if (g.contains("mig")) Throw(CheckObjects(g["mig"], "mig"));
+      InventoryFromJson({{"gpus", {g}}});
+    });
+    if (!s.ok()) return Status::Invalid("inventory." + s.field(), s.message());
+  }
+  return CheckList(body, "runs", [](const nlohmann::json& r) { RunReportFromJson(r); });
+}
+
+Status CheckReport(const nlohmann::json& body) {
+  if (!body.is_object()) return Status::Invalid("body", "must be a JSON object");
+  if (body.contains("node_id") && !body["node_id"].is_string()) return Status::Invalid("node_id", "must be a string");
+  Status s = CheckList(body, "events", [](const nlohmann::json& e) {
+    RunReportFromJson(e);
+    (void)e.value("type", "");
+    (void)e.value("error", "");
+    (void)e.value("gpu", -1);
+    if (e.contains("devices")) {
+      Throw(CheckObjects(e["devices"], "devices"));
+      for (const auto& m : e["devices"]) MigDeviceFromJson(m);
+    }
+  });
+  if (s.ok()) {
+    s = CheckList(body, "telemetry", [](const nlohmann::json& t) {
+      (void)t.value("gpu", 0);
+      const nlohmann::json& sample = FieldOr(t, "sample", EmptyObject());
+      if (sample.contains("procs")) Throw(CheckObjects(sample["procs"], "sample.procs"));
+      SampleFromWire(sample);
+    });
+  }
+  if (s.ok()) {
+    s = CheckList(body, "health", [](const nlohmann::json& h) {
+      (void)h.value("gpu", -1);
+      (void)h.value("healthy", true);
+      (void)h.value("reason", "");
+    });
+  }
+  if (s.ok()) {
+    s = CheckList(body, "logs", [](const nlohmann::json& l) {
+      (void)l.value("job_id", "");
+      (void)l.value("stream", "");
+      (void)l.value("data", "");
+      (void)l.value("offset", int64_t{-1});
+    });
+  }
+  return s;
+}
+
+}  // namespace
+
 AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = queues_.find(node_id);
@@ -36,6 +131,7 @@ AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
 }
 
 ApiResult AgentHub::Register(const nlohmann::json& body) {
+  if (Status s = CheckRegistration(body); !s.ok()) return ApiResult::FromStatus(s);
   std::string node_id = body.value("node_id", "");
   if (node_id.empty() || node_id.size() > 128) {
     return ApiResult::Error(400, "invalid_argument", "is required (at most 128 characters)", "node_id");
@@ -89,6 +185,7 @@ ApiResult AgentHub::Poll(const std::string& node_id, uint64_t session, uint64_t 
 }
 
 ApiResult AgentHub::Report(const nlohmann::json& body) {
+  if (Status s = CheckReport(body); !s.ok()) return ApiResult::FromStatus(s);
   std::string node_id = body.value("node_id", "");
   if (!Find(node_id)) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered", "node_id");
   controller_.Heartbeat(node_id);

@@ -96,6 +96,38 @@ TEST_F(Agents, ASilentNodeIsLostAndItsJobRequeues) {
   EXPECT_TRUE(lost);
 }
 
+// A malformed agent report or registration is refused naming the element at fault, and
+// nothing of it is applied: the good event before the bad one does not end the job.
+TEST_F(Agents, AMalformedReportIsRefusedWholeNamingTheElement) {
+  std::string go = dir_ + "/go-malformed";
+  std::string body = fmt::format(R"({{"gpus": 1, "command": "while [ ! -e {} ]; do sleep 0.05; done"}})", go);
+  std::string id = Json(server_->Client(kAliceToken).Post("/v1/jobs", body, "application/json"))["id"];
+  ASSERT_EQ(Wait([&] { return JobState(id); }, "running"), "running");
+  auto agent = server_->Client(kAgentToken);
+  nlohmann::json report = {
+      {"node_id", "node-a"},
+      {"events",
+       {{{"type", "exited"}, {"job_id", id}, {"run", 1}, {"exit_code", 0}}, {{"type", "exited"}, {"run", "one"}}}}};
+  auto r = agent.Post("/v1/agent/report", report.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(Json(r)["error"]["field"], "events[1]") << r->body;
+  report = {{"node_id", "node-a"}, {"telemetry", {{{"gpu", 0}, {"sample", {{"procs", {7}}}}}}}};
+  r = agent.Post("/v1/agent/report", report.dump(), "application/json");
+  EXPECT_EQ(Json(r)["error"]["field"], "telemetry[0]") << r->body;
+  EXPECT_NE(Json(r)["error"]["message"].get<std::string>().find("sample.procs[0]: must be an object"),
+            std::string::npos)
+      << r->body;
+  nlohmann::json reg = {{"node_id", "node-z"}, {"inventory", {{"gpus", {{{"index", "zero"}}}}}}};
+  r = agent.Post("/v1/agent/register", reg.dump(), "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(Json(r)["error"]["field"], "inventory.gpus[0]") << r->body;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(JobState(id), "running");  // the good first event was not applied
+  std::ofstream(go) << "go\n";
+  EXPECT_EQ(Wait([&] { return JobState(id); }, "succeeded"), "succeeded");
+}
+
 // A remote agent on a MIG GPU makes the instance the scheduler planned, and the server
 // learns its device UUID from the agent's report.
 TEST(RemoteMig, TheAgentMakesTheInstanceAndTheServerLearnsItsUuid) {
