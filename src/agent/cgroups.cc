@@ -11,17 +11,18 @@
 #include <sstream>
 #include <thread>
 
+#include "core/yaml_util.h"
+
 namespace gantry {
 
 namespace fs = std::filesystem;
 
 namespace {
 
+// A cgroup or /proc file's text; empty when it cannot be read.
 std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  auto text = ReadTextFile(path);
+  return text ? *text : std::string();
 }
 
 // One write(2) of `value`, as the cgroup files want; false with errno's text in `why`.

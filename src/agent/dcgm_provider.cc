@@ -170,6 +170,7 @@ class DcgmProvider : public GpuProvider {
   std::unique_ptr<GpuProvider> ReleaseBase() { return std::move(base_); }
 
   std::string name() const override { return base_->name() + "+dcgm"; }
+  bool DeliversXidEvents() const override { return true; }  // the base's, or DCGM's
   Expected<GpuInventory> Inventory() override { return base_->Inventory(); }
 
   Expected<std::vector<GpuSample>> Sample() override {
@@ -244,7 +245,7 @@ class DcgmProvider : public GpuProvider {
   }
 
   // DCGM keeps the last XID with its time: a newer one is an event, unless the base
-  // provider (NVML) already delivers XID events itself.
+  // provider already delivers XID events itself (NVML with an event set).
   void NoteXid(GpuSample& s, int xid, int64_t ts) {
     if (xid <= 0) return;
     if (s.last_xid == 0) s.last_xid = xid;
@@ -252,7 +253,7 @@ class DcgmProvider : public GpuProvider {
     bool first_reading = seen == 0;
     if (ts <= seen) return;
     seen = ts;
-    if (first_reading || base_->name() == "nvml") return;  // an XID from before the agent started
+    if (first_reading || base_->DeliversXidEvents()) return;  // first: from before the agent started
     xid_events_.push_back({s.uuid, xid, fmt::format("XID {} (DCGM)", xid)});
   }
 

@@ -20,6 +20,7 @@ class FakeGpuProvider : public GpuProvider {
   Expected<GpuInventory> Inventory() override;
   Expected<std::vector<GpuSample>> Sample() override;
   std::vector<GpuEvent> Events(int timeout_ms) override;
+  bool DeliversXidEvents() const override { return true; }  // InjectXid
   // MIG instances exist in the inventory only; destroying refuses while a process runs.
   Expected<std::vector<MigDeviceInfo>> ApplyMig(const std::string& gpu_uuid,
                                                 const std::vector<MigInstanceSpec>& destroy,

@@ -95,6 +95,8 @@ class GpuProvider {
   // XID and other events since the last call, waiting up to timeout_ms for the first; with
   // none, it returns after timeout_ms (the agent's loop is paced by this wait).
   virtual std::vector<GpuEvent> Events(int timeout_ms) = 0;
+  // Whether Events() reports XIDs as they happen (else only readings carry the last one).
+  virtual bool DeliversXidEvents() const { return false; }
   // Re-partitions a MIG GPU: destroys the listed instances (which must be unused), then
   // creates the new ones. Returns the GPU's MIG devices afterwards.
   virtual Expected<std::vector<MigDeviceInfo>> ApplyMig(const std::string& gpu_uuid,

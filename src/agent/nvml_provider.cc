@@ -126,6 +126,7 @@ class NvmlProvider : public GpuProvider {
   }
 
   std::string name() const override { return "nvml"; }
+  bool DeliversXidEvents() const override { return events_ != nullptr; }
 
   Expected<GpuInventory> Inventory() override {
     GpuInventory inv;

@@ -34,9 +34,11 @@ void AgentHub::Queue::Stop(const StopOrder& order) {
 
 namespace {
 
-// Reads, inside a try, every field the apply pass will read, so that a malformed body is
-// refused with the element at fault named, and nothing of it is applied.
-Status CheckList(const nlohmann::json& body, const char* key, const std::function<void(const nlohmann::json&)>& read) {
+// Parses each element of the array `key` with `parse`; a parse that throws (a field of the
+// wrong type) or an element that is not an object becomes a Status naming the element.
+// Agent bodies are parsed whole before any of them is applied.
+Status EachObject(const nlohmann::json& body, const char* key,
+                  const std::function<void(const nlohmann::json&)>& parse) {
   if (!body.contains(key)) return Status::Ok();
   const nlohmann::json& list = body[key];
   if (!list.is_array()) return Status::Invalid(key, "must be an array");
@@ -44,7 +46,7 @@ Status CheckList(const nlohmann::json& body, const char* key, const std::functio
     std::string where = fmt::format("{}[{}]", key, i);
     if (!list[i].is_object()) return Status::Invalid(where, "must be an object");
     try {
-      read(list[i]);
+      parse(list[i]);
     } catch (const nlohmann::json::exception& e) {
       std::string what = e.what();
       return Status::Invalid(where, what.substr(what.find(']') + 2));  // without "[json.exception...]"
@@ -53,73 +55,27 @@ Status CheckList(const nlohmann::json& body, const char* key, const std::functio
   return Status::Ok();
 }
 
-Status CheckObjects(const nlohmann::json& list, const std::string& where) {
-  if (!list.is_array()) return Status::Invalid(where, "must be an array");
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].is_object()) return Status::Invalid(fmt::format("{}[{}]", where, i), "must be an object");
+// Inside a parse: nested lists must hold objects too (else the error names the list).
+void RequireObjects(const nlohmann::json& parent, const char* key, const std::string& where) {
+  if (!parent.contains(key)) return;
+  const nlohmann::json& list = parent[key];
+  std::string bad = !list.is_array() ? where + ": must be an array" : "";
+  for (size_t i = 0; bad.empty() && i < list.size(); ++i) {
+    if (!list[i].is_object()) bad = fmt::format("{}[{}]: must be an object", where, i);
   }
-  return Status::Ok();
+  if (!bad.empty()) throw nlohmann::json::other_error::create(501, bad, nullptr);
 }
 
-void Throw(const Status& s) {
-  if (!s.ok()) throw nlohmann::json::other_error::create(501, s.ToString(), nullptr);
-}
-
-Status CheckRegistration(const nlohmann::json& body) {
+Status CheckTopLevel(const nlohmann::json& body) {
   if (!body.is_object()) return Status::Invalid("body", "must be a JSON object");
   if (body.contains("node_id") && !body["node_id"].is_string()) return Status::Invalid("node_id", "must be a string");
   for (const char* key : {"cpus", "memory_mib"}) {
     if (body.contains(key) && !body[key].is_number_integer()) return Status::Invalid(key, "must be an integer");
   }
-  if (body.contains("inventory")) {
-    const nlohmann::json& inv = body["inventory"];
-    if (!inv.is_object()) return Status::Invalid("inventory", "must be an object");
-    Status s = CheckList(inv, "gpus", [](const nlohmann::json& g) {
-      if (g.contains("mig")) Throw(CheckObjects(g["mig"], "mig"));
-      InventoryFromJson({{"gpus", {g}}});
-    });
-    if (!s.ok()) return Status::Invalid("inventory." + s.field(), s.message());
+  for (const char* key : {"inventory", "labels"}) {
+    if (body.contains(key) && !body[key].is_object()) return Status::Invalid(key, "must be an object");
   }
-  return CheckList(body, "runs", [](const nlohmann::json& r) { RunReportFromJson(r); });
-}
-
-Status CheckReport(const nlohmann::json& body) {
-  if (!body.is_object()) return Status::Invalid("body", "must be a JSON object");
-  if (body.contains("node_id") && !body["node_id"].is_string()) return Status::Invalid("node_id", "must be a string");
-  Status s = CheckList(body, "events", [](const nlohmann::json& e) {
-    RunReportFromJson(e);
-    (void)e.value("type", "");
-    (void)e.value("error", "");
-    (void)e.value("gpu", -1);
-    if (e.contains("devices")) {
-      Throw(CheckObjects(e["devices"], "devices"));
-      for (const auto& m : e["devices"]) MigDeviceFromJson(m);
-    }
-  });
-  if (s.ok()) {
-    s = CheckList(body, "telemetry", [](const nlohmann::json& t) {
-      (void)t.value("gpu", 0);
-      const nlohmann::json& sample = FieldOr(t, "sample", EmptyObject());
-      if (sample.contains("procs")) Throw(CheckObjects(sample["procs"], "sample.procs"));
-      SampleFromWire(sample);
-    });
-  }
-  if (s.ok()) {
-    s = CheckList(body, "health", [](const nlohmann::json& h) {
-      (void)h.value("gpu", -1);
-      (void)h.value("healthy", true);
-      (void)h.value("reason", "");
-    });
-  }
-  if (s.ok()) {
-    s = CheckList(body, "logs", [](const nlohmann::json& l) {
-      (void)l.value("job_id", "");
-      (void)l.value("stream", "");
-      (void)l.value("data", "");
-      (void)l.value("offset", int64_t{-1});
-    });
-  }
-  return s;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -131,21 +87,30 @@ AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
 }
 
 ApiResult AgentHub::Register(const nlohmann::json& body) {
-  if (Status s = CheckRegistration(body); !s.ok()) return ApiResult::FromStatus(s);
+  if (Status s = CheckTopLevel(body); !s.ok()) return ApiResult::FromStatus(s);
   std::string node_id = body.value("node_id", "");
   if (node_id.empty() || node_id.size() > 128) {
     return ApiResult::Error(400, "invalid_argument", "is required (at most 128 characters)", "node_id");
   }
-  auto node =
-      NodeFromInventory(node_id, InventoryFromJson(FieldOr(body, "inventory", EmptyObject())), controller_.catalog());
+  const nlohmann::json& inv_json = FieldOr(body, "inventory", EmptyObject());
+  GpuInventory inventory;
+  inventory.provider = FieldOr(inv_json, "provider", nlohmann::json("")).get<std::string>();
+  inventory.driver_version = FieldOr(inv_json, "driver_version", nlohmann::json("")).get<std::string>();
+  Status parsed = EachObject(inv_json, "gpus", [&](const nlohmann::json& g) {
+    RequireObjects(g, "mig", "mig");
+    inventory.gpus.push_back(GpuInfoFromJson(g));
+  });
+  if (!parsed.ok()) return ApiResult::FromStatus(Status::Invalid("inventory." + parsed.field(), parsed.message()));
+  std::vector<RunReport> runs;
+  parsed = EachObject(body, "runs", [&](const nlohmann::json& r) { runs.push_back(RunReportFromJson(r)); });
+  if (!parsed.ok()) return ApiResult::FromStatus(parsed);
+  auto node = NodeFromInventory(node_id, inventory, controller_.catalog());
   if (!node) return ApiResult::FromStatus(node.status());
   if (body.contains("cpus")) node->cpus = body.value("cpus", node->cpus);
   if (body.contains("memory_mib")) node->memory_mib = body.value("memory_mib", node->memory_mib);
   for (const auto& [k, v] : FieldOr(body, "labels", EmptyObject()).items()) {
     if (v.is_string()) node->labels[k] = v.get<std::string>();
   }
-  std::vector<RunReport> runs;
-  for (const auto& r : FieldOr(body, "runs", EmptyList())) runs.push_back(RunReportFromJson(r));
   Queue* queue = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -185,33 +150,56 @@ ApiResult AgentHub::Poll(const std::string& node_id, uint64_t session, uint64_t 
 }
 
 ApiResult AgentHub::Report(const nlohmann::json& body) {
-  if (Status s = CheckReport(body); !s.ok()) return ApiResult::FromStatus(s);
+  if (Status s = CheckTopLevel(body); !s.ok()) return ApiResult::FromStatus(s);
   std::string node_id = body.value("node_id", "");
   if (!Find(node_id)) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered", "node_id");
-  controller_.Heartbeat(node_id);
-  for (const auto& e : FieldOr(body, "events", EmptyList())) {
+  // Parsed whole first: a malformed element refuses the report, with nothing applied.
+  std::vector<std::function<void()>> apply;
+  Status parsed = EachObject(body, "events", [&](const nlohmann::json& e) {
     std::string type = e.value("type", "");
+    RunReport r = RunReportFromJson(e);
     if (type == "started") {
-      controller_.ReportStarted(e.value("job_id", ""), e.value("run", 0));
+      apply.push_back([this, r] { controller_.ReportStarted(r.job_id, r.run); });
     } else if (type == "exited") {
-      controller_.ReportExited(e.value("job_id", ""), e.value("run", 0), node_id, e.value("exit_code", -1),
-                               e.value("reason", ""), e.value("ended_ms", TimeMs{-1}));
+      apply.push_back([this, r, node_id] {
+        controller_.ReportExited(r.job_id, r.run, node_id, r.exit_code, r.reason, r.ended_ms);
+      });
     } else if (type == "mig") {
+      RequireObjects(e, "devices", "devices");
       std::vector<MigDeviceInfo> devices;
       for (const auto& m : FieldOr(e, "devices", EmptyList())) devices.push_back(MigDeviceFromJson(m));
-      controller_.ReportMig(node_id, e.value("gpu", -1), std::move(devices), e.value("job_id", ""),
-                            e.value("error", ""));
+      int gpu = e.value("gpu", -1);
+      std::string error = e.value("error", "");
+      apply.push_back(
+          [this, node_id, gpu, devices, r, error] { controller_.ReportMig(node_id, gpu, devices, r.job_id, error); });
     }
+  });
+  if (parsed.ok()) {
+    std::vector<std::pair<int, GpuSample>> samples;
+    parsed = EachObject(body, "telemetry", [&](const nlohmann::json& t) {
+      const nlohmann::json& sample = FieldOr(t, "sample", EmptyObject());
+      RequireObjects(sample, "procs", "sample.procs");
+      samples.emplace_back(t.value("gpu", 0), SampleFromWire(sample));
+    });
+    if (!samples.empty()) apply.push_back([this, node_id, samples] { controller_.ReportTelemetry(node_id, samples); });
   }
-  std::vector<std::pair<int, GpuSample>> samples;
-  for (const auto& t : FieldOr(body, "telemetry", EmptyList())) {
-    samples.emplace_back(t.value("gpu", 0), SampleFromWire(FieldOr(t, "sample", EmptyObject())));
+  if (parsed.ok()) {
+    parsed = EachObject(body, "health", [&](const nlohmann::json& h) {
+      int gpu = h.value("gpu", -1);
+      bool healthy = h.value("healthy", true);
+      std::string reason = h.value("reason", "");
+      apply.push_back([=, this] { controller_.ReportGpuHealth(node_id, gpu, healthy, reason); });
+    });
   }
-  if (!samples.empty()) controller_.ReportTelemetry(node_id, std::move(samples));
-  for (const auto& h : FieldOr(body, "health", EmptyList())) {
-    controller_.ReportGpuHealth(node_id, h.value("gpu", -1), h.value("healthy", true), h.value("reason", ""));
+  if (parsed.ok()) {
+    parsed = EachObject(body, "logs", [&](const nlohmann::json& l) {
+      LogChunk chunk{l.value("job_id", ""), l.value("stream", ""), l.value("data", ""), l.value("offset", int64_t{-1})};
+      apply.push_back([this, chunk] { AppendLog(chunk); });
+    });
   }
-  for (const auto& l : FieldOr(body, "logs", EmptyList())) AppendLog(l);
+  if (!parsed.ok()) return ApiResult::FromStatus(parsed);
+  controller_.Heartbeat(node_id);
+  for (const auto& step : apply) step();
   return {200, {{"ok", true}}};
 }
 
@@ -222,15 +210,16 @@ std::string AgentHub::LogPath(const std::string& job_id, const std::string& stre
 // Appends a chunk of a remote job's output at its offset. Bytes the server has already (a
 // resent report, a restarted agent reading from 0) are skipped; a chunk past the end
 // (bytes lost on the way) is not written.
-void AgentHub::AppendLog(const nlohmann::json& entry) {
-  std::string job_id = entry.value("job_id", ""), stream = entry.value("stream", "");
+void AgentHub::AppendLog(const LogChunk& chunk) {
+  const std::string& job_id = chunk.job_id;
+  const std::string& stream = chunk.stream;
   if (log_dir_.empty() || job_id.empty() || job_id.find_first_not_of("0123456789") != std::string::npos ||
       (stream != "stdout" && stream != "stderr")) {
     return;
   }
   std::string bytes;
-  if (!Base64Decode(entry.value("data", ""), &bytes)) return;
-  int64_t offset = entry.value("offset", int64_t{-1});
+  if (!Base64Decode(chunk.data, &bytes)) return;
+  int64_t offset = chunk.offset;
   std::lock_guard<std::mutex> lock(log_mu_);
   std::string path = LogPath(job_id, stream);
   std::error_code ec;

@@ -48,7 +48,12 @@ class AgentHub {
     bool closed = false;
   };
   Queue* Find(const std::string& node_id);
-  void AppendLog(const nlohmann::json& entry);
+  // A piece of a remote job's output, as a report carries it (data in base64).
+  struct LogChunk {
+    std::string job_id, stream, data;
+    int64_t offset = -1;
+  };
+  void AppendLog(const LogChunk& chunk);
 
   Controller& controller_;
   std::string log_dir_;

@@ -138,24 +138,26 @@ nlohmann::json InventoryToJson(const GpuInventory& inv) {
   return {{"provider", inv.provider}, {"driver_version", inv.driver_version}, {"gpus", gpus}};
 }
 
+GpuInfo GpuInfoFromJson(const nlohmann::json& g) {
+  GpuInfo info;
+  info.index = g.value("index", 0);
+  info.uuid = g.value("uuid", "");
+  info.name = g.value("name", "");
+  info.pci_bus_id = g.value("pci_bus_id", "");
+  info.memory_total_mib = g.value("memory_total_mib", int64_t{0});
+  info.mig_enabled = g.value("mig_enabled", false);
+  for (const auto& m : FieldOr(g, "mig", EmptyList())) info.mig_devices.push_back(MigDeviceFromJson(m));
+  for (const auto& peer : FieldOr(g, "nvlink_peers", EmptyList())) {
+    if (peer.is_number_integer()) info.nvlink_peers.push_back(peer.get<int>());
+  }
+  return info;
+}
+
 GpuInventory InventoryFromJson(const nlohmann::json& j) {
   GpuInventory inv;
   inv.provider = j.value("provider", "");
   inv.driver_version = j.value("driver_version", "");
-  for (const auto& g : FieldOr(j, "gpus", EmptyList())) {
-    GpuInfo info;
-    info.index = g.value("index", 0);
-    info.uuid = g.value("uuid", "");
-    info.name = g.value("name", "");
-    info.pci_bus_id = g.value("pci_bus_id", "");
-    info.memory_total_mib = g.value("memory_total_mib", int64_t{0});
-    info.mig_enabled = g.value("mig_enabled", false);
-    for (const auto& m : FieldOr(g, "mig", EmptyList())) info.mig_devices.push_back(MigDeviceFromJson(m));
-    for (const auto& peer : FieldOr(g, "nvlink_peers", EmptyList())) {
-      if (peer.is_number_integer()) info.nvlink_peers.push_back(peer.get<int>());
-    }
-    inv.gpus.push_back(std::move(info));
-  }
+  for (const auto& g : FieldOr(j, "gpus", EmptyList())) inv.gpus.push_back(GpuInfoFromJson(g));
   return inv;
 }
 

@@ -31,6 +31,7 @@ RunReport RunReportFromJson(const nlohmann::json& j);
 nlohmann::json MigDeviceToJson(const MigDeviceInfo& m);
 MigDeviceInfo MigDeviceFromJson(const nlohmann::json& m);
 nlohmann::json InventoryToJson(const GpuInventory& inv);
+GpuInfo GpuInfoFromJson(const nlohmann::json& g);
 GpuInventory InventoryFromJson(const nlohmann::json& j);
 
 nlohmann::json SampleToWire(const GpuSample& s);

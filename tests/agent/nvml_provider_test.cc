@@ -264,8 +264,13 @@ TEST(DcgmProvider, ANewXidSeenByDcgmIsAnEventWhenTheBaseHasNone) {
     g.name = "H100-80GB";
     inv.gpus.push_back(g);
   }
+  // A base provider without XID events of its own (as nvidia-smi).
+  struct Eventless : FakeGpuProvider {
+    using FakeGpuProvider::FakeGpuProvider;
+    bool DeliversXidEvents() const override { return false; }
+  };
   std::string why;
-  auto provider = WithDcgm(std::make_unique<FakeGpuProvider>(inv), &why, STUB_DCGM);
+  auto provider = WithDcgm(std::make_unique<Eventless>(inv), &why, STUB_DCGM);
   ASSERT_EQ(provider->name(), "fake+dcgm") << why;
   EXPECT_EQ((*provider->Sample())[1].last_xid, 13);  // the last XID as DCGM keeps it (a gauge)
   EXPECT_TRUE(provider->Events(0).empty());          // but not news
@@ -275,6 +280,13 @@ TEST(DcgmProvider, ANewXidSeenByDcgmIsAnEventWhenTheBaseHasNone) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].uuid, "GPU-stub-0001");
   EXPECT_EQ(events[0].xid, 79);
+  // Over a base that reports XIDs itself (NVML with events, the fake), DCGM adds none: no
+  // XID is reported twice.
+  auto over_fake = WithDcgm(std::make_unique<FakeGpuProvider>(inv), &why, STUB_DCGM);
+  over_fake->Sample();
+  set_xid(1, 48, 3000);
+  over_fake->Sample();
+  EXPECT_TRUE(over_fake->Events(0).empty());
   dlclose(lib);
 }
 
