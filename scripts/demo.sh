@@ -10,9 +10,18 @@ g=./build/gantry
 data=build/demo-data
 rm -rf "$data" "$data.ready"
 mkdir -p "$data"
+# The demo's two teams run their jobs as you (root only because you are: a cluster names an
+# unprivileged unix_account per team and leaves allow_root off; see docs/SECURITY.md).
+cp -r examples/demo-config "$data/config"
+me=$(id -un); root=false; [ "$(id -u)" -eq 0 ] && root=true
+cat > "$data/config/users.yaml" <<EOF
+teams:
+  vision: {unix_account: $me, allow_root: $root, priorities: [high, medium, low]}
+  nlp: {unix_account: $me, allow_root: $root, priorities: [high, medium, low]}
+EOF
 echo "== gantry server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4,1x1xH100-80GB:mig"
 $g server --standalone --fake-gpus 2x4xA100-80GB,1x4xT4,1x1xH100-80GB:mig --data-dir "$data" --listen 127.0.0.1:0 \
-  --config examples/demo-config \
+  --config "$data/config" \
   --ready-file "$data.ready" > "$data/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@
 
 #include "agent/cgroups.h"
 #include "agent/fake_provider.h"
+#include "agent/log_window.h"
 #include "agent/process.h"
+#include "core/read_file.h"
 #include "server/job_record.h"
 
 namespace gantry {
@@ -78,6 +81,39 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
   return env;
 }
 
+Expected<LocalAgent::Account> LocalAgent::JobAccount(const StartOrder& o) const {
+  if (geteuid() != 0) return Account{};  // an unprivileged agent runs everything as itself
+  const JobSpec& spec = *o.spec;
+  struct passwd* pw = nullptr;
+  if (options_.run_as == RunAs::kAgent) {
+    pw = getpwuid(0);
+  } else {
+    pw = getpwnam(spec.user.c_str());
+    if (!pw && !o.unix_account.empty()) {
+      pw = getpwnam(o.unix_account.c_str());
+      if (!pw) {
+        return Status::Precondition("unix_account", fmt::format("no Unix user '{}' (team {}'s unix_account) on node {}",
+                                                                o.unix_account, spec.team, o.node_id));
+      }
+    }
+    if (!pw) {
+      return Status::Precondition(
+          "user", fmt::format("no Unix user '{}' on node {}, and team {} names no unix_account for such users "
+                              "(users.yaml teams.{}.unix_account)",
+                              spec.user, o.node_id, spec.team, spec.team));
+    }
+  }
+  if (pw->pw_uid == 0) {
+    if (!o.allow_root) {
+      return Status::Denied(
+          "user", fmt::format("refused to run as root: team {} may not (users.yaml teams.{}.allow_root)", spec.team,
+                              spec.team));
+    }
+    return Account{};  // root, as the agent itself
+  }
+  return Account{pw->pw_name, pw->pw_uid, pw->pw_gid};
+}
+
 bool ParseRunAs(const std::string& text, RunAs* out) {
   if (text == "auto")
     *out = RunAs::kAuto;
@@ -99,8 +135,7 @@ std::vector<RunReport> LocalAgent::Recover() {
     for (const auto& file : fs::directory_iterator(dir.path(), ec)) {
       std::string name = file.path().filename().string();
       if (name.rfind("run-", 0) != 0 || file.path().extension() != ".json") continue;
-      std::ifstream in(file.path());
-      nlohmann::json rec = nlohmann::json::parse(in, nullptr, false);
+      nlohmann::json rec = nlohmann::json::parse(ReadFileNoThrow(file.path()).value_or(""), nullptr, false);
       if (rec.is_discarded()) continue;
       Run r;
       r.job_id = rec.value("job_id", "");
@@ -248,10 +283,27 @@ void LocalAgent::DoStart(StartOrder o) {
     reports_.started(o.job_id, o.run);
     return;
   }
+  auto account = JobAccount(o);
+  if (!account) {
+    reports_.exited(o.job_id, o.run, o.node_id, 126, account.status().message(), WallMs());
+    return;
+  }
+  // The job's directory is the agent's (logs, run records, exit files: nothing the job can
+  // replace with a link); its working and checkpoint directories are the job user's, 0700.
   std::string dir = JobDir(o.job_id);
   std::string checkpoint = dir + "/checkpoint";
+  std::string work = dir + "/work";
   std::error_code ec;
-  fs::create_directories(checkpoint, ec);
+  for (const std::string& d : {options_.state_dir + "/jobs", dir, work, checkpoint}) {
+    fs::create_directories(d, ec);
+    ::chmod(d.c_str(), d == work || d == checkpoint ? 0700 : 0711);
+  }
+  for (const std::string& d : {work, checkpoint}) {
+    if (!account->user.empty() && chown(d.c_str(), account->uid, account->gid) != 0) {
+      reports_.exited(o.job_id, o.run, o.node_id, 126, fmt::format("cannot give {} to {}", d, account->user), WallMs());
+      return;
+    }
+  }
   Run r;
   r.job_id = o.job_id;
   r.run = o.run;
@@ -263,22 +315,6 @@ void LocalAgent::DoStart(StartOrder o) {
   fs::remove(r.checkpoint_done, ec);
   fs::remove(r.exit_file, ec);
   const JobSpec& spec = *o.spec;
-  std::string user;
-  if (geteuid() == 0 && options_.run_as != RunAs::kAgent) {
-    struct passwd* pw = getpwnam(spec.user.c_str());
-    if (pw && pw->pw_uid != 0) {
-      user = spec.user;
-      // The job's own directory and checkpoints are the user's; logs stay the agent's.
-      for (const std::string& d : {dir, checkpoint}) {
-        if (chown(d.c_str(), pw->pw_uid, pw->pw_gid) != 0) user.clear();
-      }
-    } else if (!pw && options_.run_as == RunAs::kUser) {
-      reports_.exited(o.job_id, o.run, o.node_id, 126,
-                      fmt::format("no Unix user '{}' on node {} (jobs run as their users)", spec.user, o.node_id),
-                      WallMs());
-      return;
-    }
-  }
   std::vector<std::string> mps_gpus;
   std::map<std::string, std::string> mps_env;
   if (o.sharing == SharingMode::kMps && mps_) {
@@ -307,10 +343,10 @@ void LocalAgent::DoStart(StartOrder o) {
       r.cgroup = name;
       req.cgroup_procs = *procs;
     }
-    req.user = user;
+    req.user = account->user;
     req.shim = options_.shim;
     req.command = spec.command;
-    req.working_dir = spec.working_dir.empty() ? dir : spec.working_dir;
+    req.working_dir = spec.working_dir.empty() ? work : spec.working_dir;
     req.env = JobEnvironment(o, checkpoint);
     req.env.insert(mps_env.begin(), mps_env.end());
     req.stdout_path = dir + "/stdout.log";
@@ -377,8 +413,20 @@ void LocalAgent::CheckHostMemory() {
   }
 }
 
+void LocalAgent::TrimLogs() {
+  int64_t now = WallMs();
+  if (now - logs_trimmed_ms_ < 1000) return;
+  logs_trimmed_ms_ = now;
+  for (const auto& [key, r] : runs_) {
+    if (r.pid <= 0) continue;
+    for (const char* stream : {"/stdout.log", "/stderr.log"})
+      TrimLog(JobDir(r.job_id) + stream, options_.max_log_bytes);
+  }
+}
+
 void LocalAgent::Poll() {
   CheckHostMemory();
+  TrimLogs();
   int64_t now = WallMs();
   std::vector<std::pair<std::string, int>> ended;
   for (auto& [key, r] : runs_) {
@@ -454,8 +502,8 @@ std::string LocalAgent::JobOfPid(int pid) {
   std::lock_guard<std::mutex> lock(sessions_mu_);
   auto it = sessions_.find(pid);
   if (it != sessions_.end()) return it->second;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // The process may exit while it is read: then it belongs to no job.
+  std::string stat = ReadFileNoThrow("/proc/" + std::to_string(pid) + "/stat").value_or("");
   size_t close = stat.rfind(')');
   if (close == std::string::npos) return "";
   std::istringstream rest(stat.substr(close + 2));

@@ -24,10 +24,12 @@ namespace gantry {
 class FakeGpuProvider;
 class JobCgroups;
 
-// Whose Unix account a job runs under, when the agent runs as root.
-//   auto:  the submitting user's where that user exists on the node, else the agent's
-//   user:  the submitting user's; a job of a user unknown to the node fails (exit 126)
-//   agent: always the agent's own
+// Whose Unix account a job runs under, when the agent runs as root (an unprivileged agent
+// runs every job as itself):
+//   user (or auto): the submitting user's; else the team's unix_account; else the job
+//          fails (exit 126) saying so
+//   agent: the agent's own (root)
+// Either way a job runs as root (uid 0) only when its team's policy allows it.
 enum class RunAs : uint8_t { kAuto, kUser, kAgent };
 bool ParseRunAs(const std::string& text, RunAs* out);
 
@@ -40,8 +42,9 @@ struct LocalAgentOptions {
   // The MPS control command. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
   // daemons on fake ones (their jobs get the MPS limits in their environment only).
   std::string mps_control;
-  GpuProvider* gpus = nullptr;    // makes MIG instances (fake_gpus when null)
-  JobCgroups* cgroups = nullptr;  // each job in its own cgroup; null: host memory watched from /proc
+  GpuProvider* gpus = nullptr;       // makes MIG instances (fake_gpus when null)
+  JobCgroups* cgroups = nullptr;     // each job in its own cgroup; null: host memory watched from /proc
+  int64_t max_log_bytes = 64 << 20;  // each job log keeps its newest part up to this (0: no cap)
 };
 
 // Where the agent's reports go (the controller).
@@ -96,6 +99,13 @@ class LocalAgent : public AgentLink {
     std::string stop_reason;
     std::vector<AssignedGpu> gpus;
   };
+  // The account a job runs under (empty user: the agent's own), or why it may not run.
+  struct Account {
+    std::string user;
+    uid_t uid = 0;
+    gid_t gid = 0;
+  };
+  Expected<Account> JobAccount(const StartOrder& o) const;
   void Loop();
   void DoStart(StartOrder order);
   // Makes the order's MIG changes and names the MIG device of each MIG share; false (the
@@ -106,6 +116,9 @@ class LocalAgent : public AgentLink {
   // Kills jobs whose processes hold more host memory than they asked for (once a second).
   void CheckHostMemory();
   int64_t memory_checked_ms_ = 0;
+  // Cuts job logs over their cap (once a second).
+  void TrimLogs();
+  int64_t logs_trimmed_ms_ = 0;
   void Exited(const std::string& key, int code, std::string reason);
   void UpdateFakeLoad();
   static std::string Key(const std::string& job_id, int run, const std::string& node) {

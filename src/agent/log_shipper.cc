@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/log_window.h"
+
 namespace gantry {
 
 namespace {
@@ -49,18 +51,17 @@ nlohmann::json LogShipper::Collect(size_t budget) {
     bool all_sent = true;
     for (const char* stream : kStreams) {
       std::string path = job_dir_(it->first) + "/" + stream + ".log";
-      int64_t size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-      if (ec) continue;
+      if (!std::filesystem::exists(path, ec)) continue;
+      // Logical offsets: a log cut at its cap goes on from the oldest byte it still has.
+      int64_t size = LogLogicalSize(path);
       int64_t from = it->second.sent[stream];
       if (size <= from) continue;
       all_sent = false;
       if (budget == 0) continue;
       size_t n = std::min<size_t>(budget, static_cast<size_t>(size - from));
-      std::string chunk(n, '\0');
-      std::ifstream in(path, std::ios::binary);
-      in.seekg(from);
-      in.read(chunk.data(), static_cast<std::streamsize>(n));
-      chunk.resize(static_cast<size_t>(in.gcount()));
+      int64_t next = from;
+      std::string chunk = ReadLog(path, from, n, &next);
+      from = next - static_cast<int64_t>(chunk.size());
       budget -= chunk.size();
       out.push_back({{"job_id", it->first},
                      {"stream", stream},

@@ -5,50 +5,92 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/read_file.h"
+
 extern char** environ;
 
 namespace gantry {
 
-Expected<pid_t> SpawnJob(const SpawnRequest& req) {
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr int kShimEnvFd = 3;
+
+// The job's environment as NUL-separated K=V, in a memory file the shim reads on fd 3.
+int JobEnvironmentFile(const SpawnRequest& req) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (eq == std::string::npos) continue;
+    std::string key = kv.substr(0, eq);
+    // Another account gets none of the agent's variables but the locale and time zone.
+    if (req.user.empty() || key == "LANG" || key == "LC_ALL" || key == "TZ") env[key] = kv.substr(eq + 1);
   }
+  if (!req.user.empty()) env["PATH"] = kDefaultPath;
   for (const auto& [k, v] : req.env) env[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::string block;
+  for (const auto& [k, v] : env) block += k + "=" + v + '\0';
+  int fd = memfd_create("gantry-job-env", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t done = 0;
+  while (done < block.size()) {
+    ssize_t n = ::write(fd, block.data() + done, block.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return -1;
+    }
+    done += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  return fd;
+}
+
+}  // namespace
+
+Expected<pid_t> SpawnJob(const SpawnRequest& req) {
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  // The shim itself (root on a root agent) gets a bare environment: nothing of the job's.
+  std::vector<std::string> env_strings = {std::string("PATH=") + kDefaultPath};
+  for (const char* keep : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    if (const char* v = std::getenv(keep)) env_strings.push_back(std::string(keep) + "=" + v);
+  }
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = {req.shim, "job-shim", "--exit-file", req.exit_file};
   if (!req.user.empty()) args.insert(args.end(), {"--user", req.user});
-  args.insert(args.end(), {"--", "/bin/sh", "-c", req.command});
+  args.insert(args.end(), {"--env-fd", std::to_string(kShimEnvFd), "--", "/bin/sh", "-c", req.command});
+  int env_fd = JobEnvironmentFile(req);
+  if (env_fd < 0) return Status::Internal(std::string("cannot pass the job's environment: ") + std::strerror(errno));
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string chdir_error = "gantry: cannot enter the working directory " + req.working_dir + "\n";
   std::string cgroup_error = "gantry: cannot join the job's cgroup " + req.cgroup_procs + "\n";
 
-  int out = open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  int err = open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  // Logs are the agent's (0600, never through a link): the job writes them through the
+  // descriptors it inherits, and people read them through the API.
+  int out = open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int err = open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (out < 0 || err < 0 || devnull < 0) {
     std::string why = std::strerror(errno);
-    for (int fd : {out, err, devnull}) {
+    for (int fd : {out, err, devnull, env_fd}) {
       if (fd >= 0) close(fd);
     }
     return Status::Internal("cannot open job logs: " + why);
@@ -57,12 +99,12 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   // session and process group, so a stop sent at once reaches the whole group.
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) {
-    for (int fd : {out, err, devnull}) close(fd);
+    for (int fd : {out, err, devnull, env_fd}) close(fd);
     return Status::Internal(std::string("pipe: ") + std::strerror(errno));
   }
   pid_t pid = fork();
   if (pid < 0) {
-    for (int fd : {out, err, devnull, ready[0], ready[1]}) close(fd);
+    for (int fd : {out, err, devnull, env_fd, ready[0], ready[1]}) close(fd);
     return Status::Internal(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
@@ -71,6 +113,12 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     dup2(devnull, 0);
     dup2(out, 1);
     dup2(err, 2);
+    // fd 3 (open across the exec) carries the job's environment to the shim.
+    if (env_fd == kShimEnvFd) {
+      fcntl(env_fd, F_SETFD, 0);
+    } else if (dup2(env_fd, kShimEnvFd) < 0) {
+      _exit(127);
+    }
     if (chdir(req.working_dir.c_str()) != 0) {
       ssize_t ignored = write(2, chdir_error.data(), chdir_error.size());
       (void)ignored;
@@ -92,7 +140,7 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
-  for (int fd : {out, err, devnull, ready[1]}) close(fd);
+  for (int fd : {out, err, devnull, env_fd, ready[1]}) close(fd);
   char byte;
   while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
   }
@@ -127,8 +175,54 @@ int WriteExitFile(const std::string& exit_file, int code) {
 
 }  // namespace
 
-int RunJobShim(const std::string& exit_file, const std::string& user, const std::vector<std::string>& argv) {
+namespace {
+
+// Reads NUL-separated K=V from `fd` (closed afterwards).
+std::vector<std::string> ReadEnvironmentBlock(int fd) {
+  std::vector<std::string> vars;
+  if (fd < 0) return vars;
+  std::string block, chunk(65536, '\0');
+  for (;;) {
+    ssize_t n = read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    block.append(chunk, 0, static_cast<size_t>(n));
+  }
+  close(fd);
+  size_t start = 0;
+  for (size_t end; (end = block.find('\0', start)) != std::string::npos; start = end + 1) {
+    if (end > start) vars.push_back(block.substr(start, end - start));
+  }
+  return vars;
+}
+
+}  // namespace
+
+int JobShimMain(int argc, char** argv) {
+  if (argc < 5 || std::strcmp(argv[1], "job-shim") != 0) return -1;
+  std::string exit_file, user;
+  int env_fd = -1;
+  int i = 2;
+  for (; i + 1 < argc && std::strcmp(argv[i], "--") != 0; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--exit-file") {
+      exit_file = argv[i + 1];
+    } else if (flag == "--user") {
+      user = argv[i + 1];
+    } else if (flag == "--env-fd") {
+      env_fd = std::atoi(argv[i + 1]);
+    } else {
+      return -1;
+    }
+  }
+  if (exit_file.empty() || i >= argc || std::strcmp(argv[i], "--") != 0) return -1;
+  return RunJobShim(exit_file, user, env_fd, std::vector<std::string>(argv + i + 1, argv + argc));
+}
+
+int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd,
+               const std::vector<std::string>& argv) {
   if (argv.empty()) return 2;
+  std::vector<std::string> job_env = ReadEnvironmentBlock(env_fd);
   // The account is looked up before the fork; the child only switches to it.
   struct passwd* pw = nullptr;
   std::string home;
@@ -169,10 +263,18 @@ int RunJobShim(const std::string& exit_file, const std::string& user, const std:
         std::fprintf(stderr, "gantry: cannot run as %s: %s\n", user.c_str(), std::strerror(errno));
         _exit(126);
       }
+    }
+    // Only now, as the job's user, the job's environment.
+    if (env_fd >= 0) {
+      clearenv();
+      for (const std::string& kv : job_env) putenv(const_cast<char*>(kv.c_str()));
+    }
+    if (!user.empty()) {
       setenv("HOME", home.c_str(), 1);
       setenv("USER", user.c_str(), 1);
       setenv("LOGNAME", user.c_str(), 1);
     }
+    umask(077);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -198,10 +300,11 @@ TimeMs FileMtimeMs(const std::string& path) {
 }
 
 int ReadExitFile(const std::string& path) {
-  std::ifstream f(path);
+  auto text = ReadFileNoThrow(path, 64);
+  if (!text || text->empty()) return -1;
   int code = -1;
-  if (!(f >> code)) return -1;
-  return code;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), code);
+  return ec == std::errc() && end != text->data() ? code : -1;
 }
 
 sigset_t BlockStopSignals() {
@@ -221,8 +324,8 @@ int64_t SessionRssMib(pid_t session) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream f(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // The process may exit between the listing and the read: then it holds no memory.
+    std::string stat = ReadFileNoThrow(entry.path() / "stat").value_or("");
     size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     // After the command: state ppid pgrp session ... rss is the 22nd field after it.
@@ -240,11 +343,8 @@ int64_t SessionRssMib(pid_t session) {
 
 bool IsLiveShim(pid_t pid) {
   if (pid <= 0 || kill(pid, 0) != 0) return false;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-  std::stringstream buf;
-  buf << f.rdbuf();
-  std::string cmdline = buf.str();
-  // A zombie has an empty cmdline: it has ended.
+  // A zombie has an empty cmdline, and one that exits while read has none: it has ended.
+  std::string cmdline = ReadFileNoThrow("/proc/" + std::to_string(pid) + "/cmdline").value_or("");
   return cmdline.find("job-shim") != std::string::npos;
 }
 

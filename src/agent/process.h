@@ -17,15 +17,17 @@
 namespace gantry {
 
 struct SpawnRequest {
-  std::string shim;                        // path of the gantry binary
-  std::string command;                     // run by /bin/sh -c
-  std::string working_dir;                 // must exist
-  std::map<std::string, std::string> env;  // added to (and overriding) the agent's environment
-  std::string stdout_path;                 // appended
-  std::string stderr_path;                 // appended
-  std::string exit_file;                   // the shim writes the exit status here
-  std::string user;                        // run the command as this Unix user (the agent is root)
-  std::string cgroup_procs;                // the job's cgroup.procs: the shim joins it before exec
+  std::string shim;         // path of the gantry binary
+  std::string command;      // run by /bin/sh -c
+  std::string working_dir;  // must exist
+  // The job's variables. With `user` (another account) the job starts from a clean
+  // environment (PATH, LANG, TZ) plus these; else from the agent's own plus these.
+  std::map<std::string, std::string> env;
+  std::string stdout_path;   // appended
+  std::string stderr_path;   // appended
+  std::string exit_file;     // the shim writes the exit status here
+  std::string user;          // run the command as this Unix user (the agent is root)
+  std::string cgroup_procs;  // the job's cgroup.procs: the shim joins it before exec
 };
 
 // Starts the shim (which starts the command); returns the shim's pid, which is also the
@@ -34,9 +36,15 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req);
 
 // The shim's main: runs argv (after "--") as a child, ignores SIGTERM/SIGINT/SIGHUP itself,
 // waits, writes the exit status (the code, or 128 + signal) atomically to `exit_file`.
-// With `user`, the command runs as that Unix user (its groups, HOME, USER, LOGNAME); the
-// shim itself stays root to write the exit file.
-int RunJobShim(const std::string& exit_file, const std::string& user, const std::vector<std::string>& argv);
+// The shim runs with a bare environment; the job's comes on `env_fd` (NUL-separated
+// K=V) and is applied in the child only after it switched to `user` (its groups, HOME,
+// USER, LOGNAME), so no variable of the job acts on a root process. The shim itself stays
+// root to write the exit file. The child's umask is 077: a job's files are its own.
+int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd, const std::vector<std::string>& argv);
+
+// `gantry job-shim --exit-file F [--user NAME] [--env-fd N] -- ARGV...`: the shim's exit
+// code, or -1 when argv is not a shim invocation.
+int JobShimMain(int argc, char** argv);
 
 // Reads an exit file: the status, or -1 when it is not there (yet).
 int ReadExitFile(const std::string& path);

@@ -160,7 +160,8 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   LocalAgent* runner_ptr = nullptr;
   LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
   LocalAgent runner(
-      LocalAgentOptions{data_dir, shim, 50, fake, run_as, "", provider.get(), cgroups.get()},
+      LocalAgentOptions{data_dir, shim, 50, fake, run_as, "", provider.get(), cgroups.get(),
+                        static_cast<int64_t>(o.max_log_mb * 1024 * 1024)},
       AgentReports{
           [&](const std::string& id, int run) {
             logs.Track(id);
@@ -197,9 +198,14 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   reporter.set_bearer_token_auth(token);
   reporter.set_tcp_nodelay(true);
   reporter.set_keep_alive(true);
+  if (!o.ca_cert.empty()) {
+    http.set_ca_cert_path(o.ca_cert.c_str());
+    reporter.set_ca_cert_path(o.ca_cert.c_str());
+  }
 
   std::atomic<bool> stop{false};
-  uint64_t session = 0, acked = 0;  // the poller's
+  std::string session;  // the poller's
+  uint64_t acked = 0;
   auto register_node = [&](const std::vector<RunReport>& runs) {
     if (auto now = provider->Inventory()) inventory = *now;  // MIG instances may have changed
     nlohmann::json body = {{"node_id", node_id}, {"inventory", InventoryToJson(inventory)}};
@@ -211,7 +217,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       auto r = http.Post("/v1/agent/register", body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
       if (r && r->status == 200) {
         nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
-        session = answer.value("session", uint64_t{0});
+        session = answer.value("session", "");
         acked = answer.value("ack", uint64_t{0});
         return true;
       }

@@ -15,6 +15,7 @@ struct AgentOptions {
   std::string token;
   std::string token_file;
   std::string node_id;               // default: the host name
+  std::string ca_cert;               // PEM CA for an https:// server (else the system's CAs)
   std::string data_dir;              // job logs, checkpoints and run records
   std::string config_dir;            // gpu_types.yaml, health.yaml
   std::string fake_gpus;             // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
@@ -22,6 +23,7 @@ struct AgentOptions {
   std::string job_cgroups = "auto";  // auto, required or off (see JobCgroups::ForMode)
   std::string run_jobs_as = "auto";  // auto, user or agent (see RunAs)
   int poll_wait_s = 20;
+  double max_log_mb = 64;  // each job log keeps its newest part up to this
   double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "billing/report.h"
 #include "core/html_util.h"
@@ -11,8 +12,11 @@ namespace gantry {
 
 namespace {
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+// A text cell: quoted when it holds a separator, and never read as a formula by a
+// spreadsheet (a leading = + - @ TAB or CR gets a ' in front, as OWASP advises).
+std::string CsvField(std::string s) {
+  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s.insert(0, "'");
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";

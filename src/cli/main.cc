@@ -15,18 +15,7 @@
 
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
-  // job-shim --exit-file F [--user NAME] -- ARGV...
-  if (argc >= 5 && std::strcmp(argv[1], "job-shim") == 0 && std::strcmp(argv[2], "--exit-file") == 0) {
-    int rest = 4;
-    std::string user;
-    if (argc >= 7 && std::strcmp(argv[4], "--user") == 0) {
-      user = argv[5];
-      rest = 6;
-    }
-    if (std::strcmp(argv[rest], "--") == 0) {
-      return gantry::RunJobShim(argv[3], user, std::vector<std::string>(argv + rest + 1, argv + argc));
-    }
-  }
+  if (int shim = gantry::JobShimMain(argc, argv); shim >= 0) return shim;
   CLI::App app{"Gantry: a GPU cluster manager for ML teams"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gantry 0.1.0");
@@ -87,8 +76,8 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
       ->check(CLI::Range(0.5, 86400.0));
   const char* run_as_help =
-      "When root, run jobs as: auto (the submitting user where the node has that user), "
-      "user (always; unknown users fail), agent (this process's user)";
+      "When root, run jobs as: user or auto (the submitting user, else the team's unix_account, else "
+      "the job fails), agent (root itself); root only for teams with allow_root";
   server_cmd->add_option("--run-jobs-as", server.run_jobs_as, run_as_help)
       ->check(CLI::IsMember({"auto", "user", "agent"}));
   const char* cgroups_help =
@@ -96,6 +85,19 @@ int main(int argc, char** argv) {
       "allows it), required, off";
   server_cmd->add_option("--job-cgroups", server.job_cgroups, cgroups_help)
       ->check(CLI::IsMember({"auto", "required", "off"}));
+  server_cmd->add_option("--tls-cert", server.tls_cert, "PEM certificate chain: serve HTTPS (with --tls-key)")
+      ->check(CLI::ExistingFile);
+  server_cmd->add_option("--tls-key", server.tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  server_cmd->add_option("--http-workers", server.http_threads, "Threads that parse requests and run handlers")
+      ->check(CLI::Range(1, 1024));
+  server_cmd->add_option("--max-connections", server.max_connections, "Open connections at most")
+      ->check(CLI::Range(1, 1000000));
+  server_cmd
+      ->add_option("--max-connections-per-client", server.max_connections_per_client,
+                   "Open connections from one client address at most")
+      ->check(CLI::Range(1, 1000000));
+  server_cmd->add_option("--max-log-mb", server.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
+      ->check(CLI::Range(0.01, 1e6));
   bool metrics_auth = false;
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;
@@ -107,6 +109,8 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--token", agent.token, "An agent token (gantry token --role agent)");
   agent_cmd->add_option("--token-file", agent.token_file, "File holding the token");
   agent_cmd->add_option("--node-id", agent.node_id, "Node name (default: the host name)");
+  agent_cmd->add_option("--ca-cert", agent.ca_cert, "PEM CA certificate that signed the server's (https://)")
+      ->check(CLI::ExistingFile);
   agent_cmd->add_option("--data-dir", agent.data_dir, "Job logs, checkpoints and run records")->required();
   agent_cmd->add_option("--run-jobs-as", agent.run_jobs_as, run_as_help)
       ->check(CLI::IsMember({"auto", "user", "agent"}));
@@ -114,6 +118,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "required", "off"}));
   agent_cmd->add_option("--config", agent.config_dir, "Config directory (gpu_types.yaml, health.yaml)");
   agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
+  agent_cmd->add_option("--max-log-mb", agent.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
+      ->check(CLI::Range(0.01, 1e6));
   agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")
       ->check(CLI::Range(0.1, 600.0));
 

@@ -43,6 +43,7 @@ Status ResolveClientConfig(ClientConfig& c) {
       from_file.token = r.Optional<std::string>("token", "");
       from_file.token_file = r.Optional<std::string>("token_file", "");
       from_file.profiles = r.Optional<std::string>("profiles", "");
+      from_file.ca_cert = r.Optional<std::string>("ca_cert", "");
       if (Status s = r.Finish(); !s.ok()) return s;
     } catch (const YAML::Exception& e) {
       return Status::Invalid(file, e.what());
@@ -58,6 +59,7 @@ Status ResolveClientConfig(ClientConfig& c) {
   pick(c.token, {Env("GANTRY_TOKEN"), c.token_file.empty() ? "" : FirstLine(c.token_file), from_file.token,
                  FirstLine(DefaultDataDir() + "/admin.token")});
   pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
+  pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
   if (c.server.find("://") == std::string::npos) c.server = "http://" + c.server;
   return Status::Ok();
 }
@@ -69,6 +71,7 @@ ApiClient::ApiClient(const ClientConfig& config)
   http_->set_connection_timeout(5);
   http_->set_read_timeout(60);
   if (!config.token.empty()) http_->set_bearer_token_auth(config.token);
+  if (!config.ca_cert.empty()) http_->set_ca_cert_path(config.ca_cert.c_str());
 }
 
 ApiClient::~ApiClient() = default;

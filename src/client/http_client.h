@@ -21,6 +21,7 @@ struct ClientConfig {
   std::string token;
   std::string token_file;
   std::string profiles;  // job profiles YAML
+  std::string ca_cert;   // PEM CA for an https:// server (GANTRY_CA_CERT); else the system's CAs
 };
 
 // Fills what the flags left empty from the environment, the config file and defaults

@@ -120,19 +120,55 @@ bool IsEnvName(const std::string& name) {
   return true;
 }
 
+// Variables the dynamic loader or libc act on before the program runs, and those Gantry
+// sets itself (GPU assignment, MPS daemon, job identity): a job may not set them.
+std::string ReservedEnvReason(const std::string& name) {
+  static const char* const kLoader[] = {"GCONV_PATH",       "GETCONF_DIR",  "HOSTALIASES", "LOCALDOMAIN",
+                                        "LOCPATH",          "MALLOC_TRACE", "NIS_PATH",    "NLSPATH",
+                                        "RESOLV_HOST_CONF", "RES_OPTIONS"};
+  if (name.rfind("LD_", 0) == 0) return "is a dynamic loader variable; jobs may not set LD_* variables";
+  for (const char* v : kLoader) {
+    if (name == v) return "is a variable libc acts on before the job runs; jobs may not set it";
+  }
+  if (name.rfind("GANTRY_", 0) == 0 || name.rfind("CUDA_MPS_", 0) == 0 || name == "CUDA_VISIBLE_DEVICES" ||
+      name == "NVIDIA_VISIBLE_DEVICES") {
+    return "is set by Gantry for each run";
+  }
+  return "";
+}
+
+// Control characters (C0, DEL) would reach terminals and logs as they are.
+bool HasControlChar(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// User, team and project names: letters, digits and . _ - @, starting with a letter or
+// digit; no spaces, quotes or shell syntax.
+bool IsPlainName(const std::string& s) {
+  if (s.empty() || !std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '@';
+  });
+}
+
 // The fields the agent uses to run the job: sizes bounded, names well formed.
 Status ValidateRunFields(const JobSpec& spec) {
   constexpr size_t kMaxCommand = 64 * 1024;
   if (spec.name.size() > 256) return Status::Invalid("name", "longer than 256 characters");
+  if (HasControlChar(spec.name)) return Status::Invalid("name", "contains a control character");
   if (spec.command.size() > kMaxCommand) return Status::Invalid("command", "longer than 64 KiB");
   if (spec.command.find('\0') != std::string::npos) return Status::Invalid("command", "contains a NUL byte");
   if (!spec.working_dir.empty() && spec.working_dir[0] != '/') {
     return Status::Invalid("working_dir", "must be an absolute path");
   }
+  if (spec.working_dir.size() > 4096) return Status::Invalid("working_dir", "longer than 4096 characters");
+  if (HasControlChar(spec.working_dir)) return Status::Invalid("working_dir", "contains a control character");
   if (spec.env.size() > 256) return Status::Invalid("env", "more than 256 variables");
   for (const auto& [k, v] : spec.env) {
-    if (!IsEnvName(k)) return Status::Invalid("env", fmt::format("'{}' is not a variable name", k));
-    if (v.size() > 32 * 1024) return Status::Invalid("env", fmt::format("value of {} longer than 32 KiB", k));
+    if (!IsEnvName(k) || k.size() > 256) return Status::Invalid("env", fmt::format("'{}' is not a variable name", k));
+    if (std::string why = ReservedEnvReason(k); !why.empty()) return Status::Invalid("env." + k, why);
+    if (v.size() > 32 * 1024) return Status::Invalid("env." + k, "longer than 32 KiB");
+    if (v.find('\0') != std::string::npos) return Status::Invalid("env." + k, "contains a NUL byte");
   }
   if (spec.max_retries < 0 || spec.max_retries > 100) return Status::Invalid("max_retries", "must be within 0..100");
   if (spec.retries_on_failure < 0 || spec.retries_on_failure > 100) {
@@ -145,6 +181,9 @@ Status ValidateRunFields(const JobSpec& spec) {
       {"id", &spec.id}, {"user", &spec.user}, {"team", &spec.team}, {"project", &spec.project}};
   for (const auto& [field, value] : names) {
     if (value->size() > 128) return Status::Invalid(field, "longer than 128 characters");
+    if (!value->empty() && !IsPlainName(*value)) {
+      return Status::Invalid(field, "must be letters, digits and . _ - @, starting with a letter or digit");
+    }
   }
   return Status::Ok();
 }
@@ -166,9 +205,9 @@ Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const Scheduler
       return Status::Invalid("gpu_types", fmt::format("unknown GPU type '{}' (known: {})", name, catalog.Names()));
     }
   }
-  if (r.gpu_memory_mib < 0) return Status::Invalid("gpu_memory", "must be >= 0");
+  if (r.gpu_memory_mib < 0) return Status::Invalid("gpu_memory_gb", "must be >= 0");
   if (r.cpus < 0) return Status::Invalid("cpus", fmt::format("must be >= 0, got {}", r.cpus));
-  if (r.memory_mib < 0) return Status::Invalid("memory", "must be >= 0");
+  if (r.memory_mib < 0) return Status::Invalid("memory_gb", "must be >= 0");
   if (spec.estimated_duration_ms < 0) return Status::Invalid("estimated_duration", "must be >= 0");
   if (spec.time_limit_ms < 0) return Status::Invalid("time_limit", "must be >= 0");
   if (spec.time_limit_ms == 0) spec.time_limit_ms = config.default_time_limit_ms;
@@ -194,7 +233,8 @@ Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const Scheduler
   }
   if (!any_type) {
     return Status::Invalid(
-        "gpu_memory", fmt::format("no allowed GPU type offers {} MiB of GPU memory to this request", r.gpu_memory_mib));
+        "gpu_memory_gb",
+        fmt::format("no allowed GPU type offers {} MiB of GPU memory to this request", r.gpu_memory_mib));
   }
   return Status::Ok();
 }

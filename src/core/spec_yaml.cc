@@ -31,6 +31,16 @@ DurationMs ReadDurationField(YamlReader& r, const std::string& key) {
 
 int64_t GbToMib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
 
+// A size in GB within 0..max, as MiB; an error names the field as written.
+int64_t ReadGbField(YamlReader& r, const std::string& key, double max) {
+  double gb = r.Optional<double>(key, 0.0);
+  if (!std::isfinite(gb) || gb < 0 || gb > max) {
+    r.Fail(key, fmt::format("must be within 0..{:g} GB, got {:g}", max, gb));
+    return 0;
+  }
+  return GbToMib(gb);
+}
+
 }  // namespace
 
 Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
@@ -53,11 +63,11 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   q.mig_profile = r.Optional<std::string>("mig_profile", "");
   std::string sharing = r.Optional<std::string>("sharing", "");
   q.mps_thread_percent = r.Optional<int>("mps_thread_percent", 0);
-  q.gpu_memory_mib = GbToMib(r.Optional<double>("gpu_memory_gb", 0.0));
+  q.gpu_memory_mib = ReadGbField(r, "gpu_memory_gb", 1e4);
   q.gpu_types = r.Optional<std::vector<std::string>>("gpu_types", {});
   q.prefer_listed_order = r.Optional<bool>("prefer_listed_order", false);
   q.cpus = r.Optional<int>("cpus", 0);
-  q.memory_mib = GbToMib(r.Optional<double>("memory_gb", 0.0));
+  q.memory_mib = ReadGbField(r, "memory_gb", 1e6);
   q.num_nodes = r.Optional<int>("nodes", 0);
   j.node_selector = r.Optional<std::map<std::string, std::string>>("node_selector", {});
   YAML::Node prefs = r.Child("preferred_labels");
@@ -79,7 +89,8 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
     if (!f.empty() && f[0] == '.') f = f.substr(1);
     return Status::Invalid(f, s.message());
   }
-  if (!std::isfinite(fraction) || fraction < 0 || fraction > 1) {
+  bool has_fraction = node["gpu_fraction"] && !node["gpu_fraction"].IsNull();
+  if (!std::isfinite(fraction) || fraction < 0 || fraction > 1 || (has_fraction && fraction == 0)) {
     return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", fraction));
   }
   if (fraction > 0 && milli > 0) return Status::Invalid("gpu_milli", "give gpu_fraction or gpu_milli, not both");
@@ -94,6 +105,9 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
     q.sharing = SharingMode::kMig;
   } else if (q.gpu_milli > 0) {
     q.sharing = SharingMode::kTimeSlice;
+  }
+  if (node["command"] && j.command.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Status::Invalid("command", "is blank (leave it out for a job that only holds its GPUs)");
   }
   if (prefs) {
     if (!prefs.IsSequence()) return Status::Invalid("preferred_labels", "must be a list");

@@ -9,7 +9,15 @@
 
 namespace gantry {
 
-enum class StatusCode { kOk, kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition, kInternal };
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,
+  kNotFound,
+  kAlreadyExists,
+  kFailedPrecondition,
+  kPermissionDenied,
+  kInternal
+};
 
 class Status {
  public:
@@ -23,6 +31,12 @@ class Status {
   }
   static Status NotFound(std::string message) { return {StatusCode::kNotFound, std::move(message)}; }
   static Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
+  static Status Precondition(std::string field, std::string message) {
+    return {StatusCode::kFailedPrecondition, std::move(message), std::move(field)};
+  }
+  static Status Denied(std::string field, std::string message) {
+    return {StatusCode::kPermissionDenied, std::move(message), std::move(field)};
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -9,28 +9,37 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include "core/read_file.h"
 #include "core/status.h"
 
 namespace gantry {
 
 // The whole file as text, or NotFound naming the path.
 inline Expected<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  auto text = ReadFileNoThrow(path);
+  if (!text) return Status::NotFound("cannot read " + path);
+  return std::move(*text);
 }
 
 // Parses YAML (or JSON) text; a syntax error names `field` and the line.
 inline Expected<YAML::Node> LoadYaml(const std::string& text, const std::string& field,
                                      const char* what = "malformed YAML") {
   try {
-    return YAML::Load(text);
+    // One document only: a second one would be silently ignored by YAML::Load.
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      return Status::Invalid(field, fmt::format("{}: {} documents, expected one", what, docs.size()));
+    return docs.empty() ? YAML::Node() : docs[0];
   } catch (const YAML::Exception& e) {
     return Status::Invalid(field, fmt::format("{} at line {}: {}", what, e.mark.line + 1, e.msg));
   }
+}
+
+inline bool IsYamlBool(const std::string& s) {
+  return s == "true" || s == "false" || s == "True" || s == "False" || s == "TRUE" || s == "FALSE";
 }
 
 class YamlReader {
@@ -61,8 +70,11 @@ class YamlReader {
   Status Finish() {
     if (!error_.ok()) return error_;
     if (node_ && node_.IsMap()) {
+      std::set<std::string> keys;
       for (const auto& kv : node_) {
-        std::string key = kv.first.as<std::string>();
+        if (!kv.first.IsScalar()) return Status::Invalid(path_, "keys must be plain names");
+        std::string key = kv.first.Scalar();
+        if (!keys.insert(key).second) return Status::Invalid(PathOf(key), "is given twice");
         if (!seen_.count(key)) return Status::Invalid(PathOf(key), "unknown field");
       }
     }
@@ -81,6 +93,17 @@ class YamlReader {
     if (!v || v.IsNull()) {
       if (required) Fail(PathOf(key), "is required");
       return fallback;
+    }
+    if constexpr (std::is_arithmetic_v<T>) {
+      // A quoted scalar ("2", "yes") is a string, as in JSON; booleans are true or false
+      // only (not YAML 1.1's yes/no/on/off).
+      bool quoted = v.IsScalar() && v.Tag() == "!";
+      bool bad_bool = std::is_same_v<T, bool> && v.IsScalar() && !IsYamlBool(v.Scalar());
+      if (quoted || bad_bool) {
+        Fail(PathOf(key), fmt::format("has the wrong type (line {}): expected {}", v.Mark().line + 1,
+                                      std::is_same_v<T, bool> ? "true or false" : "a number"));
+        return fallback;
+      }
     }
     try {
       return v.as<T>();

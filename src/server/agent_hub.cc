@@ -10,26 +10,69 @@
 
 #include "agent/inventory.h"
 #include "agent/log_shipper.h"
+#include "agent/log_window.h"
 #include "server/agent_wire.h"
+#include "server/auth.h"
 
 namespace gantry {
 
-void AgentHub::Queue::Start(const StartOrder& order) {
+void AgentHub::Queue::Start(const StartOrder& order) { Push(StartOrderToJson(order)); }
+
+void AgentHub::Queue::Stop(const StopOrder& order) { Push(StopOrderToJson(order)); }
+
+void AgentHub::Queue::Push(nlohmann::json order) {
+  std::vector<Waiter> ready;
+  ApiResult answer;
   {
     std::lock_guard<std::mutex> lock(mu);
-    orders.push_back(StartOrderToJson(order));
-    orders.back()["seq"] = next_seq++;
+    order["seq"] = next_seq++;
+    orders.push_back(std::move(order));
+    answer = Orders();
+    ready.swap(waiters);
   }
-  cv.notify_all();
+  for (Waiter& w : ready) w.answer(answer);  // outside the lock: an answer may write to a socket
 }
 
-void AgentHub::Queue::Stop(const StopOrder& order) {
+ApiResult AgentHub::Queue::Orders() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const nlohmann::json& order : orders) list.push_back(order);
+  return {200, {{"orders", list}}};
+}
+
+AgentHub::AgentHub(Controller& controller, std::string log_dir, int64_t max_log_bytes)
+    : controller_(controller), log_dir_(std::move(log_dir)), max_log_bytes_(max_log_bytes) {
+  timer_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(timer_mu_);
+    while (!closing_) {
+      timer_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      lock.unlock();
+      ExpireWaiters(false);
+      lock.lock();
+    }
+  });
+}
+
+AgentHub::~AgentHub() { Close(); }
+
+void AgentHub::ExpireWaiters(bool all) {
+  std::vector<std::pair<Waiter, ApiResult>> due;
+  auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> lock(mu);
-    orders.push_back(StopOrderToJson(order));
-    orders.back()["seq"] = next_seq++;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, q] : queues_) {
+      std::lock_guard<std::mutex> qlock(q->mu);
+      auto keep = q->waiters.begin();
+      for (Waiter& w : q->waiters) {
+        if (all || w.deadline <= now) {
+          due.emplace_back(std::move(w), q->Orders());
+        } else {
+          *keep++ = std::move(w);
+        }
+      }
+      q->waiters.erase(keep, q->waiters.end());
+    }
   }
-  cv.notify_all();
+  for (auto& [w, answer] : due) w.answer(answer);
 }
 
 namespace {
@@ -80,18 +123,32 @@ Status CheckTopLevel(const nlohmann::json& body) {
 
 }  // namespace
 
+std::optional<ApiResult> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action) {
+  if (who.role == Role::kAgent && who.node == node_id) return std::nullopt;
+  std::string why = who.role == Role::kAgent ? fmt::format("this agent token speaks for node {} only", who.node)
+                                             : "only node agents use /v1/agent/*";
+  controller_.RecordAudit(who, action, node_id, 403, why);
+  return ApiResult::Error(403, "forbidden", why, "node_id");
+}
+
 AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = queues_.find(node_id);
   return it == queues_.end() ? nullptr : it->second.get();
 }
 
-ApiResult AgentHub::Register(const nlohmann::json& body) {
+ApiResult AgentHub::Register(const Actor& who, const nlohmann::json& body) {
+  const char* action = "POST /v1/agent/register";
   if (Status s = CheckTopLevel(body); !s.ok()) return ApiResult::FromStatus(s);
   std::string node_id = body.value("node_id", "");
   if (node_id.empty() || node_id.size() > 128) {
     return ApiResult::Error(400, "invalid_argument", "is required (at most 128 characters)", "node_id");
   }
+  if (node_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+      std::string::npos) {
+    return ApiResult::Error(400, "invalid_argument", "must be letters, digits and . _ -", "node_id");
+  }
+  if (auto refused = CheckNode(who, node_id, action)) return *refused;
   const nlohmann::json& inv_json = FieldOr(body, "inventory", EmptyObject());
   GpuInventory inventory;
   inventory.provider = FieldOr(inv_json, "provider", nlohmann::json("")).get<std::string>();
@@ -118,40 +175,64 @@ ApiResult AgentHub::Register(const nlohmann::json& body) {
     if (!q) q = std::make_unique<Queue>();
     queue = q.get();
   }
-  uint64_t session = 0, first_seq = 0;
+  std::string session = NewToken();
+  uint64_t first_seq = 0;
+  std::vector<Waiter> superseded;
   {
     // A new session: what the old one left unacknowledged is void (the registration's run
-    // list reconciles it), and polls of the old agent stop taking orders.
+    // list reconciles it), and polls of the old agent stop taking orders. Before the
+    // attach, so the orders the attach sends (resent starts) are this session's.
     std::lock_guard<std::mutex> lock(queue->mu);
-    session = ++queue->session;
+    superseded.swap(queue->waiters);
+    queue->session = session;
+    queue->session_owner = who.user;
     queue->orders.clear();
     first_seq = queue->next_seq;
-    queue->cv.notify_all();
   }
-  if (Status s = controller_.AttachNodes({*node}, queue, runs); !s.ok()) return ApiResult::FromStatus(s);
+  for (Waiter& w : superseded) w.answer(ApiResult::Error(409, "failed_precondition", "superseded", "session"));
+  if (Status s = controller_.AttachNodes({*node}, queue, runs); !s.ok()) {
+    controller_.RecordAudit(who, action, node_id, ApiResult::FromStatus(s).status, s.message());
+    return ApiResult::FromStatus(s);
+  }
+  controller_.RecordAudit(who, action, node_id, 200,
+                          fmt::format("{} GPU(s), {} run(s)", node->gpus.size(), runs.size()));
   return {200, {{"node_id", node_id}, {"gpus", node->gpus.size()}, {"session", session}, {"ack", first_seq - 1}}};
 }
 
-ApiResult AgentHub::Poll(const std::string& node_id, uint64_t session, uint64_t ack, int wait_s) {
+void AgentHub::Poll(const Actor& who, const std::string& node_id, const std::string& session, uint64_t ack, int wait_s,
+                    std::function<void(ApiResult)> answer) {
+  if (auto refused = CheckNode(who, node_id, "GET /v1/agent/orders")) return answer(*refused);
   Queue* q = Find(node_id);
-  if (!q) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered: register first", "node");
-  std::unique_lock<std::mutex> lock(q->mu);
-  if (session != q->session) {
-    return ApiResult::Error(409, "failed_precondition", "an older session of this node: register again", "session");
+  if (!q) {
+    return answer(ApiResult::Error(404, "not_found", "node " + node_id + " is not registered: register first", "node"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(q->mu);
+    if (q->session.empty() || session != q->session || who.user != q->session_owner) {
+      return answer(
+          ApiResult::Error(409, "failed_precondition", "not this node's current session: register again", "session"));
+    }
+    while (!q->orders.empty() && q->orders.front()["seq"].get<uint64_t>() <= ack) q->orders.pop_front();
+    if (q->orders.empty() && wait_s > 0) {
+      std::lock_guard<std::mutex> timer(timer_mu_);
+      if (!closing_) {
+        q->waiters.push_back({session, std::chrono::steady_clock::now() + std::chrono::seconds(wait_s), answer});
+        answer = nullptr;
+      }
+    }
   }
   controller_.Heartbeat(node_id);
-  while (!q->orders.empty() && q->orders.front()["seq"].get<uint64_t>() <= ack) q->orders.pop_front();
-  q->cv.wait_for(lock, std::chrono::seconds(wait_s),
-                 [&] { return q->closed || q->session != session || !q->orders.empty(); });
-  if (q->session != session) return ApiResult::Error(409, "failed_precondition", "superseded", "session");
-  nlohmann::json orders = nlohmann::json::array();
-  for (const nlohmann::json& order : q->orders) orders.push_back(order);
-  return {200, {{"orders", orders}}};
+  if (answer) {
+    std::lock_guard<std::mutex> lock(q->mu);
+    answer(q->Orders());
+  }
 }
 
-ApiResult AgentHub::Report(const nlohmann::json& body) {
+ApiResult AgentHub::Report(const Actor& who, const nlohmann::json& body) {
+  const char* action = "POST /v1/agent/report";
   if (Status s = CheckTopLevel(body); !s.ok()) return ApiResult::FromStatus(s);
   std::string node_id = body.value("node_id", "");
+  if (auto refused = CheckNode(who, node_id, action)) return *refused;
   if (!Find(node_id)) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered", "node_id");
   // Parsed whole first: a malformed element refuses the report, with nothing applied.
   std::vector<std::function<void()>> apply;
@@ -197,8 +278,14 @@ ApiResult AgentHub::Report(const nlohmann::json& body) {
       apply.push_back([this, chunk] { AppendLog(chunk); });
     });
   }
-  if (!parsed.ok()) return ApiResult::FromStatus(parsed);
+  if (!parsed.ok()) {
+    controller_.RecordAudit(who, action, node_id, 400, parsed.ToString());
+    return ApiResult::FromStatus(parsed);
+  }
   controller_.Heartbeat(node_id);
+  // Job events change jobs: audited (readings and logs alone are not, they come every few seconds).
+  size_t events = body.contains("events") ? body["events"].size() : 0;
+  if (events > 0) controller_.RecordAudit(who, action, node_id, 200, fmt::format("{} job event(s)", events));
   for (const auto& step : apply) step();
   return {200, {{"ok", true}}};
 }
@@ -224,19 +311,27 @@ void AgentHub::AppendLog(const LogChunk& chunk) {
   std::string path = LogPath(job_id, stream);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  int64_t have = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  if (ec) have = 0;
-  if (offset < 0 || offset > have || offset + static_cast<int64_t>(bytes.size()) <= have) return;
+  int64_t have = LogLogicalSize(path);
+  if (offset < 0 || offset + static_cast<int64_t>(bytes.size()) <= have) return;
+  if (offset > have) {
+    // The agent cut its copy before these bytes were shipped: the gap is gone for good.
+    std::ofstream(path, std::ios::trunc);
+    std::ofstream(path + ".cut", std::ios::trunc) << offset << "\n";
+    have = offset;
+  }
   std::ofstream(path, std::ios::binary | std::ios::app) << bytes.substr(static_cast<size_t>(have - offset));
+  TrimLog(path, max_log_bytes_);
 }
 
 void AgentHub::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, q] : queues_) {
-    std::lock_guard<std::mutex> qlock(q->mu);
-    q->closed = true;
-    q->cv.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    if (closing_) return;
+    closing_ = true;
   }
+  timer_cv_.notify_all();
+  if (timer_.joinable()) timer_.join();
+  ExpireWaiters(true);
 }
 
 }  // namespace gantry

@@ -3,11 +3,16 @@
 // events, readings, health). Every poll and report is also the node's heartbeat.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include "server/controller.h"
 
@@ -15,39 +20,60 @@ namespace gantry {
 
 class AgentHub {
  public:
-  // Remote jobs' output goes to `log_dir`/<job id>/<stream>.log (none when empty).
-  explicit AgentHub(Controller& controller, std::string log_dir = "")
-      : controller_(controller), log_dir_(std::move(log_dir)) {}
+  // Remote jobs' output goes to `log_dir`/<job id>/<stream>.log (none when empty), each
+  // stream kept to `max_log_bytes` (the newest part; 0: no cap).
+  explicit AgentHub(Controller& controller, std::string log_dir = "", int64_t max_log_bytes = 0);
+  ~AgentHub();
   // Where a remote job's output is kept.
   std::string LogPath(const std::string& job_id, const std::string& stream) const;
 
-  // POST /v1/agent/register {node_id, cpus, memory_mib, labels, inventory, runs}
-  ApiResult Register(const nlohmann::json& body);
-  // GET /v1/agent/orders?node=ID&session=N&ack=K&wait=S: the orders queued for the node
+  // Each call comes from an agent token bound to one node: a call for another node is
+  // refused (403) and audited.
+  //
+  // POST /v1/agent/register {node_id, cpus, memory_mib, labels, inventory, runs}: starts a
+  // session, a random 128-bit id the token's later polls must present.
+  ApiResult Register(const Actor& who, const nlohmann::json& body);
+  // GET /v1/agent/orders?node=ID&session=S&ack=K&wait=W: the orders queued for the node
   // after K (each order has a sequence number; the agent acknowledges the last one it
   // applied with its next poll, so an answer lost on the way is sent again), waiting up to
-  // S seconds for one. A poll of an older session (a dead agent's) gets 409 and no orders.
-  ApiResult Poll(const std::string& node_id, uint64_t session, uint64_t ack, int wait_s);
+  // W seconds for one. A poll of an older session (a dead agent's) gets 409 and no orders.
+  // The answer goes to `answer` (once, from whichever thread has it: at once, or when an
+  // order is queued, the session is superseded, the wait ends or the hub closes), so a
+  // waiting poll holds no thread.
+  void Poll(const Actor& who, const std::string& node_id, const std::string& session, uint64_t ack, int wait_s,
+            std::function<void(ApiResult)> answer);
   // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...],
   // logs: [{job_id, stream, offset, bytes, data}]}
-  ApiResult Report(const nlohmann::json& body);
-  // Wakes every waiting poll (shutdown).
+  ApiResult Report(const Actor& who, const nlohmann::json& body);
+  // Answers every waiting poll and stops the hub's timer (shutdown).
   void Close();
 
  private:
+  // A poll waiting for orders.
+  struct Waiter {
+    std::string session;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(ApiResult)> answer;
+  };
   class Queue : public AgentLink {
    public:
     void Start(const StartOrder& order) override;
     void Stop(const StopOrder& order) override;
     bool remote() const override { return true; }
+    // Queues an order and answers the polls waiting for one.
+    void Push(nlohmann::json order);
+    // The answer to a poll now: every unacknowledged order (call with mu held).
+    ApiResult Orders() const;
     std::mutex mu;
-    std::condition_variable cv;
     std::deque<nlohmann::json> orders;  // each with "seq"
+    std::vector<Waiter> waiters;
     uint64_t next_seq = 1;
-    uint64_t session = 0;
-    bool closed = false;
+    std::string session;        // random; empty before the first registration
+    std::string session_owner;  // the token (user name) that registered it
   };
   Queue* Find(const std::string& node_id);
+  // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
+  std::optional<ApiResult> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
   // A piece of a remote job's output, as a report carries it (data in base64).
   struct LogChunk {
     std::string job_id, stream, data;
@@ -55,8 +81,16 @@ class AgentHub {
   };
   void AppendLog(const LogChunk& chunk);
 
+  // Answers the polls whose wait is over (the timer thread, every 100 ms).
+  void ExpireWaiters(bool all);
+
   Controller& controller_;
   std::string log_dir_;
+  int64_t max_log_bytes_;
+  std::thread timer_;
+  std::mutex timer_mu_;
+  std::condition_variable timer_cv_;
+  bool closing_ = false;
   std::mutex log_mu_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Queue>> queues_;

@@ -44,6 +44,11 @@ struct StartOrder {
   std::vector<MigOrder> mig;  // made before the start, in order
   int cpus = 0;
   int64_t memory_mib = 0;
+  // Whose account the job runs under on a root agent (the job's team policy): members
+  // without a Unix account on the node run as `unix_account` (empty: they fail), and the
+  // job may run as uid 0 only with `allow_root`.
+  std::string unix_account;
+  bool allow_root = false;
 };
 
 // Stop a run: SIGTERM to its process group, SIGKILL after grace_ms.

@@ -48,7 +48,9 @@ nlohmann::json StartOrderToJson(const StartOrder& o) {
           {"gpus", gpus},
           {"mig", mig},
           {"cpus", o.cpus},
-          {"memory_mib", o.memory_mib}};
+          {"memory_mib", o.memory_mib},
+          {"unix_account", o.unix_account},
+          {"allow_root", o.allow_root}};
 }
 
 Expected<StartOrder> StartOrderFromJson(const nlohmann::json& j) {
@@ -84,6 +86,8 @@ Expected<StartOrder> StartOrderFromJson(const nlohmann::json& j) {
     }
     o.cpus = j.at("cpus").get<int>();
     o.memory_mib = j.at("memory_mib").get<int64_t>();
+    o.unix_account = j.value("unix_account", "");
+    o.allow_root = j.value("allow_root", false);
     return o;
   } catch (const std::exception& e) {
     return Status::Invalid("order", e.what());

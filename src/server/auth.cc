@@ -12,7 +12,8 @@ namespace gantry {
 
 namespace {
 constexpr const char* kRoleNames[] = {"user", "team-admin", "admin", "agent"};
-}
+constexpr const char* kAccountChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+}  // namespace
 
 const char* ToString(Role r) { return kRoleNames[static_cast<int>(r)]; }
 
@@ -51,8 +52,25 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
   YAML::Node root = *loaded;
   YamlReader top(root, "");
   YAML::Node users = top.Child("users");
+  YAML::Node teams = top.Child("teams");
   if (Status s = top.Finish(); !s.ok()) return s;
   UserDirectory dir;
+  if (teams && !teams.IsMap()) return Status::Invalid("teams", "must be a map of team names");
+  for (const auto& kv : teams) {
+    std::string team = kv.first.Scalar();
+    std::string where = "teams." + team;
+    YamlReader r(kv.second, where);
+    TeamPolicy p;
+    p.priorities = r.Optional<std::vector<std::string>>("priorities", {});
+    p.non_preemptible = r.Optional<bool>("non_preemptible", false);
+    p.unix_account = r.Optional<std::string>("unix_account", "");
+    p.allow_root = r.Optional<bool>("allow_root", false);
+    if (Status s = r.Finish(); !s.ok()) return s;
+    if (!p.unix_account.empty() && p.unix_account.find_first_not_of(kAccountChars) != std::string::npos) {
+      return Status::Invalid(where + ".unix_account", "must be a Unix user name (letters, digits, . _ -)");
+    }
+    dir.SetTeam(team, std::move(p));
+  }
   if (!users) return dir;
   if (!users.IsSequence()) return Status::Invalid("users", "must be a list");
   for (size_t i = 0; i < users.size(); ++i) {
@@ -63,9 +81,15 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
     e.actor.team = r.Required<std::string>("team");
     std::string role = r.Optional<std::string>("role", "user");
     e.token_sha256 = r.Required<std::string>("token_sha256");
+    e.actor.node = r.Optional<std::string>("node", "");
     if (Status s = r.Finish(); !s.ok()) return s;
     if (!ParseRole(role, &e.actor.role)) {
       return Status::Invalid(where + ".role", "must be user, team-admin, admin or agent, not '" + role + "'");
+    }
+    if ((e.actor.role == Role::kAgent) != !e.actor.node.empty()) {
+      return Status::Invalid(where + ".node", e.actor.role == Role::kAgent
+                                                  ? "an agent token must name the one node it speaks for"
+                                                  : "only agent tokens are bound to a node");
     }
     if (e.token_sha256.size() != 64 || e.token_sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
       return Status::Invalid(where + ".token_sha256", "must be 64 lower-case hex digits (gantry token hash)");
@@ -81,6 +105,22 @@ Expected<UserDirectory> UserDirectory::LoadFile(const std::string& path) {
   auto dir = FromYaml(*text);
   if (!dir) return Status::Invalid(path + ": " + dir.status().field(), dir.status().message());
   return dir;
+}
+
+void UserDirectory::Add(const UserEntry& e) {
+  by_hash_.insert_or_assign(e.token_sha256, e);
+  if (e.actor.role != Role::kAgent) by_name_.insert_or_assign(e.actor.user, e.actor);
+}
+
+const Actor* UserDirectory::FindUser(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &it->second;
+}
+
+const TeamPolicy& UserDirectory::Team(const std::string& team) const {
+  static const TeamPolicy kDefaults;
+  auto it = teams_.find(team);
+  return it == teams_.end() ? kDefaults : it->second;
 }
 
 const Actor* UserDirectory::Authenticate(const std::string& token) const {

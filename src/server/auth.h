@@ -19,6 +19,7 @@ struct Actor {
   std::string user;
   std::string team;
   Role role = Role::kUser;
+  std::string node = "";  // agents: the one node this token speaks for
 
   bool admin() const { return role == Role::kAdmin; }
   // Users and team admins see their own team's jobs; admins see every team's.
@@ -30,21 +31,42 @@ struct UserEntry {
   std::string token_sha256;  // hex
 };
 
-// The token table. users.yaml:
+// What a team's members may do, from users.yaml `teams:`. Teams not listed get the
+// defaults: the default priority class and those below it, preemptible jobs only, jobs
+// only as the members' own Unix accounts, never as root.
+struct TeamPolicy {
+  std::vector<std::string> priorities;  // classes its members may use; empty: the default and lower
+  bool non_preemptible = false;         // may submit preemptible: false
+  std::string unix_account;             // members without a Unix account on a node run as this
+  bool allow_root = false;              // jobs may run as root (uid 0)
+};
+
+// The token table and team policies. users.yaml:
 //   users:
 //     - {name: alice, team: vision, role: user, token_sha256: <64 hex digits>}
+//     - {name: agent-n1, team: ops, role: agent, node: n1, token_sha256: ...}
+//   teams:
+//     vision: {priorities: [low, medium, high], non_preemptible: false, unix_account: gantry-vision}
 class UserDirectory {
  public:
   static Expected<UserDirectory> FromYaml(const std::string& text);
   static Expected<UserDirectory> LoadFile(const std::string& path);
 
-  void Add(const UserEntry& e) { by_hash_.insert_or_assign(e.token_sha256, e); }
+  void Add(const UserEntry& e);
+  void SetTeam(const std::string& team, TeamPolicy policy) { teams_[team] = std::move(policy); }
+  bool HasTeamPolicy(const std::string& team) const { return teams_.count(team) > 0; }
   // The actor a bearer token belongs to, or null.
   const Actor* Authenticate(const std::string& token) const;
+  // A person (not an agent) by user name, or null.
+  const Actor* FindUser(const std::string& name) const;
+  // The team's policy (the defaults for a team users.yaml does not list).
+  const TeamPolicy& Team(const std::string& team) const;
   size_t size() const { return by_hash_.size(); }
 
  private:
   std::map<std::string, UserEntry> by_hash_;
+  std::map<std::string, Actor> by_name_;
+  std::map<std::string, TeamPolicy> teams_;
 };
 
 // Lower-case hex SHA-256 of `text`.

@@ -25,6 +25,7 @@ ApiResult ApiResult::FromStatus(const Status& s) {
     case StatusCode::kNotFound: return Error(404, "not_found", s.message(), s.field());
     case StatusCode::kAlreadyExists: return Error(409, "already_exists", s.message(), s.field());
     case StatusCode::kFailedPrecondition: return Error(409, "failed_precondition", s.message(), s.field());
+    case StatusCode::kPermissionDenied: return Error(403, "forbidden", s.message(), s.field());
     default: return Error(500, "internal", s.message(), s.field());
   }
 }
@@ -112,6 +113,31 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
       }
       // Known node: the inventory comes from the agent, the admin's drains from the store.
       Node& known = snap_.nodes[it->second];
+      AgentLink* serving = node_link_[it->second];
+      if (serving && serving != link && !serving->remote()) {
+        return Status::Denied("node_id", fmt::format("node {} is this server's own (standalone) node", n.id));
+      }
+      // Runs on GPUs the node no longer has (fewer GPUs, another card or model at an
+      // index) end as after a fault, before the node's GPU list changes under them.
+      std::vector<std::string> stranded;
+      for (const RunningJob& r : snap_.running) {
+        for (const NodeShare& ns : r.placement.nodes) {
+          if (ns.node != it->second) continue;
+          for (const GpuShare& g : ns.gpus) {
+            bool kept = g.gpu < static_cast<int>(n.gpus.size()) && n.gpus[g.gpu].uuid == known.gpus[g.gpu].uuid &&
+                        n.gpu_type() == known.gpu_type();
+            if (!kept && std::find(stranded.begin(), stranded.end(), r.spec->id) == stranded.end()) {
+              stranded.push_back(r.spec->id);
+            }
+          }
+        }
+      }
+      node_link_[it->second] = link;
+      telemetry_.erase(it->second);  // readings by GPU index: the indexes may mean other GPUs now
+      for (const std::string& id : stranded) {
+        EndOnFault(id, it->second, fmt::format("its GPU on {} is gone (the node re-registered with other GPUs)", n.id),
+                   true);
+      }
       Node fresh = n;
       fresh.state = known.state == NodeState::kDown ? NodeState::kUp : known.state;
       for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g)
@@ -155,6 +181,13 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
 }
 
 void Controller::PersistNode(int n) { dirty_nodes_.insert(n); }
+
+void Controller::SetUsers(std::shared_ptr<const UserDirectory> users) {
+  Call([&] {
+    options_.users = std::move(users);
+    return 0;
+  });
+}
 
 void Controller::Start() {
   committer_ = std::thread([this] { CommitLoop(); });

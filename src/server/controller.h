@@ -71,6 +71,9 @@ struct ControllerOptions {
   bool defer_slow_cycles = true;                // false: a cycle after every batch, however long (tests)
   DurationMs ledger_flush_ms = 60000;           // open ledger intervals' telemetry sums are stored this often
   std::function<void(const std::string&)> log;  // alerts and warnings; stderr when empty
+  // Known users and team policies (priority classes, Unix accounts); null: nobody beyond
+  // the callers themselves, every team with the default policy.
+  std::shared_ptr<const UserDirectory> users;
 };
 
 class Controller {
@@ -86,6 +89,8 @@ class Controller {
   Status AttachNodes(const std::vector<Node>& nodes, AgentLink* link, const std::vector<RunReport>& runs = {});
   void Start();
   void Stop();
+  // Replaces the known users and team policies (the standalone admin is added at start).
+  void SetUsers(std::shared_ptr<const UserDirectory> users);
   const GpuCatalog& catalog() const { return options_.config.catalog; }
   // The billing calendar (fixed once Recover has run).
   const Calendar& calendar() const { return calendar_; }
@@ -170,6 +175,11 @@ class Controller {
 
   // State changes (owner thread only). controller_jobs.cc
   ApiResult DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
+  // Who a job is for and what its team may ask: team admins submit only for members of
+  // their team, admins for known users; priority classes and preemptible: false per team.
+  Status CheckSubmitter(const Actor& who, JobSpec& spec) const;
+  Status CheckTeamPermissions(const Actor& who, const JobSpec& spec) const;
+  const TeamPolicy& TeamOf(const std::string& team) const;
   ApiResult DoCancel(const Actor& who, const std::string& id);
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                 const std::string& reason, TimeMs ended_ms = -1);
@@ -189,6 +199,9 @@ class Controller {
   void NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail);
   void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
   void NodeLost(int n);
+  // Ends a running job at once as after a fault of node `n`: its other nodes (and `n` too
+  // with `stop_there`) are told to stop it; it requeues within max_retries.
+  void EndOnFault(const std::string& id, int n, const std::string& reason, bool stop_there);
   // A time-sliced job whose own processes use more GPU memory than its share is stopped.
   void CheckGpuMemory(int node, int gpu, const GpuSample& sample);
   void WriteGpuMetrics(MetricsWriter& w);

@@ -75,23 +75,24 @@ void Controller::NodeLost(int n) {
       if (ns.node == n) victims.push_back(r.spec->id);
     }
   }
-  for (const std::string& id : victims) {
-    JobRecord& job = *Find(id);
-    std::string reason = fmt::format("node {} lost (no heartbeat)", node.id);
-    if (job.stop_cause == StopCause::kNone) {
-      job.stop_cause = StopCause::kNodeFault;
-      job.reason = reason;
-    }
-    for (const NodeShare& ns : job.placement.nodes) {
-      if (ns.node != n && node_link_[ns.node]) {
-        AgentLink* link = node_link_[ns.node];
-        StopOrder order{id, job.runs, snap_.nodes[ns.node].id, 0, reason};
-        outbox_.push_back([link, order] { link->Stop(order); });
-      }
-    }
-    running_nodes_[id] = 1;
-    DoExited(id, job.runs, node.id, -1, reason);
+  for (const std::string& id : victims) EndOnFault(id, n, fmt::format("node {} lost (no heartbeat)", node.id), false);
+}
+
+void Controller::EndOnFault(const std::string& id, int n, const std::string& reason, bool stop_there) {
+  JobRecord& job = *Find(id);
+  if (job.stop_cause == StopCause::kNone) {
+    job.stop_cause = StopCause::kNodeFault;
+    job.reason = reason;
   }
+  for (const NodeShare& ns : job.placement.nodes) {
+    if ((ns.node != n || stop_there) && node_link_[ns.node]) {
+      AgentLink* link = node_link_[ns.node];
+      StopOrder order{id, job.runs, snap_.nodes[ns.node].id, 0, reason};
+      outbox_.push_back([link, order] { link->Stop(order); });
+    }
+  }
+  running_nodes_[id] = 1;
+  DoExited(id, job.runs, snap_.nodes[n].id, -1, reason);
 }
 
 void Controller::ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {

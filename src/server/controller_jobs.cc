@@ -1,6 +1,7 @@
 // Job transitions on the controller's thread: submit, cancel, start, stop, exit, requeue;
 // and the scheduling cycle that turns the engine's plan into starts and preemptions.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 
@@ -89,18 +90,9 @@ ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string
     }
   }
   if (!spec.id.empty()) return refuse(ApiResult::Error(400, "invalid_argument", "is assigned by the server", "id"));
-  if (spec.user.empty()) spec.user = who.user;
-  if (spec.team.empty()) spec.team = who.team;
-  if (!who.admin()) {
-    if (spec.team != who.team) {
-      return refuse(
-          ApiResult::Error(403, "forbidden", fmt::format("you may submit only for team {}", who.team), "team"));
-    }
-    if (spec.user != who.user && who.role != Role::kTeamAdmin) {
-      return refuse(ApiResult::Error(403, "forbidden", "only team admins submit for other users", "user"));
-    }
-  }
-  Status s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
+  Status s = CheckSubmitter(who, spec);
+  if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
+  if (s.ok()) s = CheckTeamPermissions(who, spec);
   if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
   if (!s.ok()) return refuse(ApiResult::FromStatus(s));
@@ -129,6 +121,63 @@ ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string
   ApiResult r{201, {}};
   r.body = nlohmann::json{{"id", id}};
   return r;
+}
+
+const TeamPolicy& Controller::TeamOf(const std::string& team) const {
+  static const TeamPolicy kDefaults;
+  return options_.users ? options_.users->Team(team) : kDefaults;
+}
+
+Status Controller::CheckSubmitter(const Actor& who, JobSpec& spec) const {
+  bool team_given = !spec.team.empty();
+  if (spec.user.empty() || spec.user == who.user) {
+    spec.user = who.user;
+    if (!team_given) spec.team = who.team;
+  } else {
+    if (who.role != Role::kTeamAdmin && !who.admin()) {
+      return Status::Denied("user", "only team admins and admins submit for other users");
+    }
+    const Actor* target = options_.users ? options_.users->FindUser(spec.user) : nullptr;
+    if (!target && !who.admin()) {
+      return Status::Denied("user", fmt::format("no user '{}' in users.yaml", spec.user));
+    }
+    if (target && who.role == Role::kTeamAdmin && target->team != who.team) {
+      return Status::Denied("user", fmt::format("{} is not a member of team {}", spec.user, who.team));
+    }
+    if (target && team_given && spec.team != target->team) {
+      return Status::Invalid("team",
+                             fmt::format("{} is a member of team {}, not {}", spec.user, target->team, spec.team));
+    }
+    if (!team_given) spec.team = target ? target->team : who.team;
+  }
+  if (!who.admin() && spec.team != who.team) {
+    return Status::Denied("team", fmt::format("you may submit only for team {}", who.team));
+  }
+  return Status::Ok();
+}
+
+Status Controller::CheckTeamPermissions(const Actor& who, const JobSpec& spec) const {
+  if (who.admin()) return Status::Ok();
+  const TeamPolicy& policy = TeamOf(spec.team);
+  const SchedulerConfig& config = options_.config.scheduler;
+  std::vector<std::string> allowed = policy.priorities;
+  if (allowed.empty()) {
+    int default_rank = config.priority_classes[config.FindClass(config.default_priority_class)].rank;
+    for (const PriorityClass& c : config.priority_classes) {
+      if (c.rank <= default_rank) allowed.push_back(c.name);
+    }
+  }
+  if (std::find(allowed.begin(), allowed.end(), spec.priority_class) == allowed.end()) {
+    return Status::Denied("priority",
+                          fmt::format("team {} may use priority classes {} (users.yaml teams.{}.priorities)", spec.team,
+                                      fmt::join(allowed, ", "), spec.team));
+  }
+  if (!spec.preemptible && !policy.non_preemptible) {
+    return Status::Denied("preemptible", fmt::format("team {} may not submit non-preemptible jobs "
+                                                     "(users.yaml teams.{}.non_preemptible)",
+                                                     spec.team, spec.team));
+  }
+  return Status::Ok();
 }
 
 ApiResult Controller::DoCancel(const Actor& who, const std::string& id) {
@@ -227,6 +276,9 @@ void Controller::SendStart(const JobRecord& job, int node_index) {
       if (n == node_index) order.mig.push_back(m);
     }
   }
+  const TeamPolicy& policy = TeamOf(job.spec->team);
+  order.unix_account = policy.unix_account;
+  order.allow_root = policy.allow_root;
   AgentLink* link = node_link_[node_index];
   if (link) outbox_.push_back([link, order = std::move(order)] { link->Start(order); });
 }

@@ -5,9 +5,13 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <set>
 
+#include "agent/log_window.h"
 #include "core/spec_yaml.h"
 #include "server/agent_hub.h"
 
@@ -51,21 +55,54 @@ bool IntParam(const httplib::Request& req, httplib::Response& res, const char* n
   return true;
 }
 
+// A long poll: answered here when orders are queued (or the wait is 0), else later by the
+// front end (HttpFront::Defer), with no thread held while it waits.
+void PollAgentOrders(AgentHub& hub, const Actor& who, const httplib::Request& req, uint64_t ack, int wait,
+                     httplib::Response& res) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool handler_done = false;
+    std::optional<ApiResult> now;
+    HttpFront::Answer later;
+  };
+  auto state = std::make_shared<State>();
+  hub.Poll(who, req.get_param_value("node"), req.get_param_value("session"), ack, wait, [state](ApiResult r) {
+    std::unique_lock<std::mutex> lock(state->mu);
+    if (!state->handler_done || !state->later) {
+      state->now = std::move(r);
+      state->cv.notify_all();
+      return;
+    }
+    HttpFront::Answer later = std::move(state->later);
+    lock.unlock();
+    later(r.status, "application/json", r.body.dump(-1, ' ', false, kReplaceBadUtf8));
+  });
+  std::unique_lock<std::mutex> lock(state->mu);
+  state->handler_done = true;
+  if (!state->now) state->later = HttpFront::Defer();
+  if (!state->later) state->cv.wait(lock, [&] { return state->now.has_value(); });  // not on the front: wait here
+  if (state->now) Reply(res, *state->now);
+}
+
 }  // namespace
 
 HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions options)
     : controller_(controller),
       users_(users),
       options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()) {
-  int threads = options_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_->set_payload_max_length(options_.max_body_bytes);
-  server_->set_keep_alive_max_count(100000);
-  server_->set_keep_alive_timeout(30);
+      server_(std::make_unique<HttpFront>(options_.limits, options_.tls)) {
   server_->set_tcp_nodelay(true);  // answers are small: do not wait for Nagle
+  server_->SetGate([this](const httplib::Request& req, httplib::Response& res) { return Gate(req, res); });
   server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
+    if (HttpFront::BodyOverLimit()) res.status = 413;
+    if (HttpFront::BadFraming()) {
+      res.status = 400;
+      return ReplyError(res, 400, "invalid_argument",
+                        "a body is framed by Content-Length or Transfer-Encoding: chunked, not both or another",
+                        "Transfer-Encoding");
+    }
+    if (!res.body.empty() && res.status != 413) return;
     if (res.status == 413) {
       ReplyError(res, 413, "payload_too_large", "the request body is larger than the server accepts", "body");
     } else if (res.status == 404) {
@@ -87,6 +124,43 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   Routes();
 }
 
+const Actor* HttpApi::Caller(const httplib::Request& req) const {
+  std::string header = req.get_header_value("Authorization");
+  return header.rfind("Bearer ", 0) == 0 ? users_.Authenticate(header.substr(7)) : nullptr;
+}
+
+void HttpApi::Unauthenticated(const httplib::Request& req, httplib::Response& res) {
+  bool mutating = req.method != "GET" && req.method != "HEAD";
+  if (mutating) controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", 401, "refused");
+  res.set_header("WWW-Authenticate", "Bearer");
+  ReplyError(res, 401, "unauthenticated",
+             req.has_header("Authorization") ? "the token is not valid" : "an Authorization: Bearer token is required",
+             "Authorization");
+}
+
+bool HttpApi::Gate(const httplib::Request& req, httplib::Response& res) {
+  std::string length = req.get_header_value("Content-Length");
+  uint64_t n = 0;
+  std::from_chars(length.data(), length.data() + length.size(), n);
+  if (n > options_.limits.max_body_bytes) {
+    const Actor* who = Caller(req);
+    controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "", 413,
+                            fmt::format("body of {} bytes", n));
+    ReplyError(res, 413, "payload_too_large",
+               fmt::format("the request body ({} bytes) is larger than the server accepts ({} bytes)", n,
+                           options_.limits.max_body_bytes),
+               "body");
+    return true;
+  }
+  // A body is read only for a caller with a valid token.
+  bool body = n > 0 || req.has_header("Transfer-Encoding");
+  if (body && req.path.rfind("/v1/", 0) == 0 && !Caller(req)) {
+    Unauthenticated(req, res);
+    return true;
+  }
+  return false;
+}
+
 HttpApi::~HttpApi() { Shutdown(); }
 
 Expected<int> HttpApi::Bind(const std::string& host, int port) {
@@ -98,32 +172,28 @@ Expected<int> HttpApi::Bind(const std::string& host, int port) {
 void HttpApi::Serve() { server_->listen_after_bind(); }
 
 void HttpApi::Shutdown() {
-  if (server_) server_->stop();
+  if (server_) server_->Shutdown();
 }
 
 void HttpApi::Routes() {
   httplib::Server& s = *server_;
   // Authenticates (401 without a valid bearer token) and runs `fn` with the caller.
   using Handler = std::function<void(const Actor&, const httplib::Request&, httplib::Response&)>;
-  auto authed = [this](bool mutating, Handler fn) {
-    return [this, mutating, fn](const httplib::Request& req, httplib::Response& res) {
-      std::string header = req.get_header_value("Authorization");
-      const Actor* who = nullptr;
-      if (header.rfind("Bearer ", 0) == 0) who = users_.Authenticate(header.substr(7));
-      if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0) && !(who->admin())) {
-        ReplyError(res, 403, "forbidden",
-                   who->role == Role::kAgent ? "an agent token may use /v1/agent/* only"
-                                             : "only node agents (and admins) use /v1/agent/*",
-                   "Authorization");
+  auto authed = [this](Handler fn) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res) {
+      const Actor* who = Caller(req);
+      if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0)) {
+        std::string why =
+            who->role == Role::kAgent ? "an agent token may use /v1/agent/* only" : "only node agents use /v1/agent/*";
+        controller_.RecordAudit(*who, req.method + " " + req.path, "", 403, why);
+        ReplyError(res, 403, "forbidden", why, "Authorization");
         return;
       }
-      if (!who) {
-        if (mutating) controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", 401, "refused");
-        res.set_header("WWW-Authenticate", "Bearer");
-        ReplyError(res, 401, "unauthenticated",
-                   header.empty() ? "an Authorization: Bearer token is required" : "the token is not valid",
-                   "Authorization");
-        return;
+      if (!who) return Unauthenticated(req, res);
+      if (req.body.size() > options_.limits.max_body_bytes) {  // a chunked body: its size is known now
+        controller_.RecordAudit(*who, req.method + " " + req.path, "", 413,
+                                fmt::format("body of {} bytes", req.body.size()));
+        return ReplyError(res, 413, "payload_too_large", "the request body is larger than the server accepts", "body");
       }
       fn(*who, req, res);
     };
@@ -139,14 +209,19 @@ void HttpApi::Routes() {
     if (options_.open_metrics) {
       serve({}, req, res);
     } else {
-      authed(false, serve)(req, res);
+      // The metrics cover every team's jobs and costs: with a token, an admin's only.
+      authed([this, serve](const Actor& who, const httplib::Request& rq, httplib::Response& r) {
+        if (who.admin()) return serve(who, rq, r);
+        controller_.RecordAudit(who, "GET /metrics", "", 403, "not an admin");
+        ReplyError(r, 403, "forbidden", "/metrics covers every team: it needs an admin token", "Authorization");
+      })(req, res);
     }
   });
-  s.Get("/v1/whoami", authed(false, [](const Actor& who, const httplib::Request&, httplib::Response& res) {
+  s.Get("/v1/whoami", authed([](const Actor& who, const httplib::Request&, httplib::Response& res) {
           Reply(res, {200, {{"user", who.user}, {"team", who.team}, {"role", ToString(who.role)}}});
         }));
 
-  s.Post("/v1/jobs", authed(true, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
            if (req.body.empty()) return ReplyError(res, 400, "invalid_argument", "the request body is empty", "body");
            auto spec = ParseJobSpecText(req.body);
            if (!spec) {
@@ -155,11 +230,12 @@ void HttpApi::Routes() {
            }
            std::string key = req.get_header_value("Idempotency-Key");
            if (key.size() > 255) {
+             controller_.RecordAudit(who, "POST /v1/jobs", "", 400, "Idempotency-Key longer than 255 characters");
              return ReplyError(res, 400, "invalid_argument", "longer than 255 characters", "Idempotency-Key");
            }
            Reply(res, controller_.Submit(who, std::move(*spec), key));
          }));
-  s.Get("/v1/jobs", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"state", "team", "user", "limit"})) return;
           JobFilter f;
           f.state = req.get_param_value("state");
@@ -170,27 +246,25 @@ void HttpApi::Routes() {
           f.limit = static_cast<int>(limit);
           Reply(res, controller_.ListJobs(who, f));
         }));
-  s.Get(R"(/v1/jobs/([^/]+))",
-        authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.GetJob(who, req.matches[1]));
         }));
-  s.Delete(R"(/v1/jobs/([^/]+))",
-           authed(true, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Delete(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
              if (!OnlyParams(req, res, {})) return;
              Reply(res, controller_.Cancel(who, req.matches[1]));
            }));
   s.Post(R"(/v1/jobs/([^/]+)/checkpoint-done)",
-         authed(true, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+         authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
            if (!OnlyParams(req, res, {})) return;
            Reply(res, controller_.CheckpointDone(who, req.matches[1]));
          }));
   s.Get(R"(/v1/jobs/([^/]+)/events)",
-        authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+        authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           Reply(res, controller_.Events(who, req.matches[1]));
         }));
   s.Get(R"(/v1/jobs/([^/]+)/logs)",
-        authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+        authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"stream", "offset"})) return;
           std::string id = req.matches[1];
           ApiResult job = controller_.GetJob(who, id);  // 404 for other teams' jobs
@@ -202,57 +276,46 @@ void HttpApi::Routes() {
           int64_t offset = 0;
           if (!IntParam(req, res, "offset", 0, INT64_MAX, &offset)) return;
           if (!options_.log_path) return ReplyError(res, 404, "not_found", "this server keeps no logs");
-          std::ifstream in(options_.log_path(id, stream), std::ios::binary);
-          std::string chunk;
-          if (in) {
-            in.seekg(0, std::ios::end);
-            int64_t size = in.tellg();
-            if (offset < size) {
-              int64_t n = std::min<int64_t>(size - offset, 1 << 20);
-              chunk.resize(static_cast<size_t>(n));
-              in.seekg(offset);
-              in.read(chunk.data(), n);
-            }
-          }
-          res.set_header("X-Log-Offset", std::to_string(offset + static_cast<int64_t>(chunk.size())));
+          int64_t next = offset;
+          std::string chunk = ReadLog(options_.log_path(id, stream), offset, 1 << 20, &next);
+          res.set_header("X-Log-Offset", std::to_string(next));
           res.set_header("X-Job-State", job.body.value("state", ""));
           res.set_content(chunk, "text/plain");
         }));
-  s.Get("/v1/queue", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/queue", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.Queue(who));
         }));
-  s.Get("/v1/cluster", authed(false, [this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/cluster", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.Cluster());
         }));
-  s.Get("/v1/nodes", authed(false, [this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/nodes", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.Nodes());
         }));
   for (bool drain : {true, false}) {
     s.Post(drain ? R"(/v1/nodes/([^/]+)/drain)" : R"(/v1/nodes/([^/]+)/undrain)",
-           authed(true, [this, drain](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+           authed([this, drain](const Actor& who, const httplib::Request& req, httplib::Response& res) {
              if (!OnlyParams(req, res, {"gpu"})) return;
              int64_t gpu = -1;
              if (!IntParam(req, res, "gpu", 0, 63, &gpu)) return;
              Reply(res, controller_.SetDrain(who, req.matches[1], static_cast<int>(gpu), drain));
            }));
   }
-  s.Get(R"(/v1/nodes/([^/]+)/gpus)",
-        authed(false, [this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+  s.Get(R"(/v1/nodes/([^/]+)/gpus)", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.NodeGpus(req.matches[1]));
         }));
   s.Get(R"(/v1/nodes/([^/]+)/events)",
-        authed(false, [this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+        authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;
           if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
           Reply(res, controller_.NodeHistory(req.matches[1], static_cast<int>(limit)));
         }));
   s.Post(R"(/v1/nodes/([^/]+)/gpus/(\d+)/fault)",
-         authed(true, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+         authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
            std::string target = std::string(req.matches[1]) + ":" + std::string(req.matches[2]);
            std::string action = "POST /v1/nodes/" + std::string(req.matches[1]) + "/gpus/fault";
            if (!who.admin()) {
@@ -262,7 +325,13 @@ void HttpApi::Routes() {
            if (!options_.inject_fault) return ReplyError(res, 404, "not_found", "this server runs no fake GPUs");
            nlohmann::json fault = nlohmann::json::parse(req.body, nullptr, false);
            if (!fault.is_object()) return ReplyError(res, 400, "invalid_argument", "expected a JSON object", "body");
-           Status s = options_.inject_fault(req.matches[1], std::stoi(req.matches[2]), fault);
+           std::string index = req.matches[2];
+           int gpu = -1;
+           auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), gpu);
+           if (ec != std::errc() || end != index.data() + index.size() || gpu > 63) {
+             return ReplyError(res, 400, "invalid_argument", "must be a GPU index within 0..63", "gpu");
+           }
+           Status s = options_.inject_fault(req.matches[1], gpu, fault);
            controller_.RecordAudit(who, action, target, s.ok() ? 200 : 400,
                                    fault.dump(-1, ' ', false, kReplaceBadUtf8));
            if (!s.ok()) return Reply(res, ApiResult::FromStatus(s));
@@ -277,27 +346,25 @@ void HttpApi::Routes() {
       return false;
     };
     s.Post("/v1/agent/register",
-           authed(false, [hub, body_json](const Actor&, const httplib::Request& req, httplib::Response& res) {
+           authed([hub, body_json](const Actor& who, const httplib::Request& req, httplib::Response& res) {
              nlohmann::json body;
-             if (body_json(req, res, &body)) Reply(res, hub->Register(body));
+             if (body_json(req, res, &body)) Reply(res, hub->Register(who, body));
            }));
     s.Get("/v1/agent/orders",
-          authed(false, [this, hub](const Actor&, const httplib::Request& req, httplib::Response& res) {
+          authed([this, hub](const Actor& who, const httplib::Request& req, httplib::Response& res) {
             if (!OnlyParams(req, res, {"node", "session", "ack", "wait"})) return;
-            int64_t wait = 0, session = 0, ack = 0;
+            int64_t wait = 0, ack = 0;
             if (!IntParam(req, res, "wait", 0, options_.max_poll_s, &wait)) return;
-            if (!IntParam(req, res, "session", 0, INT64_MAX, &session)) return;
             if (!IntParam(req, res, "ack", 0, INT64_MAX, &ack)) return;
-            Reply(res, hub->Poll(req.get_param_value("node"), static_cast<uint64_t>(session),
-                                 static_cast<uint64_t>(ack), static_cast<int>(wait)));
+            PollAgentOrders(*hub, who, req, static_cast<uint64_t>(ack), static_cast<int>(wait), res);
           }));
     s.Post("/v1/agent/report",
-           authed(false, [hub, body_json](const Actor&, const httplib::Request& req, httplib::Response& res) {
+           authed([hub, body_json](const Actor& who, const httplib::Request& req, httplib::Response& res) {
              nlohmann::json body;
-             if (body_json(req, res, &body)) Reply(res, hub->Report(body));
+             if (body_json(req, res, &body)) Reply(res, hub->Report(who, body));
            }));
   }
-  s.Get("/v1/usage", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/usage", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"from", "to", "team", "by"})) return;
           UsageQuery q;
           const Calendar& cal = controller_.calendar();
@@ -313,8 +380,7 @@ void HttpApi::Routes() {
           if (req.has_param("by")) q.by = req.get_param_value("by");
           Reply(res, controller_.Usage(who, q));
         }));
-  s.Get("/v1/reports/monthly",
-        authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/reports/monthly", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"month", "format"})) return;
           std::string month = req.has_param("month") ? req.get_param_value("month")
                                                      : controller_.calendar().MonthOf(controller_.CurrentTime());
@@ -330,15 +396,15 @@ void HttpApi::Routes() {
           }
           res.set_content(ReportHtml(r.body), "text/html; charset=utf-8");
         }));
-  s.Get("/v1/budgets", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/budgets", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.Budgets(who));
         }));
-  s.Get("/v1/alerts", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/alerts", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.Alerts(who));
         }));
-  s.Get("/v1/audit", authed(false, [this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/audit", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;
           if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;

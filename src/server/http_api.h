@@ -8,19 +8,16 @@
 
 #include "server/auth.h"
 #include "server/controller.h"
-
-namespace httplib {
-class Server;
-}
+#include "server/http_front.h"
 
 namespace gantry {
 
 class AgentHub;
 
 struct HttpOptions {
-  size_t max_body_bytes = 1 << 20;  // larger requests get 413
+  FrontLimits limits;               // connections, timeouts, body size, workers
+  std::shared_ptr<TlsContext> tls;  // null: plain HTTP
   bool open_metrics = true;         // /metrics without a token
-  int threads = 16;
   // Where a job's logs are (standalone: the in-process agent's files); empty: none.
   std::function<std::string(const std::string& job_id, const std::string& stream)> log_path;
   // Fake GPUs only: inject a fault ({"xid": 79}, {"temperature_c": 95}, {"ecc_uncorrected": 2},
@@ -42,11 +39,17 @@ class HttpApi {
 
  private:
   void Routes();
+  // The caller of a request, or null without a valid bearer token.
+  const Actor* Caller(const httplib::Request& req) const;
+  // Answers 401 (audited when the call would change something).
+  void Unauthenticated(const httplib::Request& req, httplib::Response& res);
+  // Before a body is read: its size, and its sender's token when there is a body.
+  bool Gate(const httplib::Request& req, httplib::Response& res);
 
   Controller& controller_;
   const UserDirectory& users_;
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<HttpFront> server_;
 };
 
 }  // namespace gantry

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -170,6 +171,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
   std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
+  const auto max_log = static_cast<int64_t>(o.max_log_mb * 1024 * 1024);
   auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
   if (!store) {
     err << "gantry server: " << store.status().ToString() << "\n";
@@ -235,7 +237,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     out << cgroups_note << "\n";
     Controller* c = &controller;
     agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, "", provider.get(), cgroups.get()},
+        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, "", provider.get(), cgroups.get(), max_log},
         AgentReports{
             [c](const std::string& id, int run) { c->ReportStarted(id, run); },
             [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
@@ -269,6 +271,17 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
       return 1;
     }
     users.Add({{"admin", "admin", Role::kAdmin}, *hash});
+    if (!users.HasTeamPolicy("admin")) {
+      // The standalone admin's jobs run as the account that started the server: on a
+      // server started as root, as root (its operator's own choice).
+      struct passwd* self = getpwuid(geteuid());
+      TeamPolicy own;
+      own.unix_account = self ? self->pw_name : "";
+      own.allow_root = geteuid() == 0;
+      own.non_preemptible = true;
+      users.SetTeam("admin", own);
+      out << fmt::format("standalone: the admin's jobs run as {}\n", own.unix_account);
+    }
     out << fmt::format("standalone: {} node(s), GPUs from {}, data in {}\n", nodes.size(), provider->name(), data_dir);
   }
   if (users.size() == 0) {
@@ -277,10 +290,21 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
 
-  AgentHub hub(controller, data_dir + "/logs");
+  controller.SetUsers(std::make_shared<const UserDirectory>(users));
+  AgentHub hub(controller, data_dir + "/logs", max_log);
   HttpOptions hopts;
   hopts.agents = &hub;
-  hopts.threads = o.http_threads;
+  hopts.limits.workers = o.http_threads;
+  hopts.limits.max_per_client = o.max_connections_per_client;
+  hopts.limits.max_connections = o.max_connections;
+  if (!o.tls_cert.empty() || !o.tls_key.empty()) {
+    auto tls = TlsContext::Load(o.tls_cert, o.tls_key);
+    if (!tls) {
+      err << "gantry server: " << tls.status().ToString() << "\n";
+      return 2;
+    }
+    hopts.tls = *tls;
+  }
   hopts.open_metrics = o.open_metrics;
   if (fake) {
     hopts.inject_fault = [fake, &nodes](const std::string& node_id, int gpu, const nlohmann::json& f) -> Status {
@@ -300,7 +324,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry server: " << bound.status().ToString() << "\n";
     return 2;
   }
-  std::string address = fmt::format("http://{}:{}", host, *bound);
+  std::string address = fmt::format("{}://{}:{}", hopts.tls ? "https" : "http", host, *bound);
   out << "gantry server listening on " << address << " (store " << db << ")" << std::endl;
   if (!o.ready_file.empty()) {
     std::ofstream(o.ready_file + ".tmp") << address << "\n";

@@ -15,13 +15,17 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string config_dir;  // gpu_types, scheduler_config, team_quotas, users, profiles
   bool standalone = false;
-  std::string fake_gpus;       // standalone: fake nodes instead of the machine's GPUs
-  std::string ready_file;      // written with the bound address once serving (scripts, tests)
-  std::string shim;            // the gantry binary (job shim); default /proc/self/exe
-  bool sync_full = true;       // fsync every commit
-  double node_timeout_s = 60;  // a remote agent silent this long: its node is lost, its jobs requeue
-  int http_threads = 32;       // agents' long polls hold one each
-  bool open_metrics = true;    // false: /metrics needs a token too
+  std::string fake_gpus;                  // standalone: fake nodes instead of the machine's GPUs
+  std::string ready_file;                 // written with the bound address once serving (scripts, tests)
+  std::string shim;                       // the gantry binary (job shim); default /proc/self/exe
+  bool sync_full = true;                  // fsync every commit
+  double node_timeout_s = 60;             // a remote agent silent this long: its node is lost, its jobs requeue
+  int http_threads = 16;                  // workers that parse requests and run handlers (waiting polls hold none)
+  int max_connections = 10000;            // open connections in total
+  int max_connections_per_client = 1000;  // open connections from one address
+  std::string tls_cert, tls_key;          // PEM files: serve HTTPS
+  double max_log_mb = 64;                 // each job log keeps its newest part up to this
+  bool open_metrics = true;               // false: /metrics needs a token too
 };
 
 int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);

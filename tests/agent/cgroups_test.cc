@@ -105,6 +105,7 @@ StartOrder Job(const std::string& id, const std::string& command, int64_t memory
   o.leader_node = "n1";
   o.cpus = 1;
   o.memory_mib = memory_mib;
+  RunAsThisAccount(o);
   return o;
 }
 

@@ -69,6 +69,7 @@ StartOrder Order(const std::string& id, const std::string& command, SharingMode 
   o.sharing = mode;
   o.gpus.push_back({0, "GPU-aaa", "", 1000, 0, 0, "", -1});
   if (mode == SharingMode::kMps) o.gpus[0] = {2, "GPU-ccc", "", 300, 30, 20480, "", -1};
+  RunAsThisAccount(o);
   return o;
 }
 
@@ -164,6 +165,8 @@ StartOrder AsUser(StartOrder o, const std::string& user) {
   JobSpec spec = *o.spec;
   spec.user = user;
   o.spec = std::make_shared<const JobSpec>(spec);
+  o.unix_account.clear();
+  o.allow_root = false;
   return o;
 }
 

@@ -55,10 +55,10 @@ TEST(JobValidation, RefusesUnknownNames) {
 }
 
 TEST(JobValidation, RefusesMemoryNoTypeHas) {
-  ExpectRefused(MakeJob().GpuMemoryMib(200 * 1024), "gpu_memory", "no allowed GPU type");
-  ExpectRefused(MakeJob().Types({"T4"}).GpuMemoryMib(20 * 1024), "gpu_memory", "no allowed GPU type");
+  ExpectRefused(MakeJob().GpuMemoryMib(200 * 1024), "gpu_memory_gb", "no allowed GPU type");
+  ExpectRefused(MakeJob().Types({"T4"}).GpuMemoryMib(20 * 1024), "gpu_memory_gb", "no allowed GPU type");
   // A quarter of a T4 is 4 GiB: 6 GiB needs a bigger GPU.
-  ExpectRefused(MakeJob().Fraction(0.25).Types({"T4"}).GpuMemoryMib(6 * 1024), "gpu_memory", "no allowed GPU type");
+  ExpectRefused(MakeJob().Fraction(0.25).Types({"T4"}).GpuMemoryMib(6 * 1024), "gpu_memory_gb", "no allowed GPU type");
   EXPECT_TRUE(Validate(MakeJob().Fraction(0.25).Types({"A100-80GB"}).GpuMemoryMib(6 * 1024)).ok());
 }
 

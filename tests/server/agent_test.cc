@@ -16,6 +16,8 @@ class Agents : public ::testing::Test {
     dir_ = TempPath("cluster");
     std::filesystem::remove_all(dir_);
     server_ = std::make_unique<ServerProcess>(dir_, "");
+    // Jobs run as `nobody` on a root agent: they signal through files in this directory.
+    std::filesystem::permissions(dir_, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
     server_->Start();
     agent_ = std::make_unique<AgentProcess>(dir_, "node-a", "4xT4");
     agent_->Start(server_->address());
@@ -118,7 +120,7 @@ TEST_F(Agents, AMalformedReportIsRefusedWholeNamingTheElement) {
   EXPECT_NE(Json(r)["error"]["message"].get<std::string>().find("sample.procs[0]: must be an object"),
             std::string::npos)
       << r->body;
-  nlohmann::json reg = {{"node_id", "node-z"}, {"inventory", {{"gpus", {{{"index", "zero"}}}}}}};
+  nlohmann::json reg = {{"node_id", "node-a"}, {"inventory", {{"gpus", {{{"index", "zero"}}}}}}};
   r = agent.Post("/v1/agent/register", reg.dump(), "application/json");
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_EQ(Json(r)["error"]["field"], "inventory.gpus[0]") << r->body;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -30,11 +32,37 @@ class RecordingLink : public AgentLink {
   std::vector<StopOrder> stops;
 };
 
+// The harness's users: alice (vision) and bob (nlp), a vision team admin and an ops
+// admin; both teams may use every priority class and non-preemptible jobs, so tests of
+// the engine's mechanisms are not tests of permissions (tests/security/ has those).
+inline std::shared_ptr<const UserDirectory> HarnessUsers() {
+  auto users = std::make_shared<UserDirectory>();
+  const char* rows[][3] = {
+      {"alice", "vision", "user"}, {"bob", "nlp", "user"}, {"lead", "vision", "team-admin"}, {"root", "ops", "admin"}};
+  for (auto& r : rows) {
+    UserEntry e{{r[0], r[1], Role::kUser}, Sha256Hex(std::string(r[0]) + "-token")};
+    ParseRole(r[2], &e.actor.role);
+    users->Add(e);
+  }
+  for (const char* team : {"vision", "nlp", "speech"}) {
+    users->SetTeam(team, {{"critical", "high", "medium", "low"}, true, "", false});
+  }
+  return users;
+}
+
 inline std::string TempPath(const std::string& name) {
   std::string dir = ::testing::TempDir() + "gantry-" + std::to_string(::getpid()) + "-" +
                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
   std::filesystem::create_directories(dir);
   return dir + "/" + name;
+}
+
+// Agent tests run jobs as the test's own account: on a root test run that is root, which
+// the order's team policy must allow explicitly.
+inline void RunAsThisAccount(StartOrder& o) {
+  struct passwd* self = getpwuid(geteuid());
+  o.unix_account = self ? self->pw_name : "";
+  o.allow_root = true;
 }
 
 struct Harness {
@@ -49,6 +77,7 @@ struct Harness {
     o.defer_slow_cycles = false;  // every batch gets its cycle, however slow the build (ASan)
     o.now = [this] { return now.load(); };
     o.log = [](const std::string&) {};
+    o.users = HarnessUsers();
     if (configure) configure(o);
     auto store = OpenSqliteStore(db, {.synchronous_full = false});
     EXPECT_TRUE(store.ok());

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/read_file.h"
 #include "server/auth.h"
 
 namespace gantry::testing {
@@ -23,7 +24,17 @@ inline const char* kAliceToken = "alice-token-vision-user";
 inline const char* kBobToken = "bob-token-nlp-user";
 inline const char* kLeadToken = "lead-token-vision-team-admin";
 inline const char* kRootToken = "root-token-ops-admin";
-inline const char* kAgentToken = "agent-token-for-nodes";
+inline const char* kAgentToken = "agent-token-node-a";  // bound to node-a
+// An agent token bound to `node` (users.yaml has one for node-a, node-b and node-m).
+inline std::string AgentToken(const std::string& node) { return "agent-token-" + node; }
+
+// Team policies of the test server: vision and nlp may use every class and run as
+// `nobody` where the node has no account of their own; ops (the admins) may run as root.
+inline const char* kTestTeams =
+    "teams:\n"
+    "  vision: {priorities: [critical, high, medium, low], non_preemptible: true, unix_account: nobody}\n"
+    "  nlp: {priorities: [critical, high, medium, low], non_preemptible: true, unix_account: nobody}\n"
+    "  ops: {allow_root: true}\n";
 
 class ServerProcess {
  public:
@@ -37,16 +48,23 @@ class ServerProcess {
     std::ofstream(dir_ + "/config/health.yaml") << "drain_xids: [48, 62, 64, 74, 79, 95]\n"
                                                 << "app_xids: [13, 31, 43, 45, 68, 94, 63, 92]\n"
                                                 << "telemetry_interval: 200ms\n";
+    WriteUsers(kTestTeams);
+  }
+  // users.yaml: the five callers, an agent per test node, and `teams` (before Start).
+  void WriteUsers(const std::string& teams) {
     std::ofstream users(dir_ + "/config/users.yaml");
-    users << "users:\n";
+    users << teams << "users:\n";
     const char* rows[][4] = {{"alice", "vision", "user", kAliceToken},
                              {"bob", "nlp", "user", kBobToken},
                              {"lead", "vision", "team-admin", kLeadToken},
-                             {"root", "ops", "admin", kRootToken},
-                             {"node-agent", "ops", "agent", kAgentToken}};
+                             {"root", "ops", "admin", kRootToken}};
     for (auto& r : rows) {
       users << "  - {name: " << r[0] << ", team: " << r[1] << ", role: " << r[2]
             << ", token_sha256: " << Sha256Hex(r[3]) << "}\n";
+    }
+    for (const char* node : {"node-a", "node-b", "node-m"}) {
+      users << "  - {name: agent-" << node << ", team: ops, role: agent, node: " << node
+            << ", token_sha256: " << Sha256Hex(AgentToken(node)) << "}\n";
     }
   }
   ~ServerProcess() {
@@ -59,8 +77,7 @@ class ServerProcess {
   void KillJobs() {
     std::error_code ec;
     for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
-      std::ifstream f(p.path() / "cmdline");
-      std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      std::string cmdline = ReadFileNoThrow(p.path() / "cmdline").value_or("");  // the process may be gone
       if (cmdline.find("job-shim") == std::string::npos || cmdline.find(dir_) == std::string::npos) continue;
       pid_t pid = static_cast<pid_t>(std::atoi(p.path().filename().c_str()));
       if (pid > 0) kill(-pid, SIGKILL);
@@ -136,7 +153,8 @@ class AgentProcess {
     if (pid_ == 0) {
       std::string log = dir_ + "/agent-" + node_ + ".log";
       if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
-      execl(GANTRY_BINARY, GANTRY_BINARY, "agent", "--server", server.c_str(), "--token", kAgentToken, "--node-id",
+      std::string token = AgentToken(node_);
+      execl(GANTRY_BINARY, GANTRY_BINARY, "agent", "--server", server.c_str(), "--token", token.c_str(), "--node-id",
             node_.c_str(), "--data-dir", (dir_ + "/agent-" + node_).c_str(), "--fake-gpus", gpus_.c_str(),
             "--heartbeat", "0.3", "--config", (dir_ + "/config").c_str(), static_cast<char*>(nullptr));
       _exit(127);

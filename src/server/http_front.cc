@@ -1,0 +1,519 @@
+// Connections of the HTTP front end: accept with limits, park in epoll while idle, serve
+// one request at a time on a worker with deadlines, answer deferred requests later.
+#include "server/http_front.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+
+namespace gantry {
+
+using Clock = std::chrono::steady_clock;
+
+struct HttpFront::Conn {
+  HttpFront* front = nullptr;
+  int fd = -1;
+  SSL* ssl = nullptr;
+  bool handshaken = false;
+  bool registered = false;  // in the epoll set
+  std::string peer_ip, local_ip;
+  int peer_port = 0, local_port = 0;
+  std::string in;  // bytes read and not yet consumed
+  size_t in_pos = 0;
+  // The request being served.
+  Clock::time_point deadline;
+  int64_t body_budget = -1;  // bytes the body may still take (chunked); -1: not counted
+  bool over_limit = false;
+  bool bad_framing = false;
+  bool close_after = false;
+  Clock::time_point parked_at;
+  bool parked = false;  // guarded by the front's mu_
+  // A deferred answer (guarded by mu).
+  std::mutex mu;
+  bool busy = false;      // a worker holds the connection
+  bool detached = false;  // the request is answered later
+  bool answered = false;  // the later answer is in `pending`
+  std::string pending;
+  std::atomic<bool> closed{false};
+
+  bool Buffered() const { return in_pos < in.size() || (ssl && SSL_pending(ssl) > 0); }
+};
+
+namespace {
+
+thread_local std::shared_ptr<HttpFront::Conn> t_conn;
+
+int MsUntil(Clock::time_point deadline) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return ms <= 0 ? 0 : static_cast<int>(std::min<int64_t>(ms, 60000));
+}
+
+// Waits for `events` on fd until `deadline`; false on timeout or error.
+bool WaitFor(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    int ms = MsUntil(deadline);
+    if (ms == 0) return false;
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, ms);
+    if (n > 0) return true;
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0 && Clock::now() < deadline) continue;
+    return false;
+  }
+}
+
+// Reads what is there (waiting until `deadline` for something): bytes, 0 at EOF, -1.
+ssize_t ReadSome(HttpFront::Conn& c, char* buf, size_t n) {
+  for (;;) {
+    short want = POLLIN;
+    if (c.ssl) {
+      int r = SSL_read(c.ssl, buf, static_cast<int>(n));
+      if (r > 0) return r;
+      int e = SSL_get_error(c.ssl, r);
+      if (e == SSL_ERROR_ZERO_RETURN) return 0;
+      if (e == SSL_ERROR_WANT_WRITE) {
+        want = POLLOUT;
+      } else if (e != SSL_ERROR_WANT_READ) {
+        return -1;
+      }
+    } else {
+      ssize_t r = ::recv(c.fd, buf, n, 0);
+      if (r >= 0) return r;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    }
+    if (!WaitFor(c.fd, want, c.deadline)) return -1;
+  }
+}
+
+bool WriteAll(HttpFront::Conn& c, const char* p, size_t n, int timeout_s) {
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  while (n > 0) {
+    short want = POLLOUT;
+    ssize_t w = -1;
+    if (c.ssl) {
+      int r = SSL_write(c.ssl, p, static_cast<int>(std::min<size_t>(n, 1 << 20)));
+      if (r > 0) {
+        w = r;
+      } else {
+        int e = SSL_get_error(c.ssl, r);
+        if (e == SSL_ERROR_WANT_READ) {
+          want = POLLIN;
+        } else if (e != SSL_ERROR_WANT_WRITE) {
+          return false;
+        }
+      }
+    } else {
+      w = ::send(c.fd, p, n, MSG_NOSIGNAL);
+      if (w < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    }
+    if (w > 0) {
+      p += w;
+      n -= static_cast<size_t>(w);
+      continue;
+    }
+    if (!WaitFor(c.fd, want, deadline)) return false;
+  }
+  return true;
+}
+
+// httplib's view of a connection. Reads come from the connection's buffer (kept across
+// requests, so pipelined bytes are not lost) within the request's deadline and body
+// budget; writes of a deferred request are dropped (its answer comes later).
+class ConnStream : public httplib::Stream {
+ public:
+  ConnStream(HttpFront::Conn& c, int write_timeout_s) : c_(c), write_timeout_s_(write_timeout_s) {}
+  bool is_readable() const override { return c_.Buffered(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    if (c_.in_pos == c_.in.size()) {
+      c_.in.resize(16384);
+      c_.in_pos = 0;
+      ssize_t n = ReadSome(c_, c_.in.data(), c_.in.size());
+      c_.in.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      if (n <= 0) return n;
+    }
+    size_t n = std::min(size, c_.in.size() - c_.in_pos);
+    if (c_.body_budget >= 0) {
+      if (static_cast<int64_t>(n) > c_.body_budget) {
+        c_.over_limit = true;
+        c_.close_after = true;
+        return -1;
+      }
+      c_.body_budget -= static_cast<int64_t>(n);
+    }
+    std::memcpy(ptr, c_.in.data() + c_.in_pos, n);
+    c_.in_pos += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    {
+      std::lock_guard<std::mutex> lock(c_.mu);
+      if (c_.detached) return static_cast<ssize_t>(size);
+    }
+    return WriteAll(c_, ptr, size, write_timeout_s_) ? static_cast<ssize_t>(size) : -1;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.peer_ip;
+    port = c_.peer_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.local_ip;
+    port = c_.local_port;
+  }
+  socket_t socket() const override { return c_.fd; }
+
+ private:
+  HttpFront::Conn& c_;
+  int write_timeout_s_;
+};
+
+// cpp-httplib hands each accepted socket to the task queue; ours takes it at once (the
+// front's own threads do the work).
+class InlineQueue : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+void AddressOf(const sockaddr_storage& a, std::string* ip, int* port) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (a.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&a);
+    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
+    *port = ntohs(v4->sin_port);
+  } else if (a.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&a);
+    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+    *port = ntohs(v6->sin6_port);
+  }
+  *ip = text;
+}
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    case 503: return "Service Unavailable";
+    default: return status < 500 ? "Client Error" : "Server Error";
+  }
+}
+
+std::string RenderResponse(int status, const std::string& content_type, const std::string& body, bool close) {
+  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n{}", status,
+                     Reason(status), content_type, body.size(), close ? "close" : "keep-alive", body);
+}
+
+bool IEquals(const std::string& a, const char* b) { return strcasecmp(a.c_str(), b) == 0; }
+
+}  // namespace
+
+Expected<std::shared_ptr<TlsContext>> TlsContext::Load(const std::string& cert_file, const std::string& key_file) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx) return Status::Internal("cannot create a TLS context");
+  auto fail = [&](const std::string& field, const std::string& what) -> Expected<std::shared_ptr<TlsContext>> {
+    char err[256] = {};
+    ERR_error_string_n(ERR_get_error(), err, sizeof(err));
+    SSL_CTX_free(ctx);
+    return Status::Invalid(field, fmt::format("{}: {}", what, err));
+  };
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
+    return fail("tls-cert", "cannot load the certificate chain " + cert_file);
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    return fail("tls-key", "cannot load the private key " + key_file);
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) return fail("tls-key", "the key does not match the certificate");
+  return std::shared_ptr<TlsContext>(new TlsContext(ctx));
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+
+HttpFront::HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls)
+    : limits_(limits), tls_(std::move(tls)), epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
+  new_task_queue = [] { return new InlineQueue(); };
+  set_payload_max_length(limits_.max_body_bytes);
+  set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    Conn* c = t_conn.get();
+    bool answered = c && c->bad_framing;
+    if (answered) res.status = 400;
+    if (!answered) answered = gate_ && gate_(req, res);
+    if (!answered) return HandlerResponse::Unhandled;
+    // Answered before its body was read: the connection cannot be reused.
+    std::string length = req.get_header_value("Content-Length");
+    bool body = req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
+    if (c && body) c->close_after = true;
+    return HandlerResponse::Handled;
+  });
+  poller_ = std::thread([this] { PollLoop(); });
+  for (int i = 0; i < limits_.workers; ++i) workers_.emplace_back([this] { WorkLoop(); });
+}
+
+HttpFront::~HttpFront() { Shutdown(); }
+
+void HttpFront::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  stop();
+  work_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  std::vector<std::shared_ptr<Conn>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [fd, c] : conns_) all.push_back(c);
+  }
+  for (auto& c : all) Close(c);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  epoll_fd_ = -1;
+}
+
+size_t HttpFront::connections() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return conns_.size();
+}
+
+HttpFront::Answer HttpFront::Defer() {
+  std::shared_ptr<Conn> c = t_conn;
+  if (!c) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->detached = true;
+  }
+  return [c](int status, const std::string& content_type, const std::string& body) {
+    std::string out = RenderResponse(status, content_type, body, false);
+    bool run = false;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (c->answered || !c->detached || c->closed) return;
+      c->answered = true;
+      c->pending = std::move(out);
+      run = !c->busy;
+      if (run) c->busy = true;
+    }
+    if (run) c->front->Post([c] { c->front->AfterRequest(c); });
+  };
+}
+
+bool HttpFront::BodyOverLimit() { return t_conn && t_conn->over_limit; }
+
+bool HttpFront::BadFraming() { return t_conn && t_conn->bad_framing; }
+
+bool HttpFront::process_and_close_socket(socket_t sock) {
+  sockaddr_storage peer{}, local{};
+  socklen_t plen = sizeof(peer), llen = sizeof(local);
+  getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &plen);
+  getsockname(sock, reinterpret_cast<sockaddr*>(&local), &llen);
+  auto c = std::make_shared<Conn>();
+  c->front = this;
+  c->fd = sock;
+  AddressOf(peer, &c->peer_ip, &c->peer_port);
+  AddressOf(local, &c->local_ip, &c->local_port);
+  ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
+  std::string refusal;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      refusal = "the server is stopping";
+    } else if (static_cast<int>(conns_.size()) >= limits_.max_connections) {
+      refusal = fmt::format("too many connections (limit {})", limits_.max_connections);
+    } else if (per_client_[c->peer_ip] >= limits_.max_per_client) {
+      refusal = fmt::format("too many connections from {} (limit {})", c->peer_ip, limits_.max_per_client);
+    } else {
+      conns_[sock] = c;
+      per_client_[c->peer_ip]++;
+    }
+    if (per_client_[c->peer_ip] == 0) per_client_.erase(c->peer_ip);
+  }
+  if (!refusal.empty()) {
+    if (!tls_) {  // a TLS client would not understand a plain answer
+      std::string body = fmt::format(R"({{"error":{{"code":"unavailable","message":"{}","field":""}}}})", refusal);
+      std::string out = RenderResponse(503, "application/json", body, true);
+      ssize_t ignored = ::send(sock, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)ignored;
+    }
+    ::close(sock);
+    return true;
+  }
+  if (tls_) {
+    c->ssl = SSL_new(tls_->get());
+    SSL_set_fd(c->ssl, sock);
+  }
+  Park(c);
+  return true;
+}
+
+void HttpFront::Park(const std::shared_ptr<Conn>& c) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c->closed) return;
+    c->parked = true;
+    c->parked_at = Clock::now();
+  }
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->busy = false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.fd = c->fd;
+  int op = c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  c->registered = true;
+  if (epoll_ctl(epoll_fd_, op, c->fd, &ev) != 0) Close(c);
+}
+
+void HttpFront::Close(const std::shared_ptr<Conn>& c) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c->closed.exchange(true)) return;
+    conns_.erase(c->fd);
+    if (--per_client_[c->peer_ip] <= 0) per_client_.erase(c->peer_ip);
+  }
+  if (c->registered && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  if (c->ssl) {
+    SSL_free(c->ssl);
+    c->ssl = nullptr;
+  }
+  ::close(c->fd);
+}
+
+void HttpFront::PollLoop() {
+  epoll_event events[256];
+  Clock::time_point swept = Clock::now();
+  while (!stopping_) {
+    int n = epoll_wait(epoll_fd_, events, 256, 250);
+    for (int i = 0; i < n; ++i) {
+      std::shared_ptr<Conn> c;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = conns_.find(events[i].data.fd);
+        if (it == conns_.end() || !it->second->parked) continue;
+        c = it->second;
+        c->parked = false;
+      }
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        c->busy = true;
+      }
+      Post([this, c] { Serve(c); });
+    }
+    if (Clock::now() - swept >= std::chrono::seconds(1)) {
+      SweepIdle();
+      swept = Clock::now();
+    }
+  }
+}
+
+void HttpFront::SweepIdle() {
+  std::vector<std::shared_ptr<Conn>> idle;
+  Clock::time_point limit = Clock::now() - std::chrono::seconds(limits_.idle_timeout_s);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [fd, c] : conns_) {
+      if (c->parked && c->parked_at < limit) idle.push_back(c);
+    }
+  }
+  for (auto& c : idle) Close(c);
+}
+
+void HttpFront::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    if (stopping_) return;
+    work_.push_back(std::move(task));
+  }
+  work_cv_.notify_one();
+}
+
+void HttpFront::WorkLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !work_.empty(); });
+      if (stopping_) return;
+      task = std::move(work_.front());
+      work_.pop_front();
+    }
+    task();
+  }
+}
+
+void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
+  c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
+  if (c->ssl && !c->handshaken) {
+    for (;;) {
+      int r = SSL_accept(c->ssl);
+      if (r == 1) break;
+      int e = SSL_get_error(c->ssl, r);
+      short want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+      if (want == 0 || !WaitFor(c->fd, want, c->deadline)) return Close(c);
+    }
+    c->handshaken = true;
+  }
+  c->body_budget = -1;
+  c->over_limit = c->bad_framing = c->close_after = false;
+  ConnStream stream(*c, limits_.write_timeout_s);
+  bool client_closes = false;
+  t_conn = c;
+  bool ok = process_request(stream, false, client_closes, [this, c](httplib::Request& req) {
+    // Framing before any handler: one of Content-Length or chunked, a body method without
+    // either has an empty body, and a chunked body is counted against the limit as read.
+    bool chunked = false;
+    if (req.has_header("Transfer-Encoding")) {
+      chunked = IEquals(req.get_header_value("Transfer-Encoding"), "chunked");
+      if (!chunked || req.has_header("Content-Length")) c->bad_framing = true;
+    }
+    std::string length = req.get_header_value("Content-Length");
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+    if (!length.empty() && (ec != std::errc() || end != length.data() + length.size())) c->bad_framing = true;
+    bool body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+    if (body_method && !chunked && length.empty()) req.set_header("Content-Length", "0");
+    if (chunked) c->body_budget = static_cast<int64_t>(limits_.max_body_bytes) + 65536;  // plus chunk framing
+    // A form body is not parsed into query parameters (nor limited to 8 KiB by httplib).
+    if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+      req.headers.erase("Content-Type");
+      req.set_header("Content-Type", "application/octet-stream");
+    }
+  });
+  t_conn.reset();
+  if (!ok || client_closes) c->close_after = true;
+  AfterRequest(c);
+}
+
+void HttpFront::AfterRequest(const std::shared_ptr<Conn>& c) {
+  std::string answer;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->detached && !c->answered) {
+      c->busy = false;  // the later answer finishes it
+      return;
+    }
+    if (c->detached) {
+      answer = std::move(c->pending);
+      c->detached = c->answered = false;
+    }
+  }
+  if (!answer.empty() && !WriteAll(*c, answer.data(), answer.size(), limits_.write_timeout_s)) return Close(c);
+  if (c->close_after || stopping_) return Close(c);
+  if (c->Buffered()) return Post([this, c] { Serve(c); });  // a pipelined request
+  Park(c);
+}
+
+}  // namespace gantry

@@ -1,0 +1,106 @@
+// The server's HTTP front end: cpp-httplib parses requests and routes them, but the
+// connections are ours. An idle connection (keep-alive, or a client that sends nothing)
+// waits in one epoll set and costs a descriptor, not a thread; a request gets a worker
+// only once bytes arrive, and must arrive whole (line, headers, body) within a deadline;
+// a long poll answers later through Defer() and holds no thread while it waits. Limits on
+// connections per client address and in total, the body limit on every transfer encoding
+// before any handler runs, and TLS (OpenSSL) on the same path.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace gantry {
+
+struct FrontLimits {
+  int workers = 16;                 // threads that parse requests and run handlers
+  int max_connections = 10000;      // open connections in total; more are answered 503
+  int max_per_client = 1000;        // open connections from one client address
+  int request_timeout_s = 10;       // a request's line, headers and body must arrive within this
+  int idle_timeout_s = 60;          // a keep-alive connection idle this long is closed
+  int write_timeout_s = 30;         // a client that takes no bytes this long is dropped
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413, whatever their transfer encoding
+};
+
+// A server certificate and key (PEM) for TLS 1.2+.
+class TlsContext {
+ public:
+  static Expected<std::shared_ptr<TlsContext>> Load(const std::string& cert_file, const std::string& key_file);
+  ~TlsContext();
+  SSL_CTX* get() const { return ctx_; }
+
+ private:
+  explicit TlsContext(SSL_CTX* ctx) : ctx_(ctx) {}
+  SSL_CTX* ctx_;
+};
+
+class HttpFront : public httplib::Server {
+ public:
+  struct Conn;
+  // An answer given later: status, content type, body. Call it once, from any thread.
+  using Answer = std::function<void(int status, const std::string& content_type, const std::string& body)>;
+  // Runs before a handler, with the request's headers (its body not read yet): return true
+  // after filling `res` to answer at once (the body is never read).
+  using Gate = std::function<bool(const httplib::Request& req, httplib::Response& res)>;
+
+  HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls);
+  ~HttpFront() override;
+
+  void SetGate(Gate gate) { gate_ = std::move(gate); }
+  // Stops listening, closes every connection and joins the threads.
+  void Shutdown();
+  // Open connections now (tests, metrics).
+  size_t connections() const;
+
+  // From a handler: this request is answered later through the returned Answer; what
+  // the handler itself puts in its Response is dropped. Null outside a front worker.
+  static Answer Defer();
+  // From a handler or the error handler: the request's body was over the limit.
+  static bool BodyOverLimit();
+  // The request had both Content-Length and Transfer-Encoding, or an encoding other than
+  // chunked, or a malformed length (it is answered 400 before any handler).
+  static bool BadFraming();
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  void PollLoop();
+  void WorkLoop();
+  void Post(std::function<void()> task);
+  void Serve(const std::shared_ptr<Conn>& c);
+  void AfterRequest(const std::shared_ptr<Conn>& c);
+  void Park(const std::shared_ptr<Conn>& c);
+  void Close(const std::shared_ptr<Conn>& c);
+  void SweepIdle();
+
+  FrontLimits limits_;
+  std::shared_ptr<TlsContext> tls_;
+  Gate gate_;
+  int epoll_fd_ = -1;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;  // guards conns_ and per_client_
+  std::map<int, std::shared_ptr<Conn>> conns_;
+  std::map<std::string, int> per_client_;
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> work_;
+  std::vector<std::thread> workers_;
+  std::thread poller_;
+};
+
+}  // namespace gantry
