@@ -96,6 +96,12 @@ int main(int argc, char** argv) {
       ->add_option("--max-connections-per-client", server.max_connections_per_client,
                    "Open connections from one client address at most")
       ->check(CLI::Range(1, 1000000));
+  server_cmd
+      ->add_option("--request-timeout", server.request_timeout_s,
+                   "Seconds a request's line, headers and body have to arrive")
+      ->check(CLI::Range(1, 3600));
+  server_cmd->add_option("--idle-timeout", server.idle_timeout_s, "Seconds an idle keep-alive connection is kept")
+      ->check(CLI::Range(1, 86400));
   server_cmd->add_option("--max-log-mb", server.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
       ->check(CLI::Range(0.01, 1e6));
   bool metrics_auth = false;

@@ -396,20 +396,25 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   });
 
   // token: make a user's token and its users.yaml entry (the token is shown once).
-  auto tu = std::make_shared<std::array<std::string, 3>>();
+  auto tu = std::make_shared<std::array<std::string, 4>>();  // user, team, role, node
   (*tu)[2] = "user";
   CLI::App* token = app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
   token->add_option("--user", (*tu)[0], "User name")->required();
   token->add_option("--team", (*tu)[1], "Team")->required();
   token->add_option("--role", (*tu)[2], "user, team-admin, admin or agent (a node agent)")
       ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
+  token->add_option("--node", (*tu)[3], "The one node an agent token speaks for (required with --role agent)");
   token->callback([=, &out] {
+    if (((*tu)[2] == "agent") != !(*tu)[3].empty()) {
+      throw CLI::ValidationError("--node", "an agent token names its one node (--node ID); other roles have none");
+    }
     *chosen = [=, &out] {
       std::string t = NewToken();
+      std::string node = (*tu)[3].empty() ? "" : ", node: " + (*tu)[3];
       out << "token (give it to " << (*tu)[0] << "; it is not stored anywhere): " << t << "\n"
           << "users.yaml entry:\n"
-          << fmt::format("  - {{name: {}, team: {}, role: {}, token_sha256: {}}}\n", (*tu)[0], (*tu)[1], (*tu)[2],
-                         Sha256Hex(t));
+          << fmt::format("  - {{name: {}, team: {}, role: {}{}, token_sha256: {}}}\n", (*tu)[0], (*tu)[1], (*tu)[2],
+                         node, Sha256Hex(t));
       return 0;
     };
   });

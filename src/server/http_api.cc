@@ -94,8 +94,13 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
       server_(std::make_unique<HttpFront>(options_.limits, options_.tls)) {
   server_->set_tcp_nodelay(true);  // answers are small: do not wait for Nagle
   server_->SetGate([this](const httplib::Request& req, httplib::Response& res) { return Gate(req, res); });
-  server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (HttpFront::BodyOverLimit()) res.status = 413;
+  server_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (HttpFront::BodyOverLimit()) {
+      res.status = 413;
+      const Actor* who = Caller(req);
+      controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "", 413,
+                              "chunked body over the limit");
+    }
     if (HttpFront::BadFraming()) {
       res.status = 400;
       return ReplyError(res, 400, "invalid_argument",
@@ -166,6 +171,7 @@ HttpApi::~HttpApi() { Shutdown(); }
 Expected<int> HttpApi::Bind(const std::string& host, int port) {
   int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0) return Status::Invalid("listen", fmt::format("cannot listen on {}:{}", host, port));
+  server_->SetBacklog(4096);
   return bound;
 }
 

@@ -283,6 +283,10 @@ void HttpFront::Shutdown() {
   epoll_fd_ = -1;
 }
 
+void HttpFront::SetBacklog(int backlog) {
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, backlog);
+}
+
 size_t HttpFront::connections() const {
   std::lock_guard<std::mutex> lock(mu_);
   return conns_.size();

@@ -61,6 +61,9 @@ class HttpFront : public httplib::Server {
   ~HttpFront() override;
 
   void SetGate(Gate gate) { gate_ = std::move(gate); }
+  // After binding: a listen backlog for bursts of connections (cpp-httplib listens with 5,
+  // which makes a burst of clients wait out SYN retransmits).
+  void SetBacklog(int backlog);
   // Stops listening, closes every connection and joins the threads.
   void Shutdown();
   // Open connections now (tests, metrics).

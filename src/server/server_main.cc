@@ -297,6 +297,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   hopts.limits.workers = o.http_threads;
   hopts.limits.max_per_client = o.max_connections_per_client;
   hopts.limits.max_connections = o.max_connections;
+  hopts.limits.request_timeout_s = o.request_timeout_s;
+  hopts.limits.idle_timeout_s = o.idle_timeout_s;
   if (!o.tls_cert.empty() || !o.tls_key.empty()) {
     auto tls = TlsContext::Load(o.tls_cert, o.tls_key);
     if (!tls) {

@@ -24,6 +24,8 @@ struct ServerOptions {
   int max_connections = 10000;            // open connections in total
   int max_connections_per_client = 1000;  // open connections from one address
   std::string tls_cert, tls_key;          // PEM files: serve HTTPS
+  int request_timeout_s = 10;             // a request must arrive whole within this
+  int idle_timeout_s = 60;                // idle keep-alive connections are closed after this
   double max_log_mb = 64;                 // each job log keeps its newest part up to this
   bool open_metrics = true;               // false: /metrics needs a token too
 };

@@ -93,6 +93,7 @@ class ServerProcess {
       if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
       std::vector<std::string> args = {GANTRY_BINARY,    "server",   "--data-dir",  dir_ + "/data", "--config",
                                        dir_ + "/config", "--listen", "127.0.0.1:0", "--ready-file", ready};
+      args.insert(args.end(), extra_args_.begin(), extra_args_.end());
       if (fake_gpus_.empty()) {
         args.insert(args.end(), {"--db", dir_ + "/cluster.db", "--node-timeout", "1.5"});
       } else if (fake_gpus_ == "detect") {
@@ -122,6 +123,10 @@ class ServerProcess {
     pid_ = -1;
   }
 
+  // More `gantry server` flags for the next Start.
+  void AddArgs(const std::vector<std::string>& args) {
+    extra_args_.insert(extra_args_.end(), args.begin(), args.end());
+  }
   const std::string& address() const { return address_; }
   std::string data_dir() const { return dir_ + "/data"; }
   const std::string& dir() const { return dir_; }
@@ -138,6 +143,7 @@ class ServerProcess {
  private:
   std::string dir_;
   std::string fake_gpus_;
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   std::string address_;
 };
@@ -145,18 +151,24 @@ class ServerProcess {
 // A `gantry agent` process with fake GPUs, reporting every 0.3 s.
 class AgentProcess {
  public:
-  AgentProcess(std::string dir, std::string node_id, std::string fake_gpus)
-      : dir_(std::move(dir)), node_(std::move(node_id)), gpus_(std::move(fake_gpus)) {}
+  AgentProcess(std::string dir, std::string node_id, std::string fake_gpus, std::vector<std::string> extra = {})
+      : dir_(std::move(dir)), node_(std::move(node_id)), gpus_(std::move(fake_gpus)), extra_(std::move(extra)) {}
   ~AgentProcess() { Kill(SIGKILL); }
   void Start(const std::string& server) {
     pid_ = fork();
     if (pid_ == 0) {
       std::string log = dir_ + "/agent-" + node_ + ".log";
       if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
-      std::string token = AgentToken(node_);
-      execl(GANTRY_BINARY, GANTRY_BINARY, "agent", "--server", server.c_str(), "--token", token.c_str(), "--node-id",
-            node_.c_str(), "--data-dir", (dir_ + "/agent-" + node_).c_str(), "--fake-gpus", gpus_.c_str(),
-            "--heartbeat", "0.3", "--config", (dir_ + "/config").c_str(), static_cast<char*>(nullptr));
+      std::vector<std::string> args = {
+          GANTRY_BINARY,     "agent",     "--server",    server,       "--token",
+          AgentToken(node_), "--node-id", node_,         "--data-dir", dir_ + "/agent-" + node_,
+          "--fake-gpus",     gpus_,       "--heartbeat", "0.3",        "--config",
+          dir_ + "/config"};
+      args.insert(args.end(), extra_.begin(), extra_.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
       _exit(127);
     }
   }
@@ -169,6 +181,7 @@ class AgentProcess {
 
  private:
   std::string dir_, node_, gpus_;
+  std::vector<std::string> extra_;
   pid_t pid_ = -1;
 };
 
