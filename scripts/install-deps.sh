@@ -8,7 +8,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev tzdata
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl procps
+  curl procps openssl clang libclang-rt-14-dev
 )
 
 missing=()

@@ -11,3 +11,6 @@ bash scripts/build.sh build-asan -DGANTRY_SANITIZE=ON -DGANTRY_BUILD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 ./build-asan/gantry --version
+
+echo "== fuzz the parsers of outside input (libFuzzer, a short pass over the corpus)"
+bash scripts/fuzz.sh "${GANTRY_FUZZ_SECONDS:-20}"

@@ -75,54 +75,6 @@ void AgentHub::ExpireWaiters(bool all) {
   for (auto& [w, answer] : due) w.answer(answer);
 }
 
-namespace {
-
-// Parses each element of the array `key` with `parse`; a parse that throws (a field of the
-// wrong type) or an element that is not an object becomes a Status naming the element.
-// Agent bodies are parsed whole before any of them is applied.
-Status EachObject(const nlohmann::json& body, const char* key,
-                  const std::function<void(const nlohmann::json&)>& parse) {
-  if (!body.contains(key)) return Status::Ok();
-  const nlohmann::json& list = body[key];
-  if (!list.is_array()) return Status::Invalid(key, "must be an array");
-  for (size_t i = 0; i < list.size(); ++i) {
-    std::string where = fmt::format("{}[{}]", key, i);
-    if (!list[i].is_object()) return Status::Invalid(where, "must be an object");
-    try {
-      parse(list[i]);
-    } catch (const nlohmann::json::exception& e) {
-      std::string what = e.what();
-      return Status::Invalid(where, what.substr(what.find(']') + 2));  // without "[json.exception...]"
-    }
-  }
-  return Status::Ok();
-}
-
-// Inside a parse: nested lists must hold objects too (else the error names the list).
-void RequireObjects(const nlohmann::json& parent, const char* key, const std::string& where) {
-  if (!parent.contains(key)) return;
-  const nlohmann::json& list = parent[key];
-  std::string bad = !list.is_array() ? where + ": must be an array" : "";
-  for (size_t i = 0; bad.empty() && i < list.size(); ++i) {
-    if (!list[i].is_object()) bad = fmt::format("{}[{}]: must be an object", where, i);
-  }
-  if (!bad.empty()) throw nlohmann::json::other_error::create(501, bad, nullptr);
-}
-
-Status CheckTopLevel(const nlohmann::json& body) {
-  if (!body.is_object()) return Status::Invalid("body", "must be a JSON object");
-  if (body.contains("node_id") && !body["node_id"].is_string()) return Status::Invalid("node_id", "must be a string");
-  for (const char* key : {"cpus", "memory_mib"}) {
-    if (body.contains(key) && !body[key].is_number_integer()) return Status::Invalid(key, "must be an integer");
-  }
-  for (const char* key : {"inventory", "labels"}) {
-    if (body.contains(key) && !body[key].is_object()) return Status::Invalid(key, "must be an object");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 std::optional<ApiResult> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action) {
   if (who.role == Role::kAgent && who.node == node_id) return std::nullopt;
   std::string why = who.role == Role::kAgent ? fmt::format("this agent token speaks for node {} only", who.node)
@@ -139,35 +91,16 @@ AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
 
 ApiResult AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   const char* action = "POST /v1/agent/register";
-  if (Status s = CheckTopLevel(body); !s.ok()) return ApiResult::FromStatus(s);
-  std::string node_id = body.value("node_id", "");
-  if (node_id.empty() || node_id.size() > 128) {
-    return ApiResult::Error(400, "invalid_argument", "is required (at most 128 characters)", "node_id");
-  }
-  if (node_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-      std::string::npos) {
-    return ApiResult::Error(400, "invalid_argument", "must be letters, digits and . _ -", "node_id");
-  }
+  auto reg = ParseRegistration(body);
+  if (!reg) return ApiResult::FromStatus(reg.status());
+  const std::string& node_id = reg->node_id;
   if (auto refused = CheckNode(who, node_id, action)) return *refused;
-  const nlohmann::json& inv_json = FieldOr(body, "inventory", EmptyObject());
-  GpuInventory inventory;
-  inventory.provider = FieldOr(inv_json, "provider", nlohmann::json("")).get<std::string>();
-  inventory.driver_version = FieldOr(inv_json, "driver_version", nlohmann::json("")).get<std::string>();
-  Status parsed = EachObject(inv_json, "gpus", [&](const nlohmann::json& g) {
-    RequireObjects(g, "mig", "mig");
-    inventory.gpus.push_back(GpuInfoFromJson(g));
-  });
-  if (!parsed.ok()) return ApiResult::FromStatus(Status::Invalid("inventory." + parsed.field(), parsed.message()));
-  std::vector<RunReport> runs;
-  parsed = EachObject(body, "runs", [&](const nlohmann::json& r) { runs.push_back(RunReportFromJson(r)); });
-  if (!parsed.ok()) return ApiResult::FromStatus(parsed);
-  auto node = NodeFromInventory(node_id, inventory, controller_.catalog());
+  std::vector<RunReport>& runs = reg->runs;
+  auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog());
   if (!node) return ApiResult::FromStatus(node.status());
-  if (body.contains("cpus")) node->cpus = body.value("cpus", node->cpus);
-  if (body.contains("memory_mib")) node->memory_mib = body.value("memory_mib", node->memory_mib);
-  for (const auto& [k, v] : FieldOr(body, "labels", EmptyObject()).items()) {
-    if (v.is_string()) node->labels[k] = v.get<std::string>();
-  }
+  if (reg->cpus >= 0) node->cpus = static_cast<int>(reg->cpus);
+  if (reg->memory_mib >= 0) node->memory_mib = reg->memory_mib;
+  for (const auto& [k, v] : reg->labels) node->labels[k] = v;
   Queue* queue = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -230,63 +163,34 @@ void AgentHub::Poll(const Actor& who, const std::string& node_id, const std::str
 
 ApiResult AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   const char* action = "POST /v1/agent/report";
-  if (Status s = CheckTopLevel(body); !s.ok()) return ApiResult::FromStatus(s);
-  std::string node_id = body.value("node_id", "");
+  auto report = ParseAgentReport(body);  // whole first: a malformed element refuses it, nothing applied
+  if (!report) {
+    std::string node = body.is_object() && body.contains("node_id") && body["node_id"].is_string()
+                           ? body["node_id"].get<std::string>()
+                           : "";
+    controller_.RecordAudit(who, action, node, 400, report.status().ToString());
+    return ApiResult::FromStatus(report.status());
+  }
+  const std::string& node_id = report->node_id;
   if (auto refused = CheckNode(who, node_id, action)) return *refused;
   if (!Find(node_id)) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered", "node_id");
-  // Parsed whole first: a malformed element refuses the report, with nothing applied.
-  std::vector<std::function<void()>> apply;
-  Status parsed = EachObject(body, "events", [&](const nlohmann::json& e) {
-    std::string type = e.value("type", "");
-    RunReport r = RunReportFromJson(e);
-    if (type == "started") {
-      apply.push_back([this, r] { controller_.ReportStarted(r.job_id, r.run); });
-    } else if (type == "exited") {
-      apply.push_back([this, r, node_id] {
-        controller_.ReportExited(r.job_id, r.run, node_id, r.exit_code, r.reason, r.ended_ms);
-      });
-    } else if (type == "mig") {
-      RequireObjects(e, "devices", "devices");
-      std::vector<MigDeviceInfo> devices;
-      for (const auto& m : FieldOr(e, "devices", EmptyList())) devices.push_back(MigDeviceFromJson(m));
-      int gpu = e.value("gpu", -1);
-      std::string error = e.value("error", "");
-      apply.push_back(
-          [this, node_id, gpu, devices, r, error] { controller_.ReportMig(node_id, gpu, devices, r.job_id, error); });
-    }
-  });
-  if (parsed.ok()) {
-    std::vector<std::pair<int, GpuSample>> samples;
-    parsed = EachObject(body, "telemetry", [&](const nlohmann::json& t) {
-      const nlohmann::json& sample = FieldOr(t, "sample", EmptyObject());
-      RequireObjects(sample, "procs", "sample.procs");
-      samples.emplace_back(t.value("gpu", 0), SampleFromWire(sample));
-    });
-    if (!samples.empty()) apply.push_back([this, node_id, samples] { controller_.ReportTelemetry(node_id, samples); });
-  }
-  if (parsed.ok()) {
-    parsed = EachObject(body, "health", [&](const nlohmann::json& h) {
-      int gpu = h.value("gpu", -1);
-      bool healthy = h.value("healthy", true);
-      std::string reason = h.value("reason", "");
-      apply.push_back([=, this] { controller_.ReportGpuHealth(node_id, gpu, healthy, reason); });
-    });
-  }
-  if (parsed.ok()) {
-    parsed = EachObject(body, "logs", [&](const nlohmann::json& l) {
-      LogChunk chunk{l.value("job_id", ""), l.value("stream", ""), l.value("data", ""), l.value("offset", int64_t{-1})};
-      apply.push_back([this, chunk] { AppendLog(chunk); });
-    });
-  }
-  if (!parsed.ok()) {
-    controller_.RecordAudit(who, action, node_id, 400, parsed.ToString());
-    return ApiResult::FromStatus(parsed);
-  }
   controller_.Heartbeat(node_id);
   // Job events change jobs: audited (readings and logs alone are not, they come every few seconds).
-  size_t events = body.contains("events") ? body["events"].size() : 0;
-  if (events > 0) controller_.RecordAudit(who, action, node_id, 200, fmt::format("{} job event(s)", events));
-  for (const auto& step : apply) step();
+  if (!report->events.empty()) {
+    controller_.RecordAudit(who, action, node_id, 200, fmt::format("{} job event(s)", report->events.size()));
+  }
+  for (const AgentReport::Event& e : report->events) {
+    if (e.type == "started") {
+      controller_.ReportStarted(e.run.job_id, e.run.run);
+    } else if (e.type == "exited") {
+      controller_.ReportExited(e.run.job_id, e.run.run, node_id, e.run.exit_code, e.run.reason, e.run.ended_ms);
+    } else if (e.type == "mig") {
+      controller_.ReportMig(node_id, e.gpu, e.devices, e.run.job_id, e.error);
+    }
+  }
+  if (!report->telemetry.empty()) controller_.ReportTelemetry(node_id, std::move(report->telemetry));
+  for (const AgentReport::Health& h : report->health) controller_.ReportGpuHealth(node_id, h.gpu, h.healthy, h.reason);
+  for (const AgentReport::LogChunk& l : report->logs) AppendLog({l.job_id, l.stream, l.data, l.offset});
   return {200, {{"ok", true}}};
 }
 

@@ -45,6 +45,7 @@ struct HttpFront::Conn {
   bool answered = false;  // the later answer is in `pending`
   std::string pending;
   std::atomic<bool> closed{false};
+  std::string* capture = nullptr;  // ServeBytes: writes go here, not to a socket
 
   bool Buffered() const { return in_pos < in.size() || (ssl && SSL_pending(ssl) > 0); }
 };
@@ -160,6 +161,10 @@ class ConnStream : public httplib::Stream {
     {
       std::lock_guard<std::mutex> lock(c_.mu);
       if (c_.detached) return static_cast<ssize_t>(size);
+    }
+    if (c_.capture) {
+      c_.capture->append(ptr, size);
+      return static_cast<ssize_t>(size);
     }
     return WriteAll(c_, ptr, size, write_timeout_s_) ? static_cast<ssize_t>(size) : -1;
   }
@@ -310,7 +315,7 @@ HttpFront::Answer HttpFront::Defer() {
       run = !c->busy;
       if (run) c->busy = true;
     }
-    if (run) c->front->Post([c] { c->front->AfterRequest(c); });
+    if (run) c->front->RunOnWorker([c] { c->front->AfterRequest(c); });
   };
 }
 
@@ -414,7 +419,7 @@ void HttpFront::PollLoop() {
         std::lock_guard<std::mutex> lock(c->mu);
         c->busy = true;
       }
-      Post([this, c] { Serve(c); });
+      RunOnWorker([this, c] { Serve(c); });
     }
     if (Clock::now() - swept >= std::chrono::seconds(1)) {
       SweepIdle();
@@ -435,7 +440,7 @@ void HttpFront::SweepIdle() {
   for (auto& c : idle) Close(c);
 }
 
-void HttpFront::Post(std::function<void()> task) {
+void HttpFront::RunOnWorker(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(work_mu_);
     if (stopping_) return;
@@ -470,6 +475,11 @@ void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
     }
     c->handshaken = true;
   }
+  if (!ServeOne(c)) c->close_after = true;
+  AfterRequest(c);
+}
+
+bool HttpFront::ServeOne(const std::shared_ptr<Conn>& c) {
   c->body_budget = -1;
   c->over_limit = c->bad_framing = c->close_after = false;
   ConnStream stream(*c, limits_.write_timeout_s);
@@ -497,8 +507,20 @@ void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
     }
   });
   t_conn.reset();
-  if (!ok || client_closes) c->close_after = true;
-  AfterRequest(c);
+  return ok && !client_closes && !c->close_after;
+}
+
+std::string HttpFront::ServeBytes(const std::string& request) {
+  auto c = std::make_shared<Conn>();
+  c->front = this;
+  c->in = request;
+  c->busy = true;
+  std::string out;
+  c->capture = &out;
+  c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
+  while (ServeOne(c) && c->Buffered()) {
+  }
+  return out;
 }
 
 void HttpFront::AfterRequest(const std::shared_ptr<Conn>& c) {
@@ -516,7 +538,7 @@ void HttpFront::AfterRequest(const std::shared_ptr<Conn>& c) {
   }
   if (!answer.empty() && !WriteAll(*c, answer.data(), answer.size(), limits_.write_timeout_s)) return Close(c);
   if (c->close_after || stopping_) return Close(c);
-  if (c->Buffered()) return Post([this, c] { Serve(c); });  // a pipelined request
+  if (c->Buffered()) return RunOnWorker([this, c] { Serve(c); });  // a pipelined request
   Park(c);
 }
 

@@ -68,6 +68,9 @@ class HttpFront : public httplib::Server {
   void Shutdown();
   // Open connections now (tests, metrics).
   size_t connections() const;
+  // Serves `request` as if a client had sent these bytes and then waited: returns what the
+  // front end writes back (the fuzz target of the request path; no socket, no thread).
+  std::string ServeBytes(const std::string& request);
 
   // From a handler: this request is answered later through the returned Answer; what
   // the handler itself puts in its Response is dropped. Null outside a front worker.
@@ -82,8 +85,11 @@ class HttpFront : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
   void PollLoop();
   void WorkLoop();
-  void Post(std::function<void()> task);
+  void RunOnWorker(std::function<void()> task);
   void Serve(const std::shared_ptr<Conn>& c);
+  // One request on the connection: framing checks, cpp-httplib's parse and routing, the
+  // handler. False when the connection must close.
+  bool ServeOne(const std::shared_ptr<Conn>& c);
   void AfterRequest(const std::shared_ptr<Conn>& c);
   void Park(const std::shared_ptr<Conn>& c);
   void Close(const std::shared_ptr<Conn>& c);

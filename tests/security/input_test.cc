@@ -47,6 +47,8 @@ TEST_F(Input, MalformedJobsAreRefusedNamingTheField) {
       {R"j({"gpus": 1, "project": "=HYPERLINK(\"http://x\")", "command": "x"})j", "project"},
       {R"({"gpus": 1, "project": "a; rm -rf /", "command": "x"})", "project"},
       {"gpus: 1\ncommand: x\n---\ngpus: 8\ncommand: y\n", "body"},
+      {",{", "job"},  // yaml-cpp's LoadAll looped forever on it, growing to gigabytes (found by fuzz_job_spec)
+      {"{gpus: 1, !x}", "body"},
   };
   auto alice = server_->Client(kAliceToken);
   for (const Case& c : cases) {

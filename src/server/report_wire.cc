@@ -1,0 +1,252 @@
+// Agent protocol JSON, node to server: registrations, reports, runs, inventories,
+// readings; each parsed whole (a field of the wrong type is refused naming its element)
+// before any of it is applied.
+#include "server/report_wire.h"
+
+#include <fmt/format.h>
+
+namespace gantry {
+
+const nlohmann::json& FieldOr(const nlohmann::json& j, const char* key, const nlohmann::json& fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->type() == fallback.type() ? *it : fallback;
+}
+
+nlohmann::json RunReportToJson(const RunReport& r) {
+  return {{"job_id", r.job_id},       {"run", r.run},       {"node_id", r.node_id},  {"exited", r.exited},
+          {"exit_code", r.exit_code}, {"reason", r.reason}, {"ended_ms", r.ended_ms}};
+}
+
+RunReport RunReportFromJson(const nlohmann::json& j) {
+  return {j.value("job_id", ""),    j.value("run", 0),     j.value("node_id", ""),         j.value("exited", false),
+          j.value("exit_code", -1), j.value("reason", ""), j.value("ended_ms", TimeMs{-1})};
+}
+
+nlohmann::json MigDeviceToJson(const MigDeviceInfo& m) {
+  return {
+      {"uuid", m.uuid}, {"profile", m.profile}, {"gi", m.gpu_instance}, {"ci", m.compute_instance}, {"start", m.start}};
+}
+
+MigDeviceInfo MigDeviceFromJson(const nlohmann::json& m) {
+  return {m.value("uuid", ""), m.value("profile", ""), m.value("gi", -1), m.value("ci", -1), m.value("start", -1)};
+}
+
+nlohmann::json InventoryToJson(const GpuInventory& inv) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuInfo& g : inv.gpus) {
+    nlohmann::json mig = nlohmann::json::array();
+    for (const MigDeviceInfo& m : g.mig_devices) {
+      mig.push_back(MigDeviceToJson(m));
+    }
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"pci_bus_id", g.pci_bus_id},
+                    {"memory_total_mib", g.memory_total_mib},
+                    {"mig_enabled", g.mig_enabled},
+                    {"nvlink_peers", g.nvlink_peers},
+                    {"mig", mig}});
+  }
+  return {{"provider", inv.provider}, {"driver_version", inv.driver_version}, {"gpus", gpus}};
+}
+
+GpuInfo GpuInfoFromJson(const nlohmann::json& g) {
+  GpuInfo info;
+  info.index = g.value("index", 0);
+  info.uuid = g.value("uuid", "");
+  info.name = g.value("name", "");
+  info.pci_bus_id = g.value("pci_bus_id", "");
+  info.memory_total_mib = g.value("memory_total_mib", int64_t{0});
+  info.mig_enabled = g.value("mig_enabled", false);
+  for (const auto& m : FieldOr(g, "mig", EmptyList())) info.mig_devices.push_back(MigDeviceFromJson(m));
+  for (const auto& peer : FieldOr(g, "nvlink_peers", EmptyList())) {
+    if (peer.is_number_integer()) info.nvlink_peers.push_back(peer.get<int>());
+  }
+  return info;
+}
+
+GpuInventory InventoryFromJson(const nlohmann::json& j) {
+  GpuInventory inv;
+  inv.provider = j.value("provider", "");
+  inv.driver_version = j.value("driver_version", "");
+  for (const auto& g : FieldOr(j, "gpus", EmptyList())) inv.gpus.push_back(GpuInfoFromJson(g));
+  return inv;
+}
+
+nlohmann::json SampleToWire(const GpuSample& s) {
+  nlohmann::json procs = nlohmann::json::array();
+  for (const GpuProcess& p : s.processes) {
+    procs.push_back(
+        {{"pid", p.pid}, {"mem", p.used_memory_mib}, {"sm", p.sm_util}, {"gi", p.gpu_instance}, {"job", p.job_id}});
+  }
+  return {{"uuid", s.uuid},
+          {"util", s.util_pct},
+          {"mem_util", s.mem_util_pct},
+          {"mem_used", s.mem_used_mib},
+          {"mem_total", s.mem_total_mib},
+          {"temp", s.temperature_c},
+          {"power", s.power_w},
+          {"power_limit", s.power_limit_w},
+          {"sm_clock", s.sm_clock_mhz},
+          {"ecc_c", s.ecc_corrected},
+          {"ecc_u", s.ecc_uncorrected},
+          {"retired", s.retired_pages},
+          {"remap", s.remap_pending},
+          {"lost", s.lost},
+          {"xid", s.last_xid},
+          {"sm_active", s.sm_active},
+          {"sm_occupancy", s.sm_occupancy},
+          {"tensor_active", s.tensor_active},
+          {"dram_active", s.dram_active},
+          {"ecc_u_life", s.ecc_uncorrected_lifetime},
+          {"procs", procs}};
+}
+
+GpuSample SampleFromWire(const nlohmann::json& j) {
+  GpuSample s;
+  s.uuid = j.value("uuid", "");
+  s.util_pct = j.value("util", -1.0);
+  s.mem_util_pct = j.value("mem_util", -1.0);
+  s.mem_used_mib = j.value("mem_used", int64_t{-1});
+  s.mem_total_mib = j.value("mem_total", int64_t{-1});
+  s.temperature_c = j.value("temp", -1.0);
+  s.power_w = j.value("power", -1.0);
+  s.power_limit_w = j.value("power_limit", -1.0);
+  s.sm_clock_mhz = j.value("sm_clock", -1);
+  s.ecc_corrected = j.value("ecc_c", int64_t{-1});
+  s.ecc_uncorrected = j.value("ecc_u", int64_t{-1});
+  s.retired_pages = j.value("retired", int64_t{-1});
+  s.remap_pending = j.value("remap", -1);
+  s.lost = j.value("lost", false);
+  s.last_xid = j.value("xid", 0);
+  s.sm_active = j.value("sm_active", -1.0);
+  s.sm_occupancy = j.value("sm_occupancy", -1.0);
+  s.tensor_active = j.value("tensor_active", -1.0);
+  s.dram_active = j.value("dram_active", -1.0);
+  s.ecc_uncorrected_lifetime = j.value("ecc_u_life", int64_t{-1});
+  for (const auto& p : FieldOr(j, "procs", EmptyList())) {
+    s.processes.push_back(
+        {p.value("pid", 0), p.value("mem", int64_t{0}), p.value("sm", -1), p.value("gi", -1), p.value("job", "")});
+  }
+  return s;
+}
+
+namespace {
+
+// Parses each element of the array `key` with `parse`; a parse that throws (a field of the
+// wrong type) or an element that is not an object becomes a Status naming the element.
+Status EachObject(const nlohmann::json& body, const char* key,
+                  const std::function<void(const nlohmann::json&)>& parse) {
+  if (!body.contains(key)) return Status::Ok();
+  const nlohmann::json& list = body[key];
+  if (!list.is_array()) return Status::Invalid(key, "must be an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string where = fmt::format("{}[{}]", key, i);
+    if (!list[i].is_object()) return Status::Invalid(where, "must be an object");
+    try {
+      parse(list[i]);
+    } catch (const nlohmann::json::exception& e) {
+      std::string what = e.what();
+      size_t bracket = what.find(']');
+      return Status::Invalid(where, bracket == std::string::npos ? what : what.substr(bracket + 2));
+    }
+  }
+  return Status::Ok();
+}
+
+// Inside a parse: nested lists must hold objects too (else the error names the list).
+void RequireObjects(const nlohmann::json& parent, const char* key, const std::string& where) {
+  if (!parent.contains(key)) return;
+  const nlohmann::json& list = parent[key];
+  std::string bad = !list.is_array() ? where + ": must be an array" : "";
+  for (size_t i = 0; bad.empty() && i < list.size(); ++i) {
+    if (!list[i].is_object()) bad = fmt::format("{}[{}]: must be an object", where, i);
+  }
+  if (!bad.empty()) throw nlohmann::json::other_error::create(501, bad, nullptr);
+}
+
+Status CheckTopLevel(const nlohmann::json& body, std::string* node_id) {
+  if (!body.is_object()) return Status::Invalid("body", "must be a JSON object");
+  if (body.contains("node_id") && !body["node_id"].is_string()) return Status::Invalid("node_id", "must be a string");
+  for (const char* key : {"cpus", "memory_mib"}) {
+    if (body.contains(key) && !body[key].is_number_integer()) return Status::Invalid(key, "must be an integer");
+  }
+  for (const char* key : {"inventory", "labels"}) {
+    if (body.contains(key) && !body[key].is_object()) return Status::Invalid(key, "must be an object");
+  }
+  *node_id = body.value("node_id", "");
+  if (node_id->empty() || node_id->size() > 128)
+    return Status::Invalid("node_id", "is required (at most 128 characters)");
+  if (node_id->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+      std::string::npos) {
+    return Status::Invalid("node_id", "must be letters, digits and . _ -");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<Registration> ParseRegistration(const nlohmann::json& body) {
+  Registration reg;
+  if (Status s = CheckTopLevel(body, &reg.node_id); !s.ok()) return s;
+  const nlohmann::json& inv = FieldOr(body, "inventory", EmptyObject());
+  try {
+    reg.inventory.provider = FieldOr(inv, "provider", nlohmann::json("")).get<std::string>();
+    reg.inventory.driver_version = FieldOr(inv, "driver_version", nlohmann::json("")).get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    return Status::Invalid("inventory", "provider and driver_version must be strings");
+  }
+  Status parsed = EachObject(inv, "gpus", [&](const nlohmann::json& g) {
+    RequireObjects(g, "mig", "mig");
+    reg.inventory.gpus.push_back(GpuInfoFromJson(g));
+  });
+  if (!parsed.ok()) return Status::Invalid("inventory." + parsed.field(), parsed.message());
+  parsed = EachObject(body, "runs", [&](const nlohmann::json& r) { reg.runs.push_back(RunReportFromJson(r)); });
+  if (!parsed.ok()) return parsed;
+  if (body.contains("cpus")) reg.cpus = body["cpus"].get<int64_t>();
+  if (body.contains("memory_mib")) reg.memory_mib = body["memory_mib"].get<int64_t>();
+  if (reg.cpus < -1 || reg.cpus > 1'000'000) return Status::Invalid("cpus", "must be within 0..1000000");
+  if (reg.memory_mib < -1 || reg.memory_mib > (int64_t{1} << 40)) {
+    return Status::Invalid("memory_mib", "must be within 0..2^40");
+  }
+  for (const auto& [k, v] : FieldOr(body, "labels", EmptyObject()).items()) {
+    if (v.is_string()) reg.labels[k] = v.get<std::string>();
+  }
+  return reg;
+}
+
+Expected<AgentReport> ParseAgentReport(const nlohmann::json& body) {
+  AgentReport report;
+  if (Status s = CheckTopLevel(body, &report.node_id); !s.ok()) return s;
+  Status parsed = EachObject(body, "events", [&](const nlohmann::json& e) {
+    AgentReport::Event ev{e.value("type", ""), RunReportFromJson(e), e.value("gpu", -1), {}, e.value("error", "")};
+    if (ev.type == "mig") {
+      RequireObjects(e, "devices", "devices");
+      for (const auto& m : FieldOr(e, "devices", EmptyList())) ev.devices.push_back(MigDeviceFromJson(m));
+    }
+    report.events.push_back(std::move(ev));
+  });
+  if (parsed.ok()) {
+    parsed = EachObject(body, "telemetry", [&](const nlohmann::json& t) {
+      const nlohmann::json& sample = FieldOr(t, "sample", EmptyObject());
+      RequireObjects(sample, "procs", "sample.procs");
+      report.telemetry.emplace_back(t.value("gpu", 0), SampleFromWire(sample));
+    });
+  }
+  if (parsed.ok()) {
+    parsed = EachObject(body, "health", [&](const nlohmann::json& h) {
+      report.health.push_back({h.value("gpu", -1), h.value("healthy", true), h.value("reason", "")});
+    });
+  }
+  if (parsed.ok()) {
+    parsed = EachObject(body, "logs", [&](const nlohmann::json& l) {
+      report.logs.push_back(
+          {l.value("job_id", ""), l.value("stream", ""), l.value("data", ""), l.value("offset", int64_t{-1})});
+    });
+  }
+  if (!parsed.ok()) return parsed;
+  return report;
+}
+
+}  // namespace gantry
