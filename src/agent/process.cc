@@ -256,6 +256,7 @@ int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);  // the agent ignores it; a job's pipelines need the default
     sigprocmask(SIG_SETMASK, &old, nullptr);
     if (!user.empty()) {
       // Groups first, then the group, then the user: after setuid nothing else may change.

@@ -1,6 +1,7 @@
 // gantry: the one binary, with a subcommand per role: server, the client commands
 // (submit, jobs, queue, ...), sim, demo, and the hidden job-shim the agent runs jobs under.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 
@@ -16,6 +17,9 @@
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
   if (int shim = gantry::JobShimMain(argc, argv); shim >= 0) return shim;
+  // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
+  // writes without MSG_NOSIGNAL). After the shim: jobs keep the default.
+  signal(SIGPIPE, SIG_IGN);
   CLI::App app{"Gantry: a GPU cluster manager for ML teams"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gantry 0.1.0");

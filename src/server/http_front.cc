@@ -37,6 +37,13 @@ struct HttpFront::Conn {
   bool bad_framing = false;
   bool close_after = false;
   Clock::time_point parked_at;
+  Clock::time_point head_since;  // when the first bytes of an incomplete request head came
+  bool head_pending = false;
+  // Answered and half-closed, its unread body discarded until EOF or `drain_until`, so the
+  // client reads the answer instead of a reset (lingering close).
+  bool draining = false;
+  Clock::time_point drain_until;
+  size_t drained = 0;
   bool parked = false;  // guarded by the front's mu_
   // A deferred answer (guarded by mu).
   std::mutex mu;
@@ -48,6 +55,8 @@ struct HttpFront::Conn {
   std::string* capture = nullptr;  // ServeBytes: writes go here, not to a socket
 
   bool Buffered() const { return in_pos < in.size() || (ssl && SSL_pending(ssl) > 0); }
+  // A whole request head (line and headers) is buffered: a worker can parse it at once.
+  bool HeadReady() const { return in.find("\r\n\r\n", in_pos) != std::string::npos; }
 };
 
 namespace {
@@ -126,6 +135,67 @@ bool WriteAll(HttpFront::Conn& c, const char* p, size_t n, int timeout_s) {
     if (!WaitFor(c.fd, want, deadline)) return false;
   }
   return true;
+}
+
+constexpr size_t kMaxHead = 64 * 1024;  // a request line and headers larger than this are refused
+
+enum class Fill { kReady, kWait, kClose };
+
+constexpr size_t kMaxDrain = 16 << 20;  // a lingering close discards at most this much
+
+// A draining connection: discards what arrived; kClose at EOF, an error or the cap.
+Fill Drain(HttpFront::Conn& c) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Fill::kWait : Fill::kClose;
+    if (n == 0) return Fill::kClose;
+    c.drained += static_cast<size_t>(n);
+    if (c.drained > kMaxDrain) return Fill::kClose;
+  }
+}
+
+// The poller's part, without blocking: finishes a TLS handshake and reads what has
+// arrived until a request head is complete. So a client that sends its request a byte at
+// a time (slowloris) holds a parked connection, never a worker.
+Fill FillHead(HttpFront::Conn& c) {
+  if (c.ssl && !c.handshaken) {
+    int r = SSL_accept(c.ssl);
+    if (r != 1) {
+      int e = SSL_get_error(c.ssl, r);
+      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? Fill::kWait : Fill::kClose;
+    }
+    c.handshaken = true;
+  }
+  if (c.in_pos == c.in.size()) {
+    c.in.clear();
+    c.in_pos = 0;
+  }
+  char buf[16384];
+  for (;;) {
+    if (c.HeadReady()) return Fill::kReady;
+    if (c.in.size() - c.in_pos > kMaxHead) return Fill::kClose;
+    ssize_t n;
+    if (c.ssl) {
+      int r = SSL_read(c.ssl, buf, sizeof(buf));
+      if (r <= 0) {
+        int e = SSL_get_error(c.ssl, r);
+        return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? Fill::kWait : Fill::kClose;
+      }
+      n = r;
+    } else {
+      n = ::recv(c.fd, buf, sizeof(buf), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? Fill::kWait : Fill::kClose;
+      if (n == 0) return Fill::kClose;
+    }
+    c.in.append(buf, static_cast<size_t>(n));
+    if (!c.head_pending) {
+      c.head_pending = true;
+      c.head_since = Clock::now();
+    }
+  }
 }
 
 // httplib's view of a connection. Reads come from the connection's buffer (kept across
@@ -363,16 +433,19 @@ bool HttpFront::process_and_close_socket(socket_t sock) {
     c->ssl = SSL_new(tls_->get());
     SSL_set_fd(c->ssl, sock);
   }
-  Park(c);
+  Park(c, true);
   return true;
 }
 
-void HttpFront::Park(const std::shared_ptr<Conn>& c) {
+void HttpFront::Park(const std::shared_ptr<Conn>& c, bool idle) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (c->closed) return;
     c->parked = true;
-    c->parked_at = Clock::now();
+    if (idle) {
+      c->parked_at = Clock::now();
+      c->head_pending = false;
+    }
   }
   {
     std::lock_guard<std::mutex> lock(c->mu);
@@ -415,11 +488,18 @@ void HttpFront::PollLoop() {
         c = it->second;
         c->parked = false;
       }
-      {
-        std::lock_guard<std::mutex> lock(c->mu);
-        c->busy = true;
+      Fill fill = c->draining ? Drain(*c) : FillHead(*c);
+      if (fill == Fill::kClose) {
+        Close(c);
+      } else if (fill == Fill::kWait) {
+        Park(c, false);  // more of the head to come
+      } else {
+        {
+          std::lock_guard<std::mutex> lock(c->mu);
+          c->busy = true;
+        }
+        RunOnWorker([this, c] { Serve(c); });
       }
-      RunOnWorker([this, c] { Serve(c); });
     }
     if (Clock::now() - swept >= std::chrono::seconds(1)) {
       SweepIdle();
@@ -430,11 +510,19 @@ void HttpFront::PollLoop() {
 
 void HttpFront::SweepIdle() {
   std::vector<std::shared_ptr<Conn>> idle;
-  Clock::time_point limit = Clock::now() - std::chrono::seconds(limits_.idle_timeout_s);
+  Clock::time_point now = Clock::now();
+  Clock::time_point idle_limit = now - std::chrono::seconds(limits_.idle_timeout_s);
+  Clock::time_point head_limit = now - std::chrono::seconds(limits_.request_timeout_s);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [fd, c] : conns_) {
-      if (c->parked && c->parked_at < limit) idle.push_back(c);
+      if (!c->parked) continue;
+      // Idle too long, a request head that did not arrive whole in time (slowloris), or a
+      // lingering close that has lingered enough.
+      bool over = c->draining       ? c->drain_until < now
+                  : c->head_pending ? c->head_since < head_limit
+                                    : c->parked_at < idle_limit;
+      if (over) idle.push_back(c);
     }
   }
   for (auto& c : idle) Close(c);
@@ -464,17 +552,8 @@ void HttpFront::WorkLoop() {
 }
 
 void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
+  // The head is buffered (FillHead); the body, if any, must follow within the deadline.
   c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
-  if (c->ssl && !c->handshaken) {
-    for (;;) {
-      int r = SSL_accept(c->ssl);
-      if (r == 1) break;
-      int e = SSL_get_error(c->ssl, r);
-      short want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-      if (want == 0 || !WaitFor(c->fd, want, c->deadline)) return Close(c);
-    }
-    c->handshaken = true;
-  }
   if (!ServeOne(c)) c->close_after = true;
   AfterRequest(c);
 }
@@ -537,9 +616,26 @@ void HttpFront::AfterRequest(const std::shared_ptr<Conn>& c) {
     }
   }
   if (!answer.empty() && !WriteAll(*c, answer.data(), answer.size(), limits_.write_timeout_s)) return Close(c);
-  if (c->close_after || stopping_) return Close(c);
-  if (c->Buffered()) return RunOnWorker([this, c] { Serve(c); });  // a pipelined request
-  Park(c);
+  if (stopping_) return Close(c);
+  if (c->close_after) {
+    // Send FIN after the answer, then discard what the client still sends (a body we
+    // refused unread) for a moment: closing at once would reset the connection, and the
+    // client would lose the answer.
+    if (c->ssl) SSL_shutdown(c->ssl);
+    ::shutdown(c->fd, SHUT_WR);
+    c->draining = true;
+    c->drain_until = Clock::now() + std::chrono::seconds(2);
+    return Park(c, true);
+  }
+  if (c->HeadReady()) return RunOnWorker([this, c] { Serve(c); });  // a pipelined request
+  // Part of a next request may be buffered already: its head timer starts now.
+  bool partial = c->Buffered();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c->head_pending = partial;
+    c->head_since = Clock::now();
+  }
+  Park(c, !partial);
 }
 
 }  // namespace gantry

@@ -91,7 +91,9 @@ class HttpFront : public httplib::Server {
   // handler. False when the connection must close.
   bool ServeOne(const std::shared_ptr<Conn>& c);
   void AfterRequest(const std::shared_ptr<Conn>& c);
-  void Park(const std::shared_ptr<Conn>& c);
+  // Waits for the connection's next bytes in the epoll set; `idle` starts its idle timer
+  // (else it waits for the rest of a request head, on the head's timer).
+  void Park(const std::shared_ptr<Conn>& c, bool idle);
   void Close(const std::shared_ptr<Conn>& c);
   void SweepIdle();
 

@@ -156,6 +156,26 @@ TEST_F(FrontEnd, SlowAndIdleClientsAreCutOff) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(c.Get("/healthz")->status, 200);
 }
 
+// A client that sends its request a byte at a time (slowloris) holds a parked connection,
+// never a worker: with 2 workers and 20 such clients, /healthz still answers at once.
+TEST_F(FrontEnd, HalfSentRequestsHoldNoWorker) {
+  StartServer({"--http-workers", "2"});
+  std::vector<int> slow;
+  for (int i = 0; i < 20; ++i) {
+    slow.push_back(Connect(server_->address()));
+    SendAll(slow.back(), "POST /v1/jobs HTTP/1.1\r\nHost: t\r\nContent-Ty");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto c = server_->Client(nullptr);
+  c.set_read_timeout(3);
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.Get("/healthz");
+    ASSERT_TRUE(r) << "a worker was held by a half-sent request";
+    EXPECT_EQ(r->status, 200);
+  }
+  for (int fd : slow) close(fd);
+}
+
 TEST_F(FrontEnd, ConnectionsAreCappedPerClientAddress) {
   StartServer({"--max-connections-per-client", "20"});
   std::vector<int> held;

@@ -98,40 +98,60 @@ TEST_F(JobIdentity, LoaderAndGantryVariablesAreRefusedAtSubmit) {
   }
 }
 
-// The job's variables are applied in the job, after the switch of user: the shim (root on
-// a root agent) never has them.
-TEST(JobShim, TheShimNeverSeesTheJobsEnvironment) {
-  std::string dir = TempPath("agent");
+// Runs one job on an in-process agent as this test's own account; returns its stdout.
+std::string RunOnAgent(const std::string& id, JobSpec spec, int* code) {
+  std::string dir = TempPath("agent-" + id);
   std::filesystem::remove_all(dir);
   std::mutex mu;
   std::condition_variable cv;
-  int code = -999;
+  *code = -999;
   LocalAgent agent(LocalAgentOptions{dir, GANTRY_BINARY, 20, nullptr, RunAs::kAuto, ""},
                    {[](const std::string&, int) {},
                     [&](const std::string&, int, const std::string&, int c, const std::string&, TimeMs) {
                       std::lock_guard<std::mutex> lock(mu);
-                      code = c;
+                      *code = c;
                       cv.notify_all();
                     },
                     {}});
   agent.Start();
+  StartOrder o;
+  o.job_id = id;
+  o.spec = std::make_shared<const JobSpec>(std::move(spec));
+  o.node_id = o.leader_node = "n1";
+  RunAsThisAccount(o);  // the same account: the job may read its shim's environment
+  agent.Start(o);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return *code != -999; });
+  }
+  std::ifstream in(agent.JobDir(id) + "/stdout.log");
+  std::stringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The job's variables are applied in the job, after the switch of user: the shim (root on
+// a root agent) never has them.
+TEST(JobShim, TheShimNeverSeesTheJobsEnvironment) {
   JobSpec spec = MakeJob("env1").spec();
   spec.env = {{"JOB_SECRET", "s3cret"}, {"LD_PRELOAD", "/nonexistent/evil.so"}};
   // The shim is the job's parent: its environment must hold neither variable.
   spec.command = "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c -e JOB_SECRET -e LD_PRELOAD; echo job:$JOB_SECRET";
-  StartOrder o;
-  o.job_id = "env1";
-  o.spec = std::make_shared<const JobSpec>(spec);
-  o.node_id = o.leader_node = "n1";
-  RunAsThisAccount(o);  // the same account: the job may read its shim's environment
-  agent.Start(o);
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait_for(lock, std::chrono::seconds(10), [&] { return code != -999; });
+  int code = 0;
+  EXPECT_EQ(RunOnAgent("env1", spec, &code), "0\njob:s3cret\n");
   EXPECT_EQ(code, 0);
-  std::ifstream in(agent.JobDir("env1") + "/stdout.log");
-  std::stringstream out;
-  out << in.rdbuf();
-  EXPECT_EQ(out.str(), "0\njob:s3cret\n");
+}
+
+// The agent ignores SIGPIPE; its jobs must not inherit that (pipelines would not end).
+TEST(JobShim, AJobGetsTheDefaultSigpipe) {
+  JobSpec spec = MakeJob("pipe1").spec();
+  spec.command = "grep SigIgn /proc/self/status";
+  signal(SIGPIPE, SIG_IGN);  // as in the server and agent
+  int code = 0;
+  std::string out = RunOnAgent("pipe1", spec, &code);
+  ASSERT_EQ(out.rfind("SigIgn:", 0), 0u) << out;
+  uint64_t ignored = std::stoull(out.substr(out.find_first_not_of(" \t", 7)), nullptr, 16);
+  EXPECT_EQ(ignored & (uint64_t{1} << (SIGPIPE - 1)), 0u) << out;
 }
 
 // Before: a team admin submitted as root, as other teams' users, as anyone.

@@ -19,6 +19,10 @@
 
 namespace gantry::testing {
 
+// cpp-httplib's client writes without MSG_NOSIGNAL: a server that answers early and closes
+// must not kill the test process with SIGPIPE.
+inline const bool kSigpipeIgnored = (signal(SIGPIPE, SIG_IGN), true);
+
 // Tokens of the users.yaml the test server reads.
 inline const char* kAliceToken = "alice-token-vision-user";
 inline const char* kBobToken = "bob-token-nlp-user";
