@@ -21,55 +21,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_server.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct Server {
-  pid_t pid = -1;
-  std::string address;
-  std::string dir;
-};
-
-Server StartServer(const std::string& dir, const std::string& fake_gpus, bool fsync) {
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  Server s;
-  s.dir = dir;
-  std::string ready = dir + "/ready";
-  std::fflush(stdout);
-  s.pid = fork();
-  if (s.pid == 0) {
-    if (!freopen((dir + "/server.log").c_str(), "w", stdout) || !freopen((dir + "/server.log").c_str(), "a", stderr)) {
-      _exit(127);
-    }
-    std::vector<std::string> args = {GANTRY_BINARY, "server",   "--standalone", "--fake-gpus",  fake_gpus, "--data-dir",
-                                     dir + "/data", "--listen", "127.0.0.1:0",  "--ready-file", ready};
-    if (!fsync) args.push_back("--no-fsync");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::ifstream(ready) >> s.address;
-  std::ifstream token(dir + "/data/admin.token");
-  return s;
-}
-
-std::string Token(const Server& s) {
-  std::string t;
-  std::ifstream(s.dir + "/data/admin.token") >> t;
-  return t;
-}
-
-void StopServer(Server& s) {
-  kill(s.pid, SIGTERM);
-  waitpid(s.pid, nullptr, 0);
-}
+using namespace gantry::bench;
 
 // CPU seconds (user + system) the process has used so far.
 double CpuSeconds(pid_t pid) {
@@ -82,12 +38,6 @@ double CpuSeconds(pid_t pid) {
     if (i == 14 || i == 15) ticks += std::stod(field);
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-double Percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
 struct Result {
@@ -146,7 +96,9 @@ int main(int argc, char** argv) {
              "server us/op");
   for (bool fsync : {true, false}) {
     // Throughput: the queue grows far past the cluster (512 GPUs, jobs that hold theirs).
-    Server s = StartServer(dir, "64x8xA100-80GB", fsync);
+    std::vector<std::string> args = {"--standalone", "--fake-gpus", "64x8xA100-80GB"};
+    if (!fsync) args.push_back("--no-fsync");
+    Server s = StartServer(dir, args);
     double cpu0 = CpuSeconds(s.pid);
     Result r = Submit(s, clients, jobs, R"({"gpus": 1, "name": "bench"})");
     double cpu_us = (CpuSeconds(s.pid) - cpu0) * 1e6 / std::max(1, r.ok);
@@ -159,7 +111,7 @@ int main(int argc, char** argv) {
   }
   // Submit to assignment: every job fits on free GPUs (0.1 of a GPU, 1 s long); the reply
   // comes after the commit that holds the start, so its latency bounds submit-to-assignment.
-  Server s = StartServer(dir, "64x8xA100-80GB", true);
+  Server s = StartServer(dir, {"--standalone", "--fake-gpus", "64x8xA100-80GB"});
   double cpu0 = CpuSeconds(s.pid);
   Result r = Submit(s, clients, latency_jobs, R"({"gpu_fraction": 0.1, "estimated_duration": "1s"})");
   double cpu_us = (CpuSeconds(s.pid) - cpu0) * 1e6 / std::max(1, r.ok);

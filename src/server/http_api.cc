@@ -97,6 +97,7 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   server_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (HttpFront::BodyOverLimit()) {
       res.status = 413;
+      res.set_header("Connection", "close");
       const Actor* who = Caller(req);
       controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "", 413,
                               "chunked body over the limit");

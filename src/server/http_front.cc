@@ -332,7 +332,10 @@ HttpFront::HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls)
     // Answered before its body was read: the connection cannot be reused.
     std::string length = req.get_header_value("Content-Length");
     bool body = req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
-    if (c && body) c->close_after = true;
+    if (c && (body || c->bad_framing)) {
+      c->close_after = true;
+      res.set_header("Connection", "close");  // the client reconnects instead of reusing it
+    }
     return HandlerResponse::Handled;
   });
   poller_ = std::thread([this] { PollLoop(); });
