@@ -11,13 +11,13 @@ namespace gantry {
 
 void Controller::ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples) {
   Enqueue([this, node_id, samples = std::move(samples)]() mutable {
-    auto it = node_index_.find(node_id);
-    if (it == node_index_.end()) return;
     TimeMs now = Now();
     for (auto& [gpu, s] : samples) {
-      LedgerTelemetry(it->second, gpu, s);
-      CheckGpuMemory(it->second, gpu, s);
-      telemetry_[it->second][gpu] = {std::move(s), now};
+      auto [n, located] = LocateGpu(node_id, gpu);  // an index the node does not have is dropped
+      if (!located) continue;
+      LedgerTelemetry(n, gpu, s);
+      CheckGpuMemory(n, gpu, s);
+      telemetry_[n][gpu] = {std::move(s), now};
     }
   });
 }

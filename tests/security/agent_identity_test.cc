@@ -110,6 +110,15 @@ TEST_F(AgentIdentity, ANodeBackWithFewerGpusRequeuesTheJobsOnTheMissingOnes) {
   std::string small = Json(alice.Post("/v1/jobs", R"({"gpus": 2, "command": "x"})", "application/json"))["id"];
   EXPECT_EQ(JobField(alice, small, "state"), "running");
   EXPECT_EQ(server_->Client(nullptr).Get("/healthz")->status, 200);
+  // Readings and health for GPU indexes the node does not have are dropped, not indexed.
+  nlohmann::json stray = {
+      {"node_id", "node-a"},
+      {"telemetry", {{{"gpu", 3}, {"sample", {{"util", 50}}}}, {{"gpu", -7}, {"sample", {{"util", 5}}}}}},
+      {"health", {{{"gpu", 99}, {"healthy", false}, {"reason", "xid 79"}}}}};
+  EXPECT_EQ(Agent("node-a").Post("/v1/agent/report", stray.dump(), "application/json")->status, 200);
+  auto metrics = server_->Client(nullptr).Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
 }
 
 // Before: an agent token registered over a standalone server's own node.
