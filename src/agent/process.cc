@@ -26,7 +26,8 @@ namespace gantry {
 
 namespace {
 
-constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr char kPathVariable[] = "PATH=/usr/local/bin:/usr/bin:/bin";
+constexpr const char* kDefaultPath = kPathVariable + 5;  // the value alone
 constexpr int kShimEnvFd = 3;
 
 // The job's environment as NUL-separated K=V, in a memory file the shim reads on fd 3.
@@ -65,7 +66,8 @@ int JobEnvironmentFile(const SpawnRequest& req) {
 Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   // The shim itself (root on a root agent) gets a bare environment: nothing of the job's.
-  std::vector<std::string> env_strings = {std::string("PATH=") + kDefaultPath};
+  std::vector<std::string> env_strings;
+  env_strings.emplace_back(kPathVariable);
   for (const char* keep : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
     if (const char* v = std::getenv(keep)) env_strings.push_back(std::string(keep) + "=" + v);
   }
