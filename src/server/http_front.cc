@@ -161,6 +161,10 @@ Fill Drain(HttpFront::Conn& c) {
 // a time (slowloris) holds a parked connection, never a worker.
 Fill FillHead(HttpFront::Conn& c) {
   if (c.ssl && !c.handshaken) {
+    if (!c.head_pending) {  // a handshake is part of the first request: on the head's timer
+      c.head_pending = true;
+      c.head_since = Clock::now();
+    }
     int r = SSL_accept(c.ssl);
     if (r != 1) {
       int e = SSL_get_error(c.ssl, r);
