@@ -190,7 +190,7 @@ ApiResult AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   }
   if (!report->telemetry.empty()) controller_.ReportTelemetry(node_id, std::move(report->telemetry));
   for (const AgentReport::Health& h : report->health) controller_.ReportGpuHealth(node_id, h.gpu, h.healthy, h.reason);
-  for (const AgentReport::LogChunk& l : report->logs) AppendLog({l.job_id, l.stream, l.data, l.offset});
+  for (const AgentReport::LogChunk& l : report->logs) AppendLog(l);
   return {200, {{"ok", true}}};
 }
 
@@ -201,7 +201,7 @@ std::string AgentHub::LogPath(const std::string& job_id, const std::string& stre
 // Appends a chunk of a remote job's output at its offset. Bytes the server has already (a
 // resent report, a restarted agent reading from 0) are skipped; a chunk past the end
 // (bytes lost on the way) is not written.
-void AgentHub::AppendLog(const LogChunk& chunk) {
+void AgentHub::AppendLog(const AgentReport::LogChunk& chunk) {
   const std::string& job_id = chunk.job_id;
   const std::string& stream = chunk.stream;
   if (log_dir_.empty() || job_id.empty() || job_id.find_first_not_of("0123456789") != std::string::npos ||

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/controller.h"
+#include "server/report_wire.h"
 
 namespace gantry {
 
@@ -74,12 +75,8 @@ class AgentHub {
   Queue* Find(const std::string& node_id);
   // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
   std::optional<ApiResult> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
-  // A piece of a remote job's output, as a report carries it (data in base64).
-  struct LogChunk {
-    std::string job_id, stream, data;
-    int64_t offset = -1;
-  };
-  void AppendLog(const LogChunk& chunk);
+  // Appends a piece of a remote job's output (its data in base64) at its offset.
+  void AppendLog(const AgentReport::LogChunk& chunk);
 
   // Answers the polls whose wait is over (the timer thread, every 100 ms).
   void ExpireWaiters(bool all);

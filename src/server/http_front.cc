@@ -369,11 +369,6 @@ void HttpFront::SetBacklog(int backlog) {
   if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, backlog);
 }
 
-size_t HttpFront::connections() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return conns_.size();
-}
-
 HttpFront::Answer HttpFront::Defer() {
   std::shared_ptr<Conn> c = t_conn;
   if (!c) return nullptr;

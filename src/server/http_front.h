@@ -66,8 +66,6 @@ class HttpFront : public httplib::Server {
   void SetBacklog(int backlog);
   // Stops listening, closes every connection and joins the threads.
   void Shutdown();
-  // Open connections now (tests, metrics).
-  size_t connections() const;
   // Serves `request` as if a client had sent these bytes and then waited: returns what the
   // front end writes back (the fuzz target of the request path; no socket, no thread).
   std::string ServeBytes(const std::string& request);
@@ -103,7 +101,7 @@ class HttpFront : public httplib::Server {
   int epoll_fd_ = -1;
   std::atomic<bool> stopping_{false};
 
-  mutable std::mutex mu_;  // guards conns_ and per_client_
+  std::mutex mu_;  // guards conns_ and per_client_
   std::map<int, std::shared_ptr<Conn>> conns_;
   std::map<std::string, int> per_client_;
 
