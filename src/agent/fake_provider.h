@@ -12,7 +12,7 @@
 
 namespace gantry {
 
-class FakeGpuProvider : public GpuProvider {
+class FakeGpuProvider : public GpuProvider, public GpuLoadSink {
  public:
   explicit FakeGpuProvider(GpuInventory inventory);
 
@@ -27,10 +27,8 @@ class FakeGpuProvider : public GpuProvider {
                                                 const std::vector<MigInstanceSpec>& create) override;
   int mig_changes();  // how many re-partitions were made (tests)
 
-  // What runs on a GPU now: the jobs' total share (0..1), GPU memory, and each process
-  // (pid, its GPU memory in MiB).
   void SetLoad(const std::string& uuid, double share, int64_t memory_mib,
-               std::vector<std::pair<int, int64_t>> processes);
+               std::vector<std::pair<int, int64_t>> processes) override;
   // Faults. Each returns false for an unknown UUID.
   bool InjectXid(const std::string& uuid, int xid);
   bool SetTemperature(const std::string& uuid, double celsius);

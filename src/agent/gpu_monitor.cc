@@ -19,8 +19,12 @@ int64_t SteadyMs() {
 }  // namespace
 
 GpuMonitor::GpuMonitor(GpuProvider& provider, HealthRules rules, std::map<std::string, GpuLocation> gpus,
-                       GpuReports reports)
-    : provider_(provider), rules_(std::move(rules)), gpus_(std::move(gpus)), reports_(std::move(reports)) {}
+                       NodeReports& reports, std::function<std::string(int pid)> job_of_pid)
+    : provider_(provider),
+      rules_(std::move(rules)),
+      gpus_(std::move(gpus)),
+      reports_(reports),
+      job_of_pid_(std::move(job_of_pid)) {}
 
 GpuMonitor::~GpuMonitor() { Stop(); }
 
@@ -69,14 +73,12 @@ void GpuMonitor::HandleSamples(std::vector<GpuSample> samples) {
     if (at == gpus_.end()) continue;
     std::string why = UnhealthyReason(s, rules_);
     if (!why.empty()) MarkUnhealthy(s.uuid, why);
-    if (reports_.job_of_pid) {
-      for (GpuProcess& p : s.processes) p.job_id = reports_.job_of_pid(p.pid);
+    if (job_of_pid_) {
+      for (GpuProcess& p : s.processes) p.job_id = job_of_pid_(p.pid);
     }
     by_node[at->second.node_id].emplace_back(at->second.index, std::move(s));
   }
-  if (reports_.telemetry) {
-    for (auto& [node, list] : by_node) reports_.telemetry(node, std::move(list));
-  }
+  for (auto& [node, list] : by_node) reports_.Readings({node, std::move(list)});
 }
 
 void GpuMonitor::MarkUnhealthy(const std::string& uuid, const std::string& reason) {
@@ -84,7 +86,7 @@ void GpuMonitor::MarkUnhealthy(const std::string& uuid, const std::string& reaso
   if (at == gpus_.end() || unhealthy_.count(uuid)) return;
   unhealthy_[uuid] = reason;
   next_check_ms_[uuid] = SteadyMs() + rules_.check_interval_ms;
-  if (reports_.health) reports_.health(at->second.node_id, at->second.index, false, reason);
+  reports_.GpuHealth({at->second.node_id, at->second.index, false, reason});
 }
 
 // An unhealthy GPU returns when the check command passes and its reading is clean.
@@ -105,7 +107,7 @@ void GpuMonitor::RunChecks() {
       continue;
     }
     const GpuLocation& at = gpus_.at(uuid);
-    if (reports_.health) reports_.health(at.node_id, at.index, true, "the health check passed");
+    reports_.GpuHealth({at.node_id, at.index, true, "the health check passed"});
     it = unhealthy_.erase(it);
   }
 }

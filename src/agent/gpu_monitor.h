@@ -12,6 +12,7 @@
 
 #include "agent/gpu_provider.h"
 #include "agent/health.h"
+#include "protocol/node_link.h"
 
 namespace gantry {
 
@@ -20,18 +21,12 @@ struct GpuLocation {
   int index = 0;
 };
 
-struct GpuReports {
-  // Every reading, per node: (GPU index, sample) pairs.
-  std::function<void(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples)> telemetry;
-  // A GPU changed health.
-  std::function<void(const std::string& node_id, int gpu, bool healthy, const std::string& reason)> health;
-  // The job that owns a process (empty when none).
-  std::function<std::string(int pid)> job_of_pid;
-};
-
 class GpuMonitor {
  public:
-  GpuMonitor(GpuProvider& provider, HealthRules rules, std::map<std::string, GpuLocation> gpus, GpuReports reports);
+  // Readings and health changes go to `reports`; `job_of_pid` names the job that owns a
+  // process on a GPU (empty when none).
+  GpuMonitor(GpuProvider& provider, HealthRules rules, std::map<std::string, GpuLocation> gpus, NodeReports& reports,
+             std::function<std::string(int pid)> job_of_pid);
   ~GpuMonitor();
   void Start();
   void Stop();
@@ -47,7 +42,8 @@ class GpuMonitor {
   GpuProvider& provider_;
   HealthRules rules_;
   std::map<std::string, GpuLocation> gpus_;  // by UUID
-  GpuReports reports_;
+  NodeReports& reports_;
+  std::function<std::string(int pid)> job_of_pid_;
   std::map<std::string, std::string> unhealthy_;  // UUID -> reason
   std::map<std::string, int64_t> next_check_ms_;
   std::atomic<bool> stop_{false};

@@ -5,42 +5,30 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "agent/cgroups.h"
-#include "agent/fake_provider.h"
-#include "agent/log_window.h"
 #include "agent/process.h"
+#include "core/log_window.h"
 #include "core/read_file.h"
-#include "server/job_record.h"
 
 namespace gantry {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-LocalAgent::LocalAgent(LocalAgentOptions options, AgentReports reports)
-    : options_(std::move(options)), reports_(std::move(reports)) {
+LocalAgent::LocalAgent(LocalAgentOptions options, NodeReports& reports)
+    : options_(std::move(options)),
+      reports_(reports),
+      launcher_(options_.launcher ? *options_.launcher : ShimLauncher()),
+      clock_(options_.clock ? *options_.clock : WallClock()) {
   std::error_code ec;
   options_.state_dir = fs::absolute(options_.state_dir, ec).lexically_normal().string();  // jobs chdir away
-  if (!options_.mps_control.empty() || !options_.fake_gpus) {
-    std::string control = options_.mps_control.empty() ? "nvidia-cuda-mps-control" : options_.mps_control;
-    mps_ = std::make_unique<MpsDaemons>(control, options_.state_dir + "/mps");
+  if (!options_.mps_control.empty()) {
+    mps_ = std::make_unique<MpsDaemons>(options_.mps_control, options_.state_dir + "/mps");
   }
 }
 
@@ -135,49 +123,45 @@ std::vector<RunReport> LocalAgent::Recover() {
     for (const auto& file : fs::directory_iterator(dir.path(), ec)) {
       std::string name = file.path().filename().string();
       if (name.rfind("run-", 0) != 0 || file.path().extension() != ".json") continue;
-      nlohmann::json rec = nlohmann::json::parse(ReadFileNoThrow(file.path()).value_or(""), nullptr, false);
-      if (rec.is_discarded()) continue;
-      Run r;
-      r.job_id = rec.value("job_id", "");
-      r.run = rec.value("run", 0);
-      r.node_id = rec.value("node_id", "");
-      r.pid = rec.value("pid", 0);
-      r.ends_at_ms = rec.value("ends_at_ms", int64_t{-1});
-      r.exit_file = rec.value("exit_file", "");
-      r.memory_limit_mib = rec.value("memory_limit_mib", int64_t{0});
-      r.cgroup = rec.value("cgroup", "");
-      r.record_file = file.path().string();
-      RunReport report{r.job_id, r.run, r.node_id, false, -1, ""};
-      int code = r.pid > 0 ? ReadExitFile(r.exit_file) : -1;
-      if (rec.value("ended", false)) {
-        report.exited = true;
-        report.exit_code = rec.value("exit_code", -1);
-        report.reason = rec.value("reason", "");
-        report.ended_ms = rec.value("ended_ms", TimeMs{-1});
-      } else if (code >= 0) {
-        report.exited = true;
-        report.exit_code = code;
-        report.ended_ms = FileMtimeMs(r.exit_file);  // ended while no agent watched: the shim's exit file says when
-      } else if (r.pid > 0 && !IsLiveShim(r.pid)) {
-        report.exited = true;
-        report.exit_code = 137;
-        report.reason = "the job's process ended while no agent watched it";
-      } else {
-        runs_[Key(r.job_id, r.run, r.node_id)] = r;  // adopted: still running
-        if (mps_ && rec.contains("mps_gpus")) {
-          for (const auto& uuid : rec["mps_gpus"])
-            mps_->Adopt(Key(r.job_id, r.run, r.node_id), uuid.get<std::string>());
-        }
-        std::lock_guard<std::mutex> lock(sessions_mu_);
-        sessions_[r.pid] = r.job_id;
-      }
-      out.push_back(report);
+      auto rec = ReadRunRecord(file.path().string());
+      if (rec) out.push_back(RecoverRun(*rec, file.path().string()));
     }
   }
   return out;
 }
 
-void LocalAgent::Start() {
+RunReport LocalAgent::RecoverRun(const RunRecord& rec, const std::string& record_file) {
+  RunReport report{rec.job_id, rec.run, rec.node_id, false, -1, "", -1};
+  int code = rec.pid > 0 ? launcher_.ExitStatus(rec.exit_file) : -1;
+  if (rec.ended) {
+    report.exited = true;
+    report.exit_code = rec.exit_code;
+    report.reason = rec.reason;
+    report.ended_ms = rec.ended_ms;
+  } else if (code >= 0) {
+    report.exited = true;
+    report.exit_code = code;
+    report.ended_ms = launcher_.ExitTime(rec.exit_file);  // ended while no agent watched: the exit file says when
+  } else if (rec.pid > 0 && !launcher_.IsRunning(rec.pid)) {
+    report.exited = true;
+    report.exit_code = 137;
+    report.reason = "the job's process ended while no agent watched it";
+  } else {
+    ActiveRun r;
+    static_cast<RunRecord&>(r) = rec;
+    r.record_file = record_file;
+    std::string key = Key(r.job_id, r.run, r.node_id);
+    runs_[key] = r;  // adopted: still running
+    if (mps_) {
+      for (const std::string& uuid : rec.mps_gpus) mps_->Adopt(key, uuid);
+    }
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    sessions_[r.pid] = r.job_id;
+  }
+  return report;
+}
+
+void LocalAgent::Serve() {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -235,13 +219,17 @@ std::vector<MigDeviceInfo> MigDevicesNow(GpuProvider* provider, int gpu) {
 
 }  // namespace
 
+void LocalAgent::FailStart(const StartOrder& o, int code, const std::string& reason) {
+  RunReport exited{o.job_id, o.run, o.node_id, true, code, reason, Now()};
+  reports_.RunExited(exited);
+}
+
 bool LocalAgent::PrepareMig(StartOrder& o) {
-  GpuProvider* provider = options_.gpus ? options_.gpus : options_.fake_gpus;
+  GpuProvider* provider = options_.gpus;
   auto fail = [&](int gpu, const std::string& why) {
-    std::vector<MigDeviceInfo> now = MigDevicesNow(provider, gpu);
     std::string reason = fmt::format("MIG re-partition of GPU {} on {} failed: {}", gpu, o.node_id, why);
-    if (reports_.mig) reports_.mig(o.node_id, gpu, now, o.job_id, reason);
-    reports_.exited(o.job_id, o.run, o.node_id, 125, reason, WallMs());
+    reports_.MigChanged({o.node_id, gpu, MigDevicesNow(provider, gpu), o.job_id, reason});
+    FailStart(o, 125, reason);
     return false;
   };
   std::map<int, std::vector<MigDeviceInfo>> layouts;  // GPU index -> its MIG devices after the changes
@@ -250,7 +238,7 @@ bool LocalAgent::PrepareMig(StartOrder& o) {
     auto devices = provider->ApplyMig(m.gpu_uuid, m.destroy, m.create);
     if (!devices) return fail(m.gpu, devices.status().message());
     layouts[m.gpu] = *devices;
-    if (reports_.mig) reports_.mig(o.node_id, m.gpu, *devices, o.job_id, "");
+    reports_.MigChanged({o.node_id, m.gpu, *devices, o.job_id, ""});
   }
   for (AssignedGpu& g : o.gpus) {
     if (g.mig_profile.empty() || !g.mig_uuid.empty() || !provider) continue;
@@ -269,25 +257,36 @@ void LocalAgent::DoStart(StartOrder o) {
   std::string key = Key(o.job_id, o.run, o.node_id);
   if (runs_.count(key)) return;  // resent after a controller restart: already running
   if (!PrepareMig(o)) return;
+  ActiveRun r;
+  r.job_id = o.job_id;
+  r.run = o.run;
+  r.node_id = o.node_id;
+  r.gpus = o.gpus;
   if (o.spec->command.empty()) {
     // Holds its GPUs for its estimated duration, else until stopped. No process and no
     // files: after a restart the controller resends the order and the hold starts over.
-    Run r;
-    r.job_id = o.job_id;
-    r.run = o.run;
-    r.node_id = o.node_id;
-    if (o.spec->estimated_duration_ms > 0) r.ends_at_ms = WallMs() + o.spec->estimated_duration_ms;
-    r.gpus = o.gpus;
-    runs_[key] = r;
-    UpdateFakeLoad();
-    reports_.started(o.job_id, o.run);
-    return;
+    if (o.spec->estimated_duration_ms > 0) r.ends_at_ms = Now() + o.spec->estimated_duration_ms;
+  } else {
+    auto account = JobAccount(o);
+    if (!account) return FailStart(o, 126, account.status().message());
+    if (!PrepareJobDirs(o, *account)) return;
+    std::map<std::string, std::string> mps_env;
+    std::vector<std::string> mps_gpus;
+    if (!AcquireMps(o, &mps_env, &mps_gpus)) return;
+    if (!Launch(o, *account, mps_env, r)) {
+      if (mps_) mps_->Release(key);
+      return;
+    }
+    r.mps_gpus = mps_gpus;
+    // Without its record a restarted agent cannot adopt the run; it still runs now.
+    if (Status s = WriteRunRecord(r.record_file, r); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
   }
-  auto account = JobAccount(o);
-  if (!account) {
-    reports_.exited(o.job_id, o.run, o.node_id, 126, account.status().message(), WallMs());
-    return;
-  }
+  runs_[key] = r;
+  UpdateLoad();
+  reports_.RunStarted({o.job_id, o.run, o.node_id, false, -1, "", -1});
+}
+
+bool LocalAgent::PrepareJobDirs(const StartOrder& o, const Account& account) {
   // The job's directory is the agent's (logs, run records, exit files: nothing the job can
   // replace with a link); its working and checkpoint directories are the job user's, 0700.
   std::string dir = JobDir(o.job_id);
@@ -299,122 +298,111 @@ void LocalAgent::DoStart(StartOrder o) {
     ::chmod(d.c_str(), d == work || d == checkpoint ? 0700 : 0711);
   }
   for (const std::string& d : {work, checkpoint}) {
-    if (!account->user.empty() && chown(d.c_str(), account->uid, account->gid) != 0) {
-      reports_.exited(o.job_id, o.run, o.node_id, 126, fmt::format("cannot give {} to {}", d, account->user), WallMs());
-      return;
+    if (!account.user.empty() && chown(d.c_str(), account.uid, account.gid) != 0) {
+      FailStart(o, 126, fmt::format("cannot give {} to {}", d, account.user));
+      return false;
     }
   }
-  Run r;
-  r.job_id = o.job_id;
-  r.run = o.run;
-  r.node_id = o.node_id;
+  return true;
+}
+
+bool LocalAgent::AcquireMps(const StartOrder& o, std::map<std::string, std::string>* env,
+                            std::vector<std::string>* gpus) {
+  if (o.sharing != SharingMode::kMps || !mps_) return true;
+  std::string key = Key(o.job_id, o.run, o.node_id);
+  for (const AssignedGpu& g : o.gpus) {
+    auto pipe = mps_->Acquire(key, g.uuid);
+    if (!pipe) {
+      mps_->Release(key);
+      FailStart(o, 127, pipe.status().message());
+      return false;
+    }
+    gpus->push_back(g.uuid);
+    (*env)["CUDA_MPS_PIPE_DIRECTORY"] = *pipe;
+    (*env)["CUDA_MPS_LOG_DIRECTORY"] = mps_->LogDir(g.uuid);
+  }
+  return true;
+}
+
+bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::map<std::string, std::string>& mps_env,
+                        ActiveRun& r) {
+  std::string dir = JobDir(o.job_id);
+  std::string checkpoint = dir + "/checkpoint";
   r.record_file = fmt::format("{}/run-{}-{}.json", dir, o.run, o.node_id);
   r.exit_file = fmt::format("{}/run-{}-{}.exit", dir, o.run, o.node_id);
   r.checkpoint_done = checkpoint + "/checkpoint-done";
   r.memory_limit_mib = o.memory_mib;
+  std::error_code ec;
   fs::remove(r.checkpoint_done, ec);
   fs::remove(r.exit_file, ec);
-  const JobSpec& spec = *o.spec;
-  std::vector<std::string> mps_gpus;
-  std::map<std::string, std::string> mps_env;
-  if (o.sharing == SharingMode::kMps && mps_) {
-    for (const AssignedGpu& g : o.gpus) {
-      auto pipe = mps_->Acquire(key, g.uuid);
-      if (!pipe) {
-        mps_->Release(key);
-        reports_.exited(o.job_id, o.run, o.node_id, 127, pipe.status().message(), WallMs());
-        return;
-      }
-      mps_gpus.push_back(g.uuid);
-      mps_env["CUDA_MPS_PIPE_DIRECTORY"] = *pipe;
-      mps_env["CUDA_MPS_LOG_DIRECTORY"] = mps_->LogDir(g.uuid);
+  SpawnRequest req;
+  if (options_.cgroups) {
+    std::string name = fmt::format("{}-{}-{}", o.job_id, o.run, o.node_id);
+    auto procs = options_.cgroups->Create(name, o.cpus, o.memory_mib);
+    if (!procs) {
+      FailStart(o, 127, procs.status().message());
+      return false;
     }
+    r.cgroup = name;
+    req.cgroup_procs = *procs;
   }
-  {
-    SpawnRequest req;
-    if (options_.cgroups) {
-      std::string name = fmt::format("{}-{}-{}", o.job_id, o.run, o.node_id);
-      auto procs = options_.cgroups->Create(name, o.cpus, o.memory_mib);
-      if (!procs) {
-        if (mps_) mps_->Release(key);
-        reports_.exited(o.job_id, o.run, o.node_id, 127, procs.status().message(), WallMs());
-        return;
-      }
-      r.cgroup = name;
-      req.cgroup_procs = *procs;
-    }
-    req.user = account->user;
-    req.shim = options_.shim;
-    req.command = spec.command;
-    req.working_dir = spec.working_dir.empty() ? work : spec.working_dir;
-    req.env = JobEnvironment(o, checkpoint);
-    req.env.insert(mps_env.begin(), mps_env.end());
-    req.stdout_path = dir + "/stdout.log";
-    req.stderr_path = dir + "/stderr.log";
-    req.exit_file = r.exit_file;
-    auto pid = SpawnJob(req);
-    if (!pid) {
-      if (mps_) mps_->Release(key);
-      if (!r.cgroup.empty()) options_.cgroups->Remove(r.cgroup);
-      reports_.exited(o.job_id, o.run, o.node_id, 127, pid.status().message(), WallMs());
-      return;
-    }
-    r.pid = *pid;
-    r.child = true;
-    std::lock_guard<std::mutex> lock(sessions_mu_);
-    sessions_[r.pid] = o.job_id;
+  req.user = account.user;
+  req.shim = options_.shim;
+  req.command = o.spec->command;
+  req.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
+  req.env = JobEnvironment(o, checkpoint);
+  req.env.insert(mps_env.begin(), mps_env.end());
+  req.stdout_path = dir + "/stdout.log";
+  req.stderr_path = dir + "/stderr.log";
+  req.exit_file = r.exit_file;
+  auto pid = launcher_.Spawn(req);
+  if (!pid) {
+    if (!r.cgroup.empty()) options_.cgroups->Remove(r.cgroup);
+    FailStart(o, 127, pid.status().message());
+    return false;
   }
-  r.gpus = o.gpus;
-  std::ofstream(r.record_file, std::ios::trunc) << nlohmann::json{
-      {"job_id", r.job_id},
-      {"run", r.run},
-      {"node_id", r.node_id},
-      {"pid", r.pid},
-      {"ends_at_ms", r.ends_at_ms},
-      {"exit_file", r.exit_file},
-      {"memory_limit_mib", r.memory_limit_mib},
-      {"cgroup", r.cgroup},
-      {"mps_gpus", mps_gpus}}.dump(-1, ' ', false, kReplaceBadUtf8);
-  runs_[key] = r;
-  UpdateFakeLoad();
-  reports_.started(o.job_id, o.run);
+  r.pid = *pid;
+  r.child = true;
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  sessions_[r.pid] = o.job_id;
+  return true;
 }
 
 void LocalAgent::DoStop(const StopOrder& o) {
   std::string key = Key(o.job_id, o.run, o.node_id);
   auto it = runs_.find(key);
   if (it == runs_.end()) {
-    reports_.exited(o.job_id, o.run, o.node_id, 143, "not running on this node", WallMs());
+    reports_.RunExited({o.job_id, o.run, o.node_id, true, 143, "not running on this node", Now()});
     return;
   }
-  Run& r = it->second;
+  ActiveRun& r = it->second;
   if (r.stop_reason.empty()) r.stop_reason = o.reason;  // a later "checkpoint saved" keeps the first reason
   if (r.pid == 0) {
     Exited(key, 143, o.reason);
     return;
   }
-  kill(-r.pid, o.grace_ms > 0 ? SIGTERM : SIGKILL);
-  if (o.grace_ms > 0) r.kill_at_ms = WallMs() + o.grace_ms;
+  launcher_.Signal(r.pid, o.grace_ms > 0 ? SIGTERM : SIGKILL);
+  if (o.grace_ms > 0) r.kill_at_ms = Now() + o.grace_ms;
 }
 
 void LocalAgent::CheckHostMemory() {
-  int64_t now = WallMs();
+  int64_t now = Now();
   if (now - memory_checked_ms_ < 1000) return;
   memory_checked_ms_ = now;
   for (auto& [key, r] : runs_) {
     if (r.pid <= 0 || r.memory_limit_mib <= 0 || !r.cgroup.empty() || r.stop_reason.rfind("used ", 0) == 0) {
       continue;  // the kernel enforces a cgroup's limit
     }
-    int64_t rss = SessionRssMib(r.pid);
+    int64_t rss = launcher_.MemoryMib(r.pid);
     if (rss <= r.memory_limit_mib) continue;
     r.stop_reason =
         fmt::format("used {} MiB of host memory, over the {} MiB it asked for (memory_gb)", rss, r.memory_limit_mib);
-    kill(-r.pid, SIGKILL);
+    launcher_.Signal(r.pid, SIGKILL);
   }
 }
 
 void LocalAgent::TrimLogs() {
-  int64_t now = WallMs();
+  int64_t now = Now();
   if (now - logs_trimmed_ms_ < 1000) return;
   logs_trimmed_ms_ = now;
   for (const auto& [key, r] : runs_) {
@@ -427,7 +415,7 @@ void LocalAgent::TrimLogs() {
 void LocalAgent::Poll() {
   CheckHostMemory();
   TrimLogs();
-  int64_t now = WallMs();
+  int64_t now = Now();
   std::vector<std::pair<std::string, int>> ended;
   for (auto& [key, r] : runs_) {
     if (r.pid == 0) {
@@ -438,33 +426,23 @@ void LocalAgent::Poll() {
     std::error_code ec;
     bool saved = r.kill_at_ms >= 0 && !r.checkpoint_done.empty() && fs::exists(r.checkpoint_done, ec);
     if (r.kill_at_ms >= 0 && (now >= r.kill_at_ms || saved)) {
-      kill(-r.pid, SIGKILL);
+      launcher_.Signal(r.pid, SIGKILL);
       r.kill_at_ms = -1;
       if (saved) fs::remove(r.checkpoint_done, ec);
     }
-    int code = -1;
-    if (r.child) {
-      int status = 0;
-      if (waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
-      code = ReadExitFile(r.exit_file);
-      if (code < 0) code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 137;  // the shim itself was killed
-    } else {
-      code = ReadExitFile(r.exit_file);
-      if (code < 0 && IsLiveShim(r.pid)) continue;
-      if (code < 0) code = 137;
-    }
-    ended.emplace_back(key, code);
+    int code = launcher_.Poll(r.pid, r.child, r.exit_file);
+    if (code >= 0) ended.emplace_back(key, code);
   }
   for (const auto& [key, code] : ended) Exited(key, code, runs_[key].stop_reason);
 }
 
-void LocalAgent::UpdateFakeLoad() {
+void LocalAgent::UpdateLoad() {
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     active_.clear();
     for (const auto& [key, r] : runs_) active_[key] = {r.job_id, r.run, r.node_id, false, -1, ""};
   }
-  if (!options_.fake_gpus) return;
+  if (!options_.load_sink) return;
   struct Load {
     double share = 0;
     int64_t memory = 0;
@@ -484,9 +462,9 @@ void LocalAgent::UpdateFakeLoad() {
   for (const auto& [uuid, gpu] : known_uuids_) {
     auto it = loads.find(uuid);
     if (it == loads.end()) {
-      options_.fake_gpus->SetLoad(uuid, 0, 0, {});
+      options_.load_sink->SetLoad(uuid, 0, 0, {});
     } else {
-      options_.fake_gpus->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.processes);
+      options_.load_sink->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.processes);
     }
   }
 }
@@ -514,19 +492,19 @@ std::string LocalAgent::JobOfPid(int pid) {
 }
 
 void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
-  Run r = runs_[key];
+  ActiveRun r = runs_[key];
   runs_.erase(key);
   if (mps_) mps_->Release(key);
-  UpdateFakeLoad();
+  UpdateLoad();
   if (r.pid == 0) {
-    reports_.exited(r.job_id, r.run, r.node_id, code, reason, WallMs());
+    reports_.RunExited({r.job_id, r.run, r.node_id, true, code, reason, Now()});
     return;
   }
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     sessions_.erase(r.pid);
   }
-  kill(-r.pid, SIGKILL);  // leftovers of the group
+  launcher_.Signal(r.pid, SIGKILL);  // leftovers of the group
   if (!r.cgroup.empty() && options_.cgroups) {
     if (code != 0 && reason.empty() && options_.cgroups->OomKills(r.cgroup) > 0) {
       reason = fmt::format("killed by the kernel: over its memory limit of {} MiB (memory_gb)", r.memory_limit_mib);
@@ -534,14 +512,14 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
     options_.cgroups->Remove(r.cgroup);  // and whatever left the process group
   }
   // The shim writes the exit file as the job ends: its time is the job's end.
-  TimeMs ended = FileMtimeMs(r.exit_file);
-  if (ended < 0) ended = WallMs();
-  std::ofstream(r.record_file, std::ios::trunc)
-      << nlohmann::json{{"job_id", r.job_id}, {"run", r.run},      {"node_id", r.node_id}, {"pid", r.pid},
-                        {"ended", true},      {"exit_code", code}, {"reason", reason},     {"exit_file", r.exit_file},
-                        {"ended_ms", ended}}
-             .dump(-1, ' ', false, kReplaceBadUtf8);
-  reports_.exited(r.job_id, r.run, r.node_id, code, reason, ended);
+  TimeMs ended = launcher_.ExitTime(r.exit_file);
+  if (ended < 0) ended = Now();
+  r.ended = true;
+  r.exit_code = code;
+  r.reason = reason;
+  r.ended_ms = ended;
+  if (Status s = WriteRunRecord(r.record_file, r); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  reports_.RunExited({r.job_id, r.run, r.node_id, true, code, reason, ended});
 }
 
 }  // namespace gantry

@@ -16,12 +16,15 @@
 #include <string>
 #include <thread>
 
+#include "agent/gpu_provider.h"
+#include "agent/job_launcher.h"
 #include "agent/mps_daemons.h"
-#include "server/agent_link.h"
+#include "agent/run_record.h"
+#include "core/clock.h"
+#include "protocol/node_link.h"
 
 namespace gantry {
 
-class FakeGpuProvider;
 class JobCgroups;
 
 // Whose Unix account a job runs under, when the agent runs as root (an unprivileged agent
@@ -33,42 +36,33 @@ class JobCgroups;
 enum class RunAs : uint8_t { kAuto, kUser, kAgent };
 bool ParseRunAs(const std::string& text, RunAs* out);
 
+// Built by name: LocalAgentOptions{.state_dir = ..., .shim = ..., .gpus = ...}.
 struct LocalAgentOptions {
-  std::string state_dir;  // jobs/<id>/ holds logs, checkpoints and run records
-  std::string shim;       // the gantry binary (runs `gantry job-shim`)
+  std::string state_dir = {};  // jobs/<id>/ holds logs, checkpoints and run records
+  std::string shim = {};       // the gantry binary (runs `gantry job-shim`)
   DurationMs poll_ms = 50;
-  FakeGpuProvider* fake_gpus = nullptr;  // told what runs where, so its readings follow the jobs
   RunAs run_as = RunAs::kAuto;
-  // The MPS control command. Empty: nvidia-cuda-mps-control on real GPUs, and no MPS
-  // daemons on fake ones (their jobs get the MPS limits in their environment only).
-  std::string mps_control;
-  GpuProvider* gpus = nullptr;       // makes MIG instances (fake_gpus when null)
+  // The MPS control command (nvidia-cuda-mps-control on real GPUs). Empty: no MPS daemons
+  // (fake GPUs: their jobs get the MPS limits in their environment only).
+  std::string mps_control = {};
+  GpuProvider* gpus = nullptr;       // makes MIG instances; null: none can be made
+  GpuLoadSink* load_sink = nullptr;  // told what runs on each GPU (fake GPUs' readings follow it)
   JobCgroups* cgroups = nullptr;     // each job in its own cgroup; null: host memory watched from /proc
   int64_t max_log_bytes = 64 << 20;  // each job log keeps its newest part up to this (0: no cap)
+  JobLauncher* launcher = nullptr;   // null: the shim launcher (real processes)
+  const Clock* clock = nullptr;      // null: the wall clock
 };
 
-// Where the agent's reports go (the controller).
-struct AgentReports {
-  std::function<void(const std::string& job_id, int run)> started;
-  // `ended_ms`: when the job's process ended (wall clock), -1 when unknown.
-  std::function<void(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                     const std::string& reason, TimeMs ended_ms)>
-      exited;
-  // A MIG re-partition was made (error empty) or failed: the GPU's MIG devices now.
-  std::function<void(const std::string& node_id, int gpu, const std::vector<MigDeviceInfo>& devices,
-                     const std::string& job_id, const std::string& error)>
-      mig;
-};
-
-class LocalAgent : public AgentLink {
+class LocalAgent : public NodeLink {
  public:
-  LocalAgent(LocalAgentOptions options, AgentReports reports);
+  // Reports go to `reports`, which must outlive the agent.
+  LocalAgent(LocalAgentOptions options, NodeReports& reports);
   ~LocalAgent() override;
 
   // Reads the run records left by an earlier process: live shims are adopted, ended ones
-  // reported with their exit status. Call before Start().
+  // reported with their exit status. Call before Serve().
   std::vector<RunReport> Recover();
-  void Start();
+  void Serve();     // starts the agent's thread (orders, reaping, limits)
   void Shutdown();  // stops the agent thread; the jobs keep running
 
   void Start(const StartOrder& order) override;
@@ -83,18 +77,12 @@ class LocalAgent : public AgentLink {
   std::vector<RunReport> ActiveRuns();
 
  private:
-  struct Run {
-    std::string job_id;
-    int run = 0;
-    std::string node_id;
-    pid_t pid = 0;                 // 0: a job without a command (it only holds its GPUs)
-    bool child = false;            // started by this process (waitpid works)
-    int64_t ends_at_ms = -1;       // commandless jobs with an estimated duration
-    int64_t kill_at_ms = -1;       // SIGKILL deadline after a SIGTERM
-    int64_t memory_limit_mib = 0;  // host memory the job asked for (memory_gb); 0: no limit
-    std::string checkpoint_done;   // the job touches this file to be stopped at once
-    std::string cgroup;            // its cgroup's name under the agent's jobs cgroup; empty: none
-    std::string exit_file;
+  // A run this agent watches: its record (what a restarted agent needs) and what only
+  // this process knows.
+  struct ActiveRun : RunRecord {
+    bool child = false;           // started by this process (it reaps it)
+    int64_t kill_at_ms = -1;      // SIGKILL deadline after a SIGTERM
+    std::string checkpoint_done;  // the job touches this file to be stopped at once
     std::string record_file;
     std::string stop_reason;
     std::vector<AssignedGpu> gpus;
@@ -108,9 +96,20 @@ class LocalAgent : public AgentLink {
   Expected<Account> JobAccount(const StartOrder& o) const;
   void Loop();
   void DoStart(StartOrder order);
+  // A run that could not start: reported as exited with `code` and why.
+  void FailStart(const StartOrder& o, int code, const std::string& reason);
   // Makes the order's MIG changes and names the MIG device of each MIG share; false (the
   // run reported as failed) when that cannot be done.
   bool PrepareMig(StartOrder& order);
+  // The job's directories with their owners; false (the run reported as failed) when the
+  // job's user cannot be given its own.
+  bool PrepareJobDirs(const StartOrder& o, const Account& account);
+  // The MPS daemons of the order's GPUs and the variables that reach them; false (the run
+  // reported as failed and nothing held) when a daemon cannot start.
+  bool AcquireMps(const StartOrder& o, std::map<std::string, std::string>* env, std::vector<std::string>* gpus);
+  // Starts the job's process (in its cgroup) and records it; false when it did not start.
+  bool Launch(const StartOrder& o, const Account& account, const std::map<std::string, std::string>& mps_env,
+              ActiveRun& run);
   void DoStop(const StopOrder& order);
   void Poll();
   // Kills jobs whose processes hold more host memory than they asked for (once a second).
@@ -120,15 +119,21 @@ class LocalAgent : public AgentLink {
   void TrimLogs();
   int64_t logs_trimmed_ms_ = 0;
   void Exited(const std::string& key, int code, std::string reason);
-  void UpdateFakeLoad();
+  // Tells the load sink what runs on each GPU, and keeps the list of active runs.
+  void UpdateLoad();
+  // Adopts a run a record names, or reports how it ended.
+  RunReport RecoverRun(const RunRecord& rec, const std::string& record_file);
+  TimeMs Now() const { return clock_.NowMs(); }
   static std::string Key(const std::string& job_id, int run, const std::string& node) {
     return job_id + "/" + std::to_string(run) + "/" + node;
   }
 
   LocalAgentOptions options_;
-  AgentReports reports_;
-  std::map<std::string, Run> runs_;  // by Key(); agent thread only
-  std::unique_ptr<MpsDaemons> mps_;  // null: no MPS daemons (fake GPUs)
+  NodeReports& reports_;
+  JobLauncher& launcher_;
+  const Clock& clock_;
+  std::map<std::string, ActiveRun> runs_;  // by Key(); agent thread only
+  std::unique_ptr<MpsDaemons> mps_;        // null: no MPS daemons (fake GPUs)
   std::mutex sessions_mu_;
   std::map<int, std::string> sessions_;      // shim pid (= session id) -> job id
   std::map<std::string, bool> known_uuids_;  // GPUs that had load (to clear it)

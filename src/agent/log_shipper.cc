@@ -1,37 +1,17 @@
 // Log shipping from remote agents.
 #include "agent/log_shipper.h"
 
-#include <openssl/evp.h>
-
 #include <filesystem>
 #include <fstream>
 
-#include "agent/log_window.h"
+#include "core/encoding.h"
+#include "core/log_window.h"
 
 namespace gantry {
 
 namespace {
 constexpr const char* kStreams[] = {"stdout", "stderr"};
 }  // namespace
-
-std::string Base64Encode(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-bool Base64Decode(const std::string& text, std::string* bytes) {
-  if (text.size() % 4 != 0) return false;
-  bytes->assign(3 * text.size() / 4, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes->data()),
-                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return false;
-  size_t padding = text.empty() ? 0 : (text.back() == '=') + (text.size() > 1 && text[text.size() - 2] == '=');
-  bytes->resize(static_cast<size_t>(n) - padding);
-  return true;
-}
 
 void LogShipper::Track(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -36,8 +36,4 @@ class LogShipper {
   std::map<std::string, Job> jobs_;
 };
 
-// Base64 (RFC 4648) through OpenSSL, for log bytes in JSON.
-std::string Base64Encode(const std::string& bytes);
-bool Base64Decode(const std::string& text, std::string* bytes);
-
 }  // namespace gantry

@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "cli/plan_output.h"
 #include "core/config_dir.h"
 #include "core/spec_yaml.h"
 #include "core/yaml_util.h"
 #include "sched/apply_plan.h"
 #include "sched/engine.h"
+#include "sched/plan_output.h"
 
 namespace gantry {
 

@@ -5,14 +5,32 @@
 #include <cstring>
 #include <iostream>
 
-#include "agent/gpus_command.h"
 #include "agent/process.h"
-#include "agent/remote_agent.h"
+#include "cli/agent_command.h"
 #include "cli/demo.h"
+#include "cli/gpus_command.h"
+#include "cli/server_command.h"
 #include "cli/sim_command.h"
 #include "client/commands.h"
-#include "server/server_main.h"
 #include "sim/policy.h"
+
+namespace {
+
+// The job runner's flags, the same on `gantry server` (standalone) and `gantry agent`.
+void AddJobRunnerFlags(CLI::App* cmd, gantry::JobRunnerFlags& runner) {
+  cmd->add_option("--run-jobs-as", runner.run_jobs_as,
+                  "When root, run jobs as: user or auto (the submitting user, else the team's unix_account, else "
+                  "the job fails), agent (root itself); root only for teams with allow_root")
+      ->check(CLI::IsMember({"auto", "user", "agent"}));
+  cmd->add_option("--job-cgroups", runner.job_cgroups,
+                  "Each job in its own cgroup v2 with its CPU and memory limits: auto (when root and the machine "
+                  "allows it), required, off")
+      ->check(CLI::IsMember({"auto", "required", "off"}));
+  cmd->add_option("--max-log-mb", runner.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
+      ->check(CLI::Range(0.01, 1e6));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
@@ -79,16 +97,7 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
   server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
       ->check(CLI::Range(0.5, 86400.0));
-  const char* run_as_help =
-      "When root, run jobs as: user or auto (the submitting user, else the team's unix_account, else "
-      "the job fails), agent (root itself); root only for teams with allow_root";
-  server_cmd->add_option("--run-jobs-as", server.run_jobs_as, run_as_help)
-      ->check(CLI::IsMember({"auto", "user", "agent"}));
-  const char* cgroups_help =
-      "Each job in its own cgroup v2 with its CPU and memory limits: auto (when root and the machine "
-      "allows it), required, off";
-  server_cmd->add_option("--job-cgroups", server.job_cgroups, cgroups_help)
-      ->check(CLI::IsMember({"auto", "required", "off"}));
+  AddJobRunnerFlags(server_cmd, server.runner);
   server_cmd->add_option("--tls-cert", server.tls_cert, "PEM certificate chain: serve HTTPS (with --tls-key)")
       ->check(CLI::ExistingFile);
   server_cmd->add_option("--tls-key", server.tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
@@ -106,8 +115,6 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600));
   server_cmd->add_option("--idle-timeout", server.idle_timeout_s, "Seconds an idle keep-alive connection is kept")
       ->check(CLI::Range(1, 86400));
-  server_cmd->add_option("--max-log-mb", server.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
-      ->check(CLI::Range(0.01, 1e6));
   bool metrics_auth = false;
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;
@@ -122,14 +129,9 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--ca-cert", agent.ca_cert, "PEM CA certificate that signed the server's (https://)")
       ->check(CLI::ExistingFile);
   agent_cmd->add_option("--data-dir", agent.data_dir, "Job logs, checkpoints and run records")->required();
-  agent_cmd->add_option("--run-jobs-as", agent.run_jobs_as, run_as_help)
-      ->check(CLI::IsMember({"auto", "user", "agent"}));
-  agent_cmd->add_option("--job-cgroups", agent.job_cgroups, cgroups_help)
-      ->check(CLI::IsMember({"auto", "required", "off"}));
+  AddJobRunnerFlags(agent_cmd, agent.runner);
   agent_cmd->add_option("--config", agent.config_dir, "Config directory (gpu_types.yaml, health.yaml)");
   agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
-  agent_cmd->add_option("--max-log-mb", agent.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
-      ->check(CLI::Range(0.01, 1e6));
   agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")
       ->check(CLI::Range(0.1, 600.0));
 

@@ -16,8 +16,8 @@
 #include "client/http_client.h"
 #include "client/jobs_file.h"
 #include "client/tables.h"
+#include "core/encoding.h"
 #include "core/yaml_util.h"
-#include "server/auth.h"
 
 namespace gantry {
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/config_dir.h"
 #include "core/yaml_util.h"
-#include "server/server_main.h"
 
 namespace gantry {
 

@@ -1,6 +1,7 @@
 // LoadConfigDir: config files with built-in fallbacks.
 #include "core/config_dir.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/yaml_util.h"
@@ -35,6 +36,13 @@ Expected<ConfigSet> LoadConfigDir(const std::string& dir) {
     set.quotas = std::move(*q);
   }
   return set;
+}
+
+std::string DefaultDataDir() {
+  if (const char* d = std::getenv("GANTRY_DATA_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/gantry";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.local/share/gantry";
 }
 
 }  // namespace gantry

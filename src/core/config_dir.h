@@ -21,4 +21,7 @@ struct ConfigSet {
 // file means the built-in default. An empty `dir` gives the built-in defaults.
 Expected<ConfigSet> LoadConfigDir(const std::string& dir);
 
+// Default data directory: $GANTRY_DATA_DIR, else $XDG_DATA_HOME/gantry, else ~/.local/share/gantry.
+std::string DefaultDataDir();
+
 }  // namespace gantry

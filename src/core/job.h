@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct JobSpec {
   int retries_on_failure = 0;              // restarts after the command exits non-zero
   double cost_limit = 0;                   // currency; 0: none. Alert at 80%, stopped at 100%
 };
+
+// Job specs are immutable once accepted and shared: a snapshot copies pointers, not specs.
+using JobSpecPtr = std::shared_ptr<const JobSpec>;
 
 // Resolves the MPS thread share: explicit, or the fraction's share of 100%.
 int EffectiveMpsThreadPercent(const GpuRequest& r);

@@ -38,9 +38,6 @@ struct Placement {
   int gpu_count() const;
 };
 
-// Job specs are immutable once accepted and shared: a snapshot copies pointers, not specs.
-using JobSpecPtr = std::shared_ptr<const JobSpec>;
-
 struct RunningJob {
   JobSpecPtr spec;
   TimeMs start_ms = 0;  // of this run

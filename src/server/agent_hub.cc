@@ -8,10 +8,11 @@
 #include <fstream>
 #include <functional>
 
-#include "agent/inventory.h"
-#include "agent/log_shipper.h"
-#include "agent/log_window.h"
-#include "server/agent_wire.h"
+#include "core/encoding.h"
+#include "core/host.h"
+#include "core/log_window.h"
+#include "protocol/inventory.h"
+#include "protocol/order_wire.h"
 #include "server/auth.h"
 
 namespace gantry {
@@ -96,10 +97,12 @@ ApiResult AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   const std::string& node_id = reg->node_id;
   if (auto refused = CheckNode(who, node_id, action)) return *refused;
   std::vector<RunReport>& runs = reg->runs;
-  auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog());
+  // An agent reports its node's size; one that does not (older agents) is taken to be
+  // the size of this host, as before.
+  NodeSize size{reg->cpus >= 0 ? static_cast<int>(reg->cpus) : HostCpus(),
+                reg->memory_mib >= 0 ? reg->memory_mib : HostMemoryMib()};
+  auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog(), size);
   if (!node) return ApiResult::FromStatus(node.status());
-  if (reg->cpus >= 0) node->cpus = static_cast<int>(reg->cpus);
-  if (reg->memory_mib >= 0) node->memory_mib = reg->memory_mib;
   for (const auto& [k, v] : reg->labels) node->labels[k] = v;
   Queue* queue = nullptr;
   {
@@ -179,17 +182,7 @@ ApiResult AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   if (!report->events.empty()) {
     controller_.RecordAudit(who, action, node_id, 200, fmt::format("{} job event(s)", report->events.size()));
   }
-  for (const AgentReport::Event& e : report->events) {
-    if (e.type == "started") {
-      controller_.ReportStarted(e.run.job_id, e.run.run);
-    } else if (e.type == "exited") {
-      controller_.ReportExited(e.run.job_id, e.run.run, node_id, e.run.exit_code, e.run.reason, e.run.ended_ms);
-    } else if (e.type == "mig") {
-      controller_.ReportMig(node_id, e.gpu, e.devices, e.run.job_id, e.error);
-    }
-  }
-  if (!report->telemetry.empty()) controller_.ReportTelemetry(node_id, std::move(report->telemetry));
-  for (const AgentReport::Health& h : report->health) controller_.ReportGpuHealth(node_id, h.gpu, h.healthy, h.reason);
+  DeliverReport(*report, controller_);
   for (const AgentReport::LogChunk& l : report->logs) AppendLog(l);
   return {200, {{"ok", true}}};
 }

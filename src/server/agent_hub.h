@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/report_wire.h"
 #include "server/controller.h"
-#include "server/report_wire.h"
 
 namespace gantry {
 
@@ -56,7 +56,7 @@ class AgentHub {
     std::chrono::steady_clock::time_point deadline;
     std::function<void(ApiResult)> answer;
   };
-  class Queue : public AgentLink {
+  class Queue : public NodeLink {
    public:
     void Start(const StartOrder& order) override;
     void Stop(const StopOrder& order) override;

@@ -1,9 +1,7 @@
-// Token hashing and the user directory.
+// The user directory: users, roles and team policies from users.yaml.
 #include "server/auth.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/yaml_util.h"
@@ -25,25 +23,6 @@ bool ParseRole(const std::string& text, Role* out) {
     }
   }
   return false;
-}
-
-std::string Sha256Hex(const std::string& text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
-  return out;
-}
-
-std::string NewToken() {
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  unsigned char bytes[43];
-  if (RAND_bytes(bytes, sizeof(bytes)) != 1) std::abort();  // no entropy: never hand out a weak token
-  std::string token = "gtk_";
-  for (unsigned char b : bytes) token += kAlphabet[b & 63];
-  return token;
 }
 
 Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/encoding.h"
 #include "core/status.h"
 
 namespace gantry {
@@ -68,10 +69,5 @@ class UserDirectory {
   std::map<std::string, Actor> by_name_;
   std::map<std::string, TeamPolicy> teams_;
 };
-
-// Lower-case hex SHA-256 of `text`.
-std::string Sha256Hex(const std::string& text);
-// A fresh random token: "gtk_" and 43 characters of URL-safe base64 (256 bits).
-std::string NewToken();
 
 }  // namespace gantry

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/clock.h"
 #include "server/node_json.h"
 
 namespace gantry {
@@ -46,11 +47,7 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Store> store)
 
 Controller::~Controller() { Stop(); }
 
-TimeMs Controller::Now() const {
-  if (options_.now) return options_.now();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+TimeMs Controller::Now() const { return options_.now ? options_.now() : WallClock().NowMs(); }
 
 Status Controller::Recover() {
   auto stored = store_->Load();
@@ -95,7 +92,7 @@ Status Controller::Recover() {
   return RecoverAccounting();
 }
 
-Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, const std::vector<RunReport>& runs) {
+Status Controller::AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs) {
   for (const Node& n : nodes) {
     if (Status s = ValidateNode(n, options_.config.catalog); !s.ok()) return s;
   }
@@ -113,7 +110,7 @@ Status Controller::AttachNodes(const std::vector<Node>& nodes, AgentLink* link, 
       }
       // Known node: the inventory comes from the agent, the admin's drains from the store.
       Node& known = snap_.nodes[it->second];
-      AgentLink* serving = node_link_[it->second];
+      NodeLink* serving = node_link_[it->second];
       if (serving && serving != link && !serving->remote()) {
         return Status::Denied("node_id", fmt::format("node {} is this server's own (standalone) node", n.id));
       }

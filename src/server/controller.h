@@ -18,15 +18,15 @@
 #include <thread>
 #include <unordered_map>
 
-#include "agent/gpu_provider.h"
 #include "billing/pricing.h"
 #include "billing/report.h"
 #include "core/config_dir.h"
 #include "core/reloadable.h"
+#include "protocol/gpu_readings.h"
+#include "protocol/node_link.h"
 #include "sched/engine.h"
 #include "sched/fair_share.h"
 #include "sched/queue_order.h"
-#include "server/agent_link.h"
 #include "server/auth.h"
 #include "server/job_record.h"
 #include "server/metrics.h"
@@ -76,17 +76,17 @@ struct ControllerOptions {
   std::shared_ptr<const UserDirectory> users;
 };
 
-class Controller {
+class Controller : public NodeReports {
  public:
   Controller(ControllerOptions options, std::unique_ptr<Store> store);
-  ~Controller();
+  ~Controller() override;
 
   // Rebuilds state from the store. Call once, before Start.
   Status Recover();
   // Registers nodes served by `link` (standalone: the in-process agent). A node already
   // known keeps its drain state and its jobs; jobs it runs are adopted as the agent reports.
   // `runs` is what the agent still knows (running or exited while no one listened).
-  Status AttachNodes(const std::vector<Node>& nodes, AgentLink* link, const std::vector<RunReport>& runs = {});
+  Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs = {});
   void Start();
   void Stop();
   // Replaces the known users and team policies (the standalone admin is added at start).
@@ -128,21 +128,18 @@ class Controller {
   std::string MetaValue(const std::string& key);
   void SetMetaValue(const std::string& key, const std::string& value);
 
-  // Called by agents (any thread); never blocks on the controller.
-  void ReportStarted(const std::string& job_id, int run);
-  // `ended_ms`: when the process ended, as the agent saw it (-1: now). It closes the run's
-  // ledger interval, so an exit during a server outage is billed to its real end.
-  void ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                    const std::string& reason, TimeMs ended_ms = -1);
-  void ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples);
+  // What nodes report (NodeReports; any thread): never blocks on the controller. An exit's
+  // `ended_ms` (when the process ended, as the agent saw it; -1: now) closes the run's
+  // ledger interval, so an exit during a server outage is billed to its real end. A failed
+  // MIG re-partition requeues its job as a node fault; an unhealthy GPU is fenced at once
+  // and its jobs stopped and requeued.
+  void RunStarted(const RunReport& started) override;
+  void RunExited(const RunReport& exited) override;
+  void MigChanged(const MigReport& change) override;
+  void Readings(NodeReadings readings) override;
+  void GpuHealth(const GpuHealthChange& change) override;
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
-  // The agent re-partitioned a MIG GPU for `job_id` (error empty) or failed to: the GPU's
-  // MIG devices now. Failure requeues the job as a node fault.
-  void ReportMig(const std::string& node_id, int gpu, std::vector<MigDeviceInfo> devices, const std::string& job_id,
-                 const std::string& error);
-  // A GPU turned unhealthy (fenced at once, its jobs stopped and requeued) or healthy again.
-  void ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
 
   // Waits until the queue is drained and committed (tests).
   void Sync();
@@ -254,7 +251,7 @@ class Controller {
   std::pair<int, Gpu*> LocateGpu(const std::string& node_id, int gpu);
   // MIG changes planned for a job's start, by job: (node index, order); sent with the start.
   std::unordered_map<std::string, std::vector<std::pair<int, MigOrder>>> mig_orders_;
-  std::vector<AgentLink*> node_link_;
+  std::vector<NodeLink*> node_link_;
   std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
   std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running
   std::unordered_map<std::string, int> running_pos_;    // job id -> index in snap_.running

@@ -3,14 +3,14 @@
 // changes that fence a GPU, stop and requeue its jobs, and go to the node's history.
 #include <fmt/format.h>
 
-#include "agent/inventory.h"
+#include "protocol/inventory.h"
 #include "server/controller.h"
 #include "server/node_json.h"
 
 namespace gantry {
 
-void Controller::ReportTelemetry(const std::string& node_id, std::vector<std::pair<int, GpuSample>> samples) {
-  Enqueue([this, node_id, samples = std::move(samples)]() mutable {
+void Controller::Readings(NodeReadings readings) {
+  Enqueue([this, node_id = std::move(readings.node_id), samples = std::move(readings.samples)]() mutable {
     TimeMs now = Now();
     for (auto& [gpu, s] : samples) {
       auto [n, located] = LocateGpu(node_id, gpu);  // an index the node does not have is dropped
@@ -86,7 +86,7 @@ void Controller::EndOnFault(const std::string& id, int n, const std::string& rea
   }
   for (const NodeShare& ns : job.placement.nodes) {
     if ((ns.node != n || stop_there) && node_link_[ns.node]) {
-      AgentLink* link = node_link_[ns.node];
+      NodeLink* link = node_link_[ns.node];
       StopOrder order{id, job.runs, snap_.nodes[ns.node].id, 0, reason};
       outbox_.push_back([link, order] { link->Stop(order); });
     }
@@ -95,8 +95,8 @@ void Controller::EndOnFault(const std::string& id, int n, const std::string& rea
   DoExited(id, job.runs, snap_.nodes[n].id, -1, reason);
 }
 
-void Controller::ReportGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
-  Enqueue([=, this] { DoGpuHealth(node_id, gpu, healthy, reason); });
+void Controller::GpuHealth(const GpuHealthChange& h) {
+  Enqueue([h, this] { DoGpuHealth(h.node_id, h.gpu, h.healthy, h.reason); });
 }
 
 std::pair<int, Gpu*> Controller::LocateGpu(const std::string& node_id, int gpu) {
@@ -136,9 +136,9 @@ void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, 
   }
 }
 
-void Controller::ReportMig(const std::string& node_id, int gpu, std::vector<MigDeviceInfo> devices,
-                           const std::string& job_id, const std::string& error) {
-  Enqueue([=, this, devices = std::move(devices)] {
+void Controller::MigChanged(const MigReport& change) {
+  Enqueue([=, this, node_id = change.node_id, gpu = change.gpu, devices = change.devices, job_id = change.job_id,
+           error = change.error] {
     auto [n, located] = LocateGpu(node_id, gpu);
     if (!located) return;
     Gpu& g = *located;

@@ -48,7 +48,7 @@ ApiResult Controller::CheckpointDone(const Actor& who, const std::string& id) {
     snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
     Event(*job, "checkpoint_done", {{"by", who.user}});
     for (const NodeShare& ns : job->placement.nodes) {
-      AgentLink* link = node_link_[ns.node];
+      NodeLink* link = node_link_[ns.node];
       StopOrder order{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"};
       if (link) outbox_.push_back([link, order] { link->Stop(order); });
     }
@@ -58,16 +58,15 @@ ApiResult Controller::CheckpointDone(const Actor& who, const std::string& id) {
   });
 }
 
-void Controller::ReportStarted(const std::string& job_id, int run) {
-  Enqueue([this, job_id, run] {
+void Controller::RunStarted(const RunReport& started) {
+  Enqueue([this, job_id = started.job_id, run = started.run] {
     JobRecord* job = Find(job_id);
     if (job && job->runs == run && !IsTerminal(job->state)) Event(*job, "running", {{"run", run}});
   });
 }
 
-void Controller::ReportExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                              const std::string& reason, TimeMs ended_ms) {
-  Enqueue([=, this] { DoExited(job_id, run, node_id, exit_code, reason, ended_ms); });
+void Controller::RunExited(const RunReport& e) {
+  Enqueue([e, this] { DoExited(e.job_id, e.run, e.node_id, e.exit_code, e.reason, e.ended_ms); });
 }
 
 ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash) {
@@ -279,7 +278,7 @@ void Controller::SendStart(const JobRecord& job, int node_index) {
   const TeamPolicy& policy = TeamOf(job.spec->team);
   order.unix_account = policy.unix_account;
   order.allow_root = policy.allow_root;
-  AgentLink* link = node_link_[node_index];
+  NodeLink* link = node_link_[node_index];
   if (link) outbox_.push_back([link, order = std::move(order)] { link->Start(order); });
 }
 
@@ -293,7 +292,7 @@ void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string&
   Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
   Dirty(job);
   for (const NodeShare& ns : job.placement.nodes) {
-    AgentLink* link = node_link_[ns.node];
+    NodeLink* link = node_link_[ns.node];
     StopOrder order{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason};
     if (link) outbox_.push_back([link, order] { link->Stop(order); });
   }
@@ -467,7 +466,7 @@ void Controller::Tick() {
   RefreshQuotas();
   TimeMs now = Now();
   for (size_t n = 0; n < snap_.nodes.size(); ++n) {
-    AgentLink* link = node_link_[n];
+    NodeLink* link = node_link_[n];
     if (link && link->remote() && now - last_seen_[n] > options_.node_timeout_ms) NodeLost(static_cast<int>(n));
   }
   for (auto& [id, pos] : running_pos_) {

@@ -2,8 +2,8 @@
 // the admin's node drains. Each runs on the owner thread, so it sees one consistent state.
 #include <fmt/format.h>
 
-#include "cli/plan_output.h"
 #include "sched/apply_plan.h"
+#include "sched/plan_output.h"
 #include "sched/usage.h"
 #include "server/controller.h"
 #include "server/node_json.h"

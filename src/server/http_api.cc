@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-#include "agent/log_window.h"
+#include "core/log_window.h"
 #include "core/spec_yaml.h"
 #include "server/agent_hub.h"
 

@@ -15,8 +15,6 @@ constexpr const char* kStateNames[] = {"pending", "running", "stopping", "succee
 constexpr const char* kStopNames[] = {"",           "cancel",     "preempt", "time_limit",
                                       "node_fault", "cost_limit", "idle",    "gpu_memory"};
 
-std::string Ms(DurationMs d) { return fmt::format("{}ms", d); }
-
 std::string Utc(TimeMs t) { return t < 0 ? "" : FormatUtc(t); }
 
 nlohmann::json ShareToJson(const GpuShare& g) {
@@ -54,40 +52,6 @@ bool ParseJobState(const std::string& text, JobState* out) {
     }
   }
   return false;
-}
-
-nlohmann::json SpecToJson(const JobSpec& s) {
-  const GpuRequest& q = s.request;
-  nlohmann::json j = {
-      {"user", s.user}, {"team", s.team}, {"priority", s.priority_class}, {"sharing", ToString(q.sharing)}};
-  if (!s.name.empty()) j["name"] = s.name;
-  if (!s.project.empty()) j["project"] = s.project;
-  if (q.sharing == SharingMode::kExclusive) j["gpus"] = q.gpus;
-  if (q.sharing == SharingMode::kTimeSlice || q.sharing == SharingMode::kMps) j["gpu_milli"] = q.gpu_milli;
-  if (q.sharing == SharingMode::kMig) j["mig_profile"] = q.mig_profile;
-  if (q.mps_thread_percent > 0) j["mps_thread_percent"] = q.mps_thread_percent;
-  if (q.gpu_memory_mib > 0) j["gpu_memory_gb"] = static_cast<double>(q.gpu_memory_mib) / 1024;
-  if (!q.gpu_types.empty()) j["gpu_types"] = q.gpu_types;
-  if (q.prefer_listed_order) j["prefer_listed_order"] = true;
-  if (q.cpus > 0) j["cpus"] = q.cpus;
-  if (q.memory_mib > 0) j["memory_gb"] = static_cast<double>(q.memory_mib) / 1024;
-  if (q.num_nodes > 0) j["nodes"] = q.num_nodes;
-  if (!s.node_selector.empty()) j["node_selector"] = s.node_selector;
-  for (const LabelPreference& p : s.preferred_labels) {
-    j["preferred_labels"].push_back({{"key", p.key}, {"value", p.value}, {"weight", p.weight}});
-  }
-  for (const Taint& t : s.tolerations) j["tolerations"].push_back(t.value.empty() ? t.key : t.key + "=" + t.value);
-  if (!s.preemptible) j["preemptible"] = false;
-  if (s.checkpointable) j["checkpointable"] = true;
-  if (s.estimated_duration_ms > 0) j["estimated_duration"] = Ms(s.estimated_duration_ms);
-  if (s.time_limit_ms > 0) j["time_limit"] = Ms(s.time_limit_ms);
-  if (!s.command.empty()) j["command"] = s.command;
-  if (!s.working_dir.empty()) j["working_dir"] = s.working_dir;
-  if (!s.env.empty()) j["env"] = s.env;
-  j["max_retries"] = s.max_retries;
-  if (s.retries_on_failure > 0) j["retries_on_failure"] = s.retries_on_failure;
-  if (s.cost_limit > 0) j["cost_limit"] = s.cost_limit;
-  return j;
 }
 
 double ShareOfGpu(const GpuShare& g, const GpuType& type) {

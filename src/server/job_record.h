@@ -11,12 +11,10 @@
 
 #include "core/gpu_catalog.h"
 #include "core/node.h"
+#include "protocol/spec_json.h"
 #include "sched/plan.h"
 
 namespace gantry {
-
-// Dumping JSON that holds user text: invalid UTF-8 is replaced, never thrown on.
-constexpr auto kReplaceBadUtf8 = nlohmann::json::error_handler_t::replace;
 
 enum class JobState : uint8_t { kPending, kRunning, kStopping, kSucceeded, kFailed, kCancelled };
 
@@ -53,9 +51,6 @@ struct JobRecord {
   bool idle_flagged = false;      // the current run holds GPUs it does not use
   TimeMs last_exit_ms = -1;       // the latest exit reported for the current run (not stored)
 };
-
-// The spec in the submit format (YAML/JSON field names); ParseJobSpec reads it back.
-nlohmann::json SpecToJson(const JobSpec& spec);
 
 // The stored document of a job (node indices written as node ids).
 nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "agent/local_agent.h"
+#include "agent/report_sink.h"
 #include "server/controller_harness.h"
 
 namespace gantry::testing {
@@ -74,27 +75,6 @@ TEST(JobCgroups, SaysWhyAMachineDoesNotAllowThem) {
   EXPECT_NE(error.find("expected auto, required or off"), std::string::npos);
 }
 
-// Collects exits.
-struct Exits {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, std::pair<int, std::string>> ended;
-  AgentReports Sink() {
-    return {[](const std::string&, int) {},
-            [this](const std::string& id, int, const std::string&, int code, const std::string& why, TimeMs) {
-              std::lock_guard<std::mutex> lock(mu);
-              ended[id] = {code, why};
-              cv.notify_all();
-            },
-            {}};
-  }
-  std::pair<int, std::string> Wait(const std::string& id) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(10), [&] { return ended.count(id) > 0; });
-    return ended.count(id) ? ended[id] : std::make_pair(-999, std::string());
-  }
-};
-
 StartOrder Job(const std::string& id, const std::string& command, int64_t memory_mib) {
   JobSpec spec = MakeJob(id).spec();
   spec.command = command;
@@ -109,12 +89,12 @@ StartOrder Job(const std::string& id, const std::string& command, int64_t memory
   return o;
 }
 
-std::unique_ptr<LocalAgent> StartAgent(const std::string& name, JobCgroups* cg, Exits& exits) {
+std::unique_ptr<LocalAgent> StartAgent(const std::string& name, JobCgroups* cg, ReportSink& exits) {
   std::string dir = TempPath(name);
   std::filesystem::remove_all(dir);
   auto agent = std::make_unique<LocalAgent>(
-      LocalAgentOptions{dir, GANTRY_BINARY, 20, nullptr, RunAs::kAuto, "", nullptr, cg}, exits.Sink());
-  agent->Start();
+      LocalAgentOptions{.state_dir = dir, .shim = GANTRY_BINARY, .poll_ms = 20, .cgroups = cg}, exits);
+  agent->Serve();
   return agent;
 }
 
@@ -123,7 +103,7 @@ TEST(JobCgroups, TheJobsShimJoinsItsCgroupAndAnOomKillIsNamed) {
   std::string why;
   auto cg = JobCgroups::Open(mount, "0::/svc\n", &why);
   ASSERT_NE(cg, nullptr) << why;
-  Exits exits;
+  ReportSink exits;
   auto agent = StartAgent("agent", cg.get(), exits);
   // cgroupfs makes a cgroup's files with it; here the test does.
   std::filesystem::create_directories(mount + "/svc/jobs/j1-1-n1");
@@ -131,7 +111,8 @@ TEST(JobCgroups, TheJobsShimJoinsItsCgroupAndAnOomKillIsNamed) {
   // The job plays the kernel: it records an OOM kill in its cgroup and dies of SIGKILL.
   std::string events = mount + "/svc/jobs/j1-1-n1/memory.events";
   agent->Start(Job("j1", "printf 'oom 1\\noom_kill 1\\n' > " + events + "; kill -9 $$", 200));
-  auto [code, reason] = exits.Wait("j1");
+  int code = exits.WaitExit("j1");
+  std::string reason = exits.Reason("j1");
   EXPECT_EQ(code, 137);
   EXPECT_EQ(reason, "killed by the kernel: over its memory limit of 200 MiB (memory_gb)");
   EXPECT_EQ(Read(mount + "/svc/jobs/j1-1-n1/cgroup.procs"), "0");  // the shim joined before exec
@@ -146,10 +127,11 @@ TEST(JobCgroups, TheKernelEnforcesTheMemoryLimit) {
   std::string note, error;
   std::unique_ptr<JobCgroups> cg = JobCgroups::ForMode("auto", &note, &error);
   if (!cg) GTEST_SKIP() << note;
-  Exits exits;
+  ReportSink exits;
   auto agent = StartAgent("agent-real", cg.get(), exits);
   agent->Start(Job("hog", "head -c 800M /dev/zero | tail", 100));
-  auto [code, reason] = exits.Wait("hog");
+  int code = exits.WaitExit("hog");
+  std::string reason = exits.Reason("hog");
   EXPECT_NE(code, 0);
   EXPECT_EQ(reason, "killed by the kernel: over its memory limit of 100 MiB (memory_gb)");
 }

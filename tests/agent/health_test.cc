@@ -5,6 +5,7 @@
 
 #include "agent/fake_provider.h"
 #include "agent/gpu_monitor.h"
+#include "agent/report_sink.h"
 
 namespace gantry::testing {
 namespace {
@@ -68,15 +69,11 @@ TEST(GpuMonitor, AnXidFencesTheGpuAndAPassingCheckReturnsIt) {
   HealthRules rules = HealthRules::Builtin();
   rules.check_command = "test \"$GANTRY_GPU_UUID\" = GPU-b";  // passes for GPU-b only
   rules.check_interval_ms = 1000;
-  std::vector<std::tuple<int, bool, std::string>> health;
-  std::map<int, GpuSample> last;
-  GpuMonitor monitor(
-      fake, rules, {{"GPU-a", {"n1", 0}}, {"GPU-b", {"n1", 1}}},
-      {[&](const std::string&, std::vector<std::pair<int, GpuSample>> s) {
-         for (auto& [gpu, sample] : s) last[gpu] = sample;
-       },
-       [&](const std::string&, int gpu, bool ok, const std::string& why) { health.emplace_back(gpu, ok, why); },
-       [](int pid) { return pid == 4242 ? std::string("job-7") : std::string(); }});
+  ReportSink sink;
+  std::vector<GpuHealthChange>& health = sink.health;
+  std::map<int, GpuSample>& last = sink.last;
+  GpuMonitor monitor(fake, rules, {{"GPU-a", {"n1", 0}}, {"GPU-b", {"n1", 1}}}, sink,
+                     [](int pid) { return pid == 4242 ? std::string("job-7") : std::string(); });
   monitor.PollOnce();
   EXPECT_TRUE(health.empty());
   EXPECT_GT(last[0].util_pct, 60);  // a busy GPU
@@ -87,15 +84,15 @@ TEST(GpuMonitor, AnXidFencesTheGpuAndAPassingCheckReturnsIt) {
   fake.InjectXid("GPU-b", 79);
   monitor.PollOnce();
   ASSERT_EQ(health.size(), 1u);
-  EXPECT_EQ(std::get<0>(health[0]), 1);
-  EXPECT_FALSE(std::get<1>(health[0]));
+  EXPECT_EQ(health[0].gpu, 1);
+  EXPECT_FALSE(health[0].healthy);
   EXPECT_TRUE(last[1].lost);
   fake.Heal("GPU-b");
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   monitor.PollOnce();
   ASSERT_EQ(health.size(), 2u);
-  EXPECT_EQ(std::get<0>(health[1]), 1);
-  EXPECT_TRUE(std::get<1>(health[1]));
+  EXPECT_EQ(health[1].gpu, 1);
+  EXPECT_TRUE(health[1].healthy);
 }
 
 }  // namespace

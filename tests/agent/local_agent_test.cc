@@ -15,47 +15,11 @@
 #include <thread>
 
 #include "agent/fake_provider.h"
+#include "agent/report_sink.h"
 #include "server/controller_harness.h"
 
 namespace gantry::testing {
 namespace {
-
-// Collects what the agent reports.
-struct Reports {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, int> exit_codes;
-  std::map<std::string, std::string> reasons;
-  std::map<std::string, std::chrono::steady_clock::time_point> exit_times;
-
-  AgentReports Sink() {
-    return {[](const std::string&, int) {},
-            [this](const std::string& id, int, const std::string&, int code, const std::string& why, TimeMs) {
-              std::lock_guard<std::mutex> lock(mu);
-              exit_codes[id] = code;
-              reasons[id] = why;
-              exit_times[id] = std::chrono::steady_clock::now();
-              cv.notify_all();
-            },
-            [this](const std::string&, int gpu, const std::vector<MigDeviceInfo>& devices, const std::string& id,
-                   const std::string& error) {
-              std::lock_guard<std::mutex> lock(mu);
-              mig.push_back({gpu, devices, id, error});
-            }};
-  }
-  struct MigReport {
-    int gpu;
-    std::vector<MigDeviceInfo> devices;
-    std::string job_id, error;
-  };
-  std::vector<MigReport> mig;
-  // The exit code of `id`, waiting up to `seconds`; -999 when it did not end.
-  int WaitExit(const std::string& id, int seconds = 10) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return exit_codes.count(id) > 0; });
-    return exit_codes.count(id) ? exit_codes[id] : -999;
-  }
-};
 
 StartOrder Order(const std::string& id, const std::string& command, SharingMode mode = SharingMode::kExclusive) {
   JobSpec spec = MakeJob(id).spec();
@@ -87,17 +51,19 @@ class LocalAgentTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   std::unique_ptr<LocalAgent> NewAgent(RunAs run_as = RunAs::kAuto, const std::string& mps_control = "") {
-    auto a = std::make_unique<LocalAgent>(LocalAgentOptions{dir_, GANTRY_BINARY, 20, nullptr, run_as, mps_control},
-                                          reports_.Sink());
+    auto a = std::make_unique<LocalAgent>(
+        LocalAgentOptions{
+            .state_dir = dir_, .shim = GANTRY_BINARY, .poll_ms = 20, .run_as = run_as, .mps_control = mps_control},
+        reports_);
     return a;
   }
   std::string dir_;
-  Reports reports_;
+  ReportSink reports_;
 };
 
 TEST_F(LocalAgentTest, RunsTheCommandWithItsEnvironmentAndLogs) {
   auto agent = NewAgent();
-  agent->Start();
+  agent->Serve();
   agent->Start(Order("j1", "echo $CUDA_VISIBLE_DEVICES $GANTRY_JOB_ID $GANTRY_RESTART_COUNT; echo err >&2; exit 3"));
   EXPECT_EQ(reports_.WaitExit("j1"), 3);
   EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stdout.log"), "GPU-aaa j1 0\n");
@@ -115,8 +81,10 @@ TEST_F(LocalAgentTest, MakesThePlannedMigInstanceAndRefusesToTouchABusyGpu) {
   h100.mig_enabled = true;
   inv.gpus.push_back(h100);
   FakeGpuProvider gpus(inv);
-  LocalAgent agent(LocalAgentOptions{dir_, GANTRY_BINARY, 20, &gpus, RunAs::kAuto, ""}, reports_.Sink());
-  agent.Start();
+  LocalAgent agent(
+      LocalAgentOptions{.state_dir = dir_, .shim = GANTRY_BINARY, .poll_ms = 20, .gpus = &gpus, .load_sink = &gpus},
+      reports_);
+  agent.Serve();
   StartOrder small = Order("small", "echo $CUDA_VISIBLE_DEVICES", SharingMode::kMig);
   small.gpus[0] = {0, "GPU-h100", "", 428, 0, 40960, "3g.40gb", 4};
   small.mig.push_back({0, "GPU-h100", {}, {{"3g.40gb", 4}}});
@@ -139,7 +107,8 @@ TEST_F(LocalAgentTest, MakesThePlannedMigInstanceAndRefusesToTouchABusyGpu) {
   agent.Start(big);
   EXPECT_EQ(reports_.WaitExit("big"), 125);
   std::lock_guard<std::mutex> lock(reports_.mu);
-  EXPECT_NE(reports_.reasons["big"].find("process 4321 runs on the GPU"), std::string::npos) << reports_.reasons["big"];
+  EXPECT_NE(reports_.exits["big"].reason.find("process 4321 runs on the GPU"), std::string::npos)
+      << reports_.exits["big"].reason;
   ASSERT_EQ(reports_.mig.size(), 2u);
   EXPECT_EQ(reports_.mig[1].devices.size(), 1u);  // the 3g.40gb is still there
   EXPECT_EQ(gpus.mig_changes(), 1);
@@ -147,7 +116,7 @@ TEST_F(LocalAgentTest, MakesThePlannedMigInstanceAndRefusesToTouchABusyGpu) {
 
 TEST_F(LocalAgentTest, AJobOverItsHostMemoryIsKilledWithTheReason) {
   auto agent = NewAgent();
-  agent->Start();
+  agent->Serve();
   StartOrder hog = Order("hog", "head -c 800M /dev/zero | tail");  // tail keeps what has no newline
   hog.memory_mib = 200;
   StartOrder small = Order("small", "head -c 50M /dev/zero | tail; echo done");
@@ -157,8 +126,8 @@ TEST_F(LocalAgentTest, AJobOverItsHostMemoryIsKilledWithTheReason) {
   EXPECT_EQ(reports_.WaitExit("hog", 30), 137);
   EXPECT_EQ(reports_.WaitExit("small", 30), 0);
   std::lock_guard<std::mutex> lock(reports_.mu);
-  EXPECT_NE(reports_.reasons["hog"].find("MiB of host memory, over the 200 MiB it asked for"), std::string::npos)
-      << reports_.reasons["hog"];
+  EXPECT_NE(reports_.exits["hog"].reason.find("MiB of host memory, over the 200 MiB it asked for"), std::string::npos)
+      << reports_.exits["hog"].reason;
 }
 
 StartOrder AsUser(StartOrder o, const std::string& user) {
@@ -173,7 +142,7 @@ StartOrder AsUser(StartOrder o, const std::string& user) {
 TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
   auto agent = NewAgent(RunAs::kUser);
-  agent->Start();
+  agent->Serve();
   agent->Start(AsUser(Order("u1",
                             "id -un; echo $HOME; touch $GANTRY_CHECKPOINT_DIR/saved && "
                             "stat -c %U $GANTRY_CHECKPOINT_DIR/saved"),
@@ -185,7 +154,7 @@ TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   EXPECT_EQ(ReadFile(agent->JobDir("u1") + "/stdout.log"), fmt::format("nobody\n{}\nnobody\n", nobody->pw_dir));
   EXPECT_EQ(reports_.WaitExit("u2"), 126);
   std::lock_guard<std::mutex> lock(reports_.mu);
-  EXPECT_NE(reports_.reasons["u2"].find("no Unix user 'no-such-user-here'"), std::string::npos);
+  EXPECT_NE(reports_.exits["u2"].reason.find("no Unix user 'no-such-user-here'"), std::string::npos);
 }
 
 TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) {
@@ -196,7 +165,7 @@ TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) 
                          << "if [ \"$1\" = -d ]; then echo \"start $CUDA_VISIBLE_DEVICES $CUDA_MPS_PIPE_DIRECTORY\" >> "
                          << calls << "; else read c; echo \"$c $CUDA_VISIBLE_DEVICES\" >> " << calls << "; fi\n";
   auto agent = NewAgent(RunAs::kAuto, "/bin/sh " + control);  // works where /tmp is noexec too
-  agent->Start();
+  agent->Serve();
   agent->Start(Order("m1", "echo $CUDA_MPS_PIPE_DIRECTORY; sleep 0.3", SharingMode::kMps));
   agent->Start(Order("m2", "sleep 0.6", SharingMode::kMps));
   EXPECT_EQ(reports_.WaitExit("m1"), 0);
@@ -210,7 +179,7 @@ TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) 
   agent->Start(Order("m3", "true", SharingMode::kMps));
   EXPECT_EQ(reports_.WaitExit("m3"), 127);
   std::lock_guard<std::mutex> lock(reports_.mu);
-  EXPECT_NE(reports_.reasons["m3"].find("starting the MPS control daemon for GPU-ccc"), std::string::npos);
+  EXPECT_NE(reports_.exits["m3"].reason.find("starting the MPS control daemon for GPU-ccc"), std::string::npos);
 }
 
 TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
@@ -230,7 +199,7 @@ TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
 
 TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {
   auto agent = NewAgent();
-  agent->Start();
+  agent->Serve();
   // Polite: ends on SIGTERM with its own code.
   agent->Start(Order("polite", "trap 'exit 42' TERM; touch " + dir_ + "/p; while true; do sleep 0.05; done"));
   // Stubborn: ignores SIGTERM, so SIGKILL ends it after the grace period.
@@ -253,7 +222,7 @@ TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {
 
 TEST_F(LocalAgentTest, AJobThatSavedItsCheckpointIsStoppedAtOnce) {
   auto agent = NewAgent();
-  agent->Start();
+  agent->Serve();
   // Ignores SIGTERM, saves, and says so: the agent need not wait the 30 s grace period.
   agent->Start(Order("saver", "trap 'touch \"$GANTRY_CHECKPOINT_DONE\"' TERM; touch " + dir_ +
                                   "/ready; while true; do sleep 0.05; done"));
@@ -270,7 +239,7 @@ TEST_F(LocalAgentTest, ANewAgentAdoptsARunThatKeptGoing) {
   std::string marker = dir_ + "/go";
   {
     auto first = NewAgent();
-    first->Start();
+    first->Serve();
     first->Start(Order("long", "touch " + dir_ + "/up; while [ ! -e " + marker + " ]; do sleep 0.05; done; exit 7"));
     for (int i = 0; i < 500 && !std::filesystem::exists(dir_ + "/up"); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -282,7 +251,7 @@ TEST_F(LocalAgentTest, ANewAgentAdoptsARunThatKeptGoing) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].job_id, "long");
   EXPECT_FALSE(found[0].exited);  // still running: adopted, not restarted
-  second->Start();
+  second->Serve();
   std::ofstream(marker) << "now\n";
   EXPECT_EQ(reports_.WaitExit("long"), 7);  // its exit status, read from the shim's file
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/encoding.h"
+
 namespace gantry {
 namespace {
 

@@ -8,8 +8,8 @@
 
 #include "agent/fake_provider.h"
 #include "agent/gpu_provider.h"
-#include "agent/inventory.h"
 #include "core/gpu_catalog.h"
+#include "protocol/inventory.h"
 #include "server/server_fixture.h"
 
 namespace gantry {
@@ -62,7 +62,7 @@ TEST(NvmlProvider, ReadsInventoryWithMigSlotsAndNvLinkPeers) {
   EXPECT_EQ(inv->gpus[0].nvlink_peers, std::vector<int>{1});
   EXPECT_EQ(inv->gpus[1].nvlink_peers, std::vector<int>{0});
   // The scheduler's node: the instance keeps its real slot (4, not the first free one).
-  auto node = NodeFromInventory("h", *inv, GpuCatalog::Builtin());
+  auto node = NodeFromInventory("h", *inv, GpuCatalog::Builtin(), {8, 65536});
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   ASSERT_EQ(node->gpus[0].mig_instances.size(), 1u);
   EXPECT_EQ(node->gpus[0].mig_instances[0].placement.start, 4);

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/inventory.h"
 #include "core/gpu_catalog.h"
-#include "server/report_wire.h"
+#include "protocol/inventory.h"
+#include "protocol/report_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json body = nlohmann::json::parse(data, data + size, nullptr, false);
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto report = gantry::ParseAgentReport(body);
   auto reg = gantry::ParseRegistration(body);
   if (reg) {
-    auto node = gantry::NodeFromInventory(reg->node_id, reg->inventory, gantry::GpuCatalog::Builtin());
+    auto node = gantry::NodeFromInventory(reg->node_id, reg->inventory, gantry::GpuCatalog::Builtin(), {8, 65536});
     (void)node;
   }
   (void)report;

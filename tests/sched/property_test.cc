@@ -7,8 +7,8 @@
 #include <map>
 #include <random>
 
-#include "cli/plan_output.h"
 #include "sched/apply_plan.h"
+#include "sched/plan_output.h"
 #include "test_util.h"
 
 namespace gantry {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "agent/local_agent.h"
+#include "agent/report_sink.h"
 #include "security/security_util.h"
 #include "server/controller_harness.h"
 #include "test_util.h"
@@ -102,28 +103,16 @@ TEST_F(JobIdentity, LoaderAndGantryVariablesAreRefusedAtSubmit) {
 std::string RunOnAgent(const std::string& id, JobSpec spec, int* code) {
   std::string dir = TempPath("agent-" + id);
   std::filesystem::remove_all(dir);
-  std::mutex mu;
-  std::condition_variable cv;
-  *code = -999;
-  LocalAgent agent(LocalAgentOptions{dir, GANTRY_BINARY, 20, nullptr, RunAs::kAuto, ""},
-                   {[](const std::string&, int) {},
-                    [&](const std::string&, int, const std::string&, int c, const std::string&, TimeMs) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      *code = c;
-                      cv.notify_all();
-                    },
-                    {}});
-  agent.Start();
+  ReportSink reports;
+  LocalAgent agent(LocalAgentOptions{.state_dir = dir, .shim = GANTRY_BINARY, .poll_ms = 20}, reports);
+  agent.Serve();
   StartOrder o;
   o.job_id = id;
   o.spec = std::make_shared<const JobSpec>(std::move(spec));
   o.node_id = o.leader_node = "n1";
   RunAsThisAccount(o);  // the same account: the job may read its shim's environment
   agent.Start(o);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(10), [&] { return *code != -999; });
-  }
+  *code = reports.WaitExit(id);
   std::ifstream in(agent.JobDir(id) + "/stdout.log");
   std::stringstream out;
   out << in.rdbuf();

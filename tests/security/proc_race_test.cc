@@ -12,6 +12,7 @@
 
 #include "agent/local_agent.h"
 #include "agent/process.h"
+#include "agent/report_sink.h"
 #include "core/read_file.h"
 #include "server/controller_harness.h"
 
@@ -41,7 +42,8 @@ TEST(ProcRace, AFileOfAReapedProcessReadsAsGone) {
 // Many short-lived processes read while they exit: the agent's readers never throw.
 TEST(ProcRace, ReadersOfExitingProcessesNeverThrow) {
   std::string dir = TempPath("agent");
-  LocalAgent agent(LocalAgentOptions{dir, GANTRY_BINARY, 20, nullptr, RunAs::kAuto, ""}, {});
+  ReportSink reports;
+  LocalAgent agent(LocalAgentOptions{.state_dir = dir, .shim = GANTRY_BINARY, .poll_ms = 20}, reports);
   std::atomic<bool> stop{false};
   std::atomic<pid_t> latest{0};
   std::thread churn([&] {

@@ -98,7 +98,7 @@ TEST(BillingAccuracy, ASimulatedMonthEqualsTheEventHistoryToTheMillisecondAndCen
     }
     for (const AgentRun& r : ending) {
       running.erase(r.job_id);
-      h->controller->ReportExited(r.job_id, r.run, r.node, uniform(0, 9) == 0 ? 1 : 0, "", r.ends);
+      h->controller->RunExited(ExitReport(r.job_id, r.run, r.node, uniform(0, 9) == 0 ? 1 : 0, "", r.ends));
     }
     collect();
     if (uniform(0, 150) == 0 && crashes < 2) {

@@ -78,10 +78,10 @@ TEST(Ledger, EveryRunIsBilledAndSurvivesARestart) {
     whole = h.Submit("{gpus: 2, project: det, command: 'true'}", kAlice).body["id"];
     quarter = h.Submit("{gpu_fraction: 0.25, sharing: time-slice, command: 'true'}", kBob).body["id"];
     h.now += 90 * kMinuteMs;
-    h.controller->ReportExited(whole, 1, "n1", 0, "");
+    h.controller->RunExited(ExitReport(whole, 1, "n1", 0, ""));
     h.controller->Sync();
     h.now += 150 * kMinuteMs;
-    h.controller->ReportExited(quarter, 1, "n1", 0, "");
+    h.controller->RunExited(ExitReport(quarter, 1, "n1", 0, ""));
     h.controller->Sync();
     // 2 GPUs x 1.5 h = 3 GPU-h = 10.29; a quarter GPU x 4 h = 1 GPU-h = 3.43.
     EXPECT_DOUBLE_EQ(h.controller->GetJob(kAlice, whole).body["cost"], 10.29);
@@ -113,7 +113,7 @@ TEST(Ledger, AMigSliceIsBilledAsItsShareOfTheGpu) {
   ApiResult r = h.Submit("{mig_profile: 3g.40gb, command: 'true'}", kAlice);
   ASSERT_EQ(r.body["state"], "running") << r.body.dump();
   h.now += 7 * kHourMs;
-  h.controller->ReportExited(r.body["id"], 1, "h1", 0, "");
+  h.controller->RunExited(ExitReport(r.body["id"], 1, "h1", 0, ""));
   h.controller->Sync();
   // 3 of the H100's 7 compute slices for 7 hours: 3 GPU-hours at 6.88 = 20.64.
   nlohmann::json u = Usage(h, "gpu_type");
@@ -151,14 +151,14 @@ TEST(Ledger, APreemptedJobHasAnIntervalPerRunAndTheReportReconciles) {
   h.now += 11 * kMinuteMs;
   std::string urgent = h.Submit("{gpus: 4, priority: critical, command: 'true'}", kBob).body["id"];
   h.now += kMinuteMs;
-  h.controller->ReportExited(victim, 1, "n1", 143, "");  // checkpointed after 12 minutes
+  h.controller->RunExited(ExitReport(victim, 1, "n1", 143, ""));  // checkpointed after 12 minutes
   h.controller->Sync();
   h.now += 30 * kMinuteMs;
-  h.controller->ReportExited(urgent, 1, "n1", 0, "");
+  h.controller->RunExited(ExitReport(urgent, 1, "n1", 0, ""));
   h.controller->Sync();
   ASSERT_EQ(h.controller->GetJob(kAlice, victim).body["runs"], 2);
   h.now += 60 * kMinuteMs;
-  h.controller->ReportExited(victim, 2, "n1", 0, "");
+  h.controller->RunExited(ExitReport(victim, 2, "n1", 0, ""));
   h.controller->Sync();
   // victim: 4 GPUs x (12 + 60) minutes = 4.8 GPU-h; urgent: 4 x 30 minutes = 2 GPU-h.
   nlohmann::json jobs = Usage(h, "job");
@@ -180,7 +180,7 @@ TEST(Ledger, AnIntervalAcrossMidnightOfTheMonthCountsInBothMonths) {
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string id = h.Submit("{gpus: 1, command: 'true'}", kAlice).body["id"];
   h.now += 4 * kHourMs;
-  h.controller->ReportExited(id, 1, "n1", 0, "");
+  h.controller->RunExited(ExitReport(id, 1, "n1", 0, ""));
   h.controller->Sync();
   EXPECT_DOUBLE_EQ(h.controller->MonthlyReport(kAdmin, "2026-11").body["totals"]["gpu_hours"], 2.0);
   EXPECT_DOUBLE_EQ(h.controller->MonthlyReport(kAdmin, "2026-12").body["totals"]["gpu_hours"], 2.0);
@@ -254,7 +254,7 @@ TEST(CostLimit, WarnsAt80PercentAndStopsAt100UnlessTheClassIsExempt) {
   EXPECT_EQ(h.State(capped, kAlice), "running");
   h.now += 18 * kMinuteMs;  // 5.145
   ASSERT_TRUE(WaitFor([&] { return h.State(capped, kAlice) == "stopping"; }));
-  h.controller->ReportExited(capped, 1, "n1", 143, "");
+  h.controller->RunExited(ExitReport(capped, 1, "n1", 143, ""));
   h.controller->Sync();
   ApiResult job = h.controller->GetJob(kAlice, capped);
   EXPECT_EQ(job.body["state"], "failed");
@@ -278,7 +278,7 @@ TEST(IdleJobs, FlaggedAfterTheConfiguredTimeAndStoppedWhenTheTeamSaysSo) {
     GpuSample idle, working;
     idle.util_pct = lazy_util;
     working.util_pct = 90;
-    h.controller->ReportTelemetry("n1", {{lazy_gpu, idle}, {1 - lazy_gpu, working}});
+    h.controller->Readings({"n1", {{lazy_gpu, idle}, {1 - lazy_gpu, working}}});
     h.controller->Sync();  // read at this clock time
   };
   h.controller->Sync();
@@ -295,7 +295,7 @@ TEST(IdleJobs, FlaggedAfterTheConfiguredTimeAndStoppedWhenTheTeamSaysSo) {
   EXPECT_EQ(h.State(busy, kBob), "running");
   EXPECT_EQ(h.controller->GetJob(kAlice, lazy).body["idle"], true);
   EXPECT_NE(h.controller->Metrics().find("gantry_job_idle{job=\"" + lazy + "\""), std::string::npos);
-  h.controller->ReportExited(lazy, 1, "n1", 143, "");
+  h.controller->RunExited(ExitReport(lazy, 1, "n1", 143, ""));
   h.controller->Sync();
   EXPECT_EQ(h.State(lazy, kAlice), "failed");
   nlohmann::json report = h.controller->MonthlyReport(kAdmin, "2026-11").body;

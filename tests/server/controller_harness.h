@@ -17,7 +17,7 @@
 namespace gantry::testing {
 
 // Records orders; tests answer them by calling the controller's Report* methods.
-class RecordingLink : public AgentLink {
+class RecordingLink : public NodeLink {
  public:
   void Start(const StartOrder& o) override {
     std::lock_guard<std::mutex> lock(mu);
@@ -63,6 +63,12 @@ inline void RunAsThisAccount(StartOrder& o) {
   struct passwd* self = getpwuid(geteuid());
   o.unix_account = self ? self->pw_name : "";
   o.allow_root = true;
+}
+
+// What an agent reports when a run ends (`ended_ms` -1: now).
+inline RunReport ExitReport(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                            const std::string& reason, TimeMs ended_ms = -1) {
+  return {job_id, run, node_id, true, exit_code, reason, ended_ms};
 }
 
 struct Harness {

@@ -26,7 +26,7 @@ TEST(Controller, SubmitStartsOnFreeGpusAtOnceAndSucceeds) {
   EXPECT_EQ(h.link.starts[0].job_id, id);
   EXPECT_EQ(h.link.starts[0].run, 1);
   EXPECT_EQ(h.link.starts[0].gpus.size(), 2u);
-  h.controller->ReportExited(id, 1, "n1", 0, "");
+  h.controller->RunExited(ExitReport(id, 1, "n1", 0, ""));
   h.controller->Sync();
   EXPECT_EQ(h.State(id, kAlice), "succeeded");
 }
@@ -41,7 +41,7 @@ TEST(Controller, WaitingJobStartsWhenGpusAreFreed) {
   ASSERT_EQ(queue.body["queue"].size(), 1u);
   EXPECT_EQ(queue.body["queue"][0]["id"], second.body["id"]);
   EXPECT_NE(queue.body["queue"][0]["reason"].get<std::string>().find("4 GPUs"), std::string::npos);
-  h.controller->ReportExited(first, 1, "n1", 0, "");
+  h.controller->RunExited(ExitReport(first, 1, "n1", 0, ""));
   h.controller->Sync();
   EXPECT_EQ(h.State(second.body["id"], kAlice), "running");
 }
@@ -56,7 +56,7 @@ TEST(Controller, CancelPendingAtOnceAndRunningAfterItsProcessEnds) {
   h.controller->Sync();
   ASSERT_EQ(h.link.stops.size(), 1u);
   EXPECT_EQ(h.link.stops[0].grace_ms, 5000);  // kill_wait: SIGTERM, then SIGKILL 5 s later
-  h.controller->ReportExited(running, 1, "n1", 143, "");
+  h.controller->RunExited(ExitReport(running, 1, "n1", 143, ""));
   h.controller->Sync();
   EXPECT_EQ(h.State(running, kAlice), "cancelled");
   EXPECT_EQ(h.controller->Cancel(kAlice, running).status, 409);  // already over
@@ -66,13 +66,13 @@ TEST(Controller, NonZeroExitRetriesAsAskedThenFails) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string id = h.Submit("{gpus: 1, command: 'false', retries_on_failure: 1}", kAlice).body["id"];
-  h.controller->ReportExited(id, 1, "n1", 1, "");
+  h.controller->RunExited(ExitReport(id, 1, "n1", 1, ""));
   h.controller->Sync();
-  EXPECT_EQ(h.State(id, kAlice), "running");       // run 2
-  h.controller->ReportExited(id, 1, "n1", 1, "");  // a stale report of run 1 changes nothing
+  EXPECT_EQ(h.State(id, kAlice), "running");                // run 2
+  h.controller->RunExited(ExitReport(id, 1, "n1", 1, ""));  // a stale report of run 1 changes nothing
   h.controller->Sync();
   EXPECT_EQ(h.State(id, kAlice), "running");
-  h.controller->ReportExited(id, 2, "n1", 3, "");
+  h.controller->RunExited(ExitReport(id, 2, "n1", 3, ""));
   h.controller->Sync();
   ApiResult job = h.controller->GetJob(kAlice, id);
   EXPECT_EQ(job.body["state"], "failed");
@@ -92,7 +92,7 @@ TEST(Controller, HigherPriorityJobPreemptsAndTheVictimRequeues) {
   EXPECT_EQ(h.link.stops[0].job_id, victim);
   EXPECT_EQ(h.link.stops[0].grace_ms, 120000);  // preemption.grace_period
   EXPECT_EQ(h.State(victim, kAlice), "stopping");
-  h.controller->ReportExited(victim, 1, "n1", 143, "");
+  h.controller->RunExited(ExitReport(victim, 1, "n1", 143, ""));
   h.controller->Sync();
   ApiResult v = h.controller->GetJob(kAlice, victim);
   EXPECT_EQ(v.body["state"], "pending");
@@ -109,7 +109,7 @@ TEST(Controller, TimeLimitStopsTheJob) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_EQ(h.State(id, kAlice), "stopping");
-  h.controller->ReportExited(id, 1, "n1", 143, "");
+  h.controller->RunExited(ExitReport(id, 1, "n1", 143, ""));
   h.controller->Sync();
   ApiResult job = h.controller->GetJob(kAlice, id);
   EXPECT_EQ(job.body["state"], "failed");
@@ -223,7 +223,7 @@ TEST(Controller, OnlyAdminsDrainAndADrainedGpuGetsNoJob) {
   ASSERT_EQ(h.controller->SetDrain(kAdmin, "n1", -1, true).status, 200);
   ApiResult nodes = h.controller->Nodes();
   EXPECT_EQ(nodes.body["nodes"][0]["state"], "draining");  // a job still runs there
-  h.controller->ReportExited(a.body["id"], 1, "n1", 0, "");
+  h.controller->RunExited(ExitReport(a.body["id"], 1, "n1", 0, ""));
   h.controller->Sync();
   EXPECT_EQ(h.controller->Nodes().body["nodes"][0]["state"], "drained");
   ASSERT_EQ(h.controller->SetDrain(kAdmin, "n1", -1, false).status, 200);
@@ -261,8 +261,8 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
   EXPECT_EQ(order.mig[0].create[0].start, order.gpus[0].mig_start);
   EXPECT_EQ(order.gpus[0].mig_uuid, "");  // not made yet
   int start = order.gpus[0].mig_start;
-  h.controller->ReportMig("h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, first, "");
-  h.controller->ReportExited(first, 1, "h1", 0, "");
+  h.controller->MigChanged({"h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, first, ""});
+  h.controller->RunExited(ExitReport(first, 1, "h1", 0, ""));
   h.controller->Sync();
   nlohmann::json gpu = h.controller->Nodes().body["nodes"][0]["gpus"][0];
   ASSERT_EQ(gpu["mig_instances"].size(), 1u) << gpu.dump();
@@ -277,7 +277,7 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
     EXPECT_TRUE(h.link.starts[1].mig.empty());
     EXPECT_EQ(h.link.starts[1].gpus[0].mig_uuid, "MIG-made-1");
   }
-  h.controller->ReportExited(second, 1, "h1", 0, "");
+  h.controller->RunExited(ExitReport(second, 1, "h1", 0, ""));
 
   // A 7g.80gb needs the GPU re-partitioned; the agent fails (a process it did not expect).
   std::string big = h.Submit("{mig_profile: 7g.80gb, command: 'true'}", kAlice).body["id"];
@@ -288,8 +288,8 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
     ASSERT_EQ(h.link.starts[2].mig.size(), 1u);
     EXPECT_EQ(h.link.starts[2].mig[0].destroy.size(), 1u);
   }
-  h.controller->ReportMig("h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, big, "process 9 runs on the GPU");
-  h.controller->ReportExited(big, 1, "h1", 125, "MIG re-partition failed: process 9 runs on the GPU");
+  h.controller->MigChanged({"h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, big, "process 9 runs on the GPU"});
+  h.controller->RunExited(ExitReport(big, 1, "h1", 125, "MIG re-partition failed: process 9 runs on the GPU"));
   h.controller->Sync();
   // Requeued as a fault (not failed) and started again with the same re-partition planned
   // against the GPU as the agent reported it.

@@ -38,7 +38,7 @@ TEST(GpuMemoryWatch, ATimeSlicedJobOverItsShareIsStoppedAndItsNeighbourIsNot) {
   GpuSample s;
   s.util_pct = 80;
   s.processes = {{101, 30000, -1, -1, greedy}, {102, 30000, -1, -1, polite}};  // share: 20,480 and 40,960 MiB
-  h.controller->ReportTelemetry("n1", {{0, s}});
+  h.controller->Readings({"n1", {{0, s}}});
   h.controller->Sync();
   EXPECT_EQ(h.State(greedy, kAlice), "stopping");
   EXPECT_EQ(h.State(polite, kBob), "running");
@@ -47,7 +47,7 @@ TEST(GpuMemoryWatch, ATimeSlicedJobOverItsShareIsStoppedAndItsNeighbourIsNot) {
     ASSERT_EQ(h.link.stops.size(), 1u);
     EXPECT_EQ(h.link.stops[0].grace_ms, 0);
   }
-  h.controller->ReportExited(greedy, 1, "n1", 137, "");
+  h.controller->RunExited(ExitReport(greedy, 1, "n1", 137, ""));
   h.controller->Sync();
   ApiResult job = h.controller->GetJob(kAlice, greedy);
   EXPECT_EQ(job.body["state"], "failed");

@@ -1,11 +1,9 @@
 // Inventory conversions.
-#include "agent/inventory.h"
+#include "protocol/inventory.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <optional>
-#include <thread>
 
 namespace gantry {
 
@@ -56,11 +54,12 @@ void AssignNvLinkGroups(const GpuInventory& inv, Node& node) {
   for (size_t i = 0; i < node.gpus.size(); ++i) node.gpus[i].nvlink_group = group[i];
 }
 
-Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory& inv, const GpuCatalog& catalog) {
+Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory& inv, const GpuCatalog& catalog,
+                                 NodeSize size) {
   Node node;
   node.id = node_id;
-  node.cpus = static_cast<int>(std::thread::hardware_concurrency());
-  node.memory_mib = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / (1024 * 1024);
+  node.cpus = size.cpus;
+  node.memory_mib = size.memory_mib;
   node.labels["gantry.io/gpu-provider"] = inv.provider;
   if (!inv.driver_version.empty()) node.labels["gantry.io/driver"] = inv.driver_version;
   for (const GpuInfo& info : inv.gpus) {

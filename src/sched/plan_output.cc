@@ -1,5 +1,5 @@
 // Text and JSON renderings of plans and status.
-#include "cli/plan_output.h"
+#include "sched/plan_output.h"
 
 #include <fmt/format.h>
 

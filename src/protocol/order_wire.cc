@@ -1,10 +1,10 @@
 // Agent protocol JSON: the orders the server sends (start, stop).
-#include "server/agent_wire.h"
+#include "protocol/order_wire.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include "core/spec_yaml.h"
-#include "server/job_record.h"
+#include "protocol/spec_json.h"
 
 namespace gantry {
 

@@ -5,19 +5,18 @@
 #include <iosfwd>
 #include <string>
 
+#include "cli/job_runner_setup.h"
+
 namespace gantry {
 
 struct ServerOptions {
-  std::string job_cgroups = "auto";  // auto, required or off (see JobCgroups::ForMode)
-  std::string run_jobs_as = "auto";  // standalone: auto, user or agent (see RunAs)
-  std::string db;                    // SQLite file; default DATA_DIR/gantry.db
-  std::string data_dir;              // standalone: agent state, logs, admin token
+  std::string db;        // SQLite file; default DATA_DIR/gantry.db
+  std::string data_dir;  // standalone: agent state, logs, admin token
   std::string listen = "127.0.0.1:8080";
   std::string config_dir;  // gpu_types, scheduler_config, team_quotas, users, profiles
   bool standalone = false;
   std::string fake_gpus;                  // standalone: fake nodes instead of the machine's GPUs
   std::string ready_file;                 // written with the bound address once serving (scripts, tests)
-  std::string shim;                       // the gantry binary (job shim); default /proc/self/exe
   bool sync_full = true;                  // fsync every commit
   double node_timeout_s = 60;             // a remote agent silent this long: its node is lost, its jobs requeue
   int http_threads = 16;                  // workers that parse requests and run handlers (waiting polls hold none)
@@ -26,13 +25,10 @@ struct ServerOptions {
   std::string tls_cert, tls_key;          // PEM files: serve HTTPS
   int request_timeout_s = 10;             // a request must arrive whole within this
   int idle_timeout_s = 60;                // idle keep-alive connections are closed after this
-  double max_log_mb = 64;                 // each job log keeps its newest part up to this
+  JobRunnerFlags runner;                  // standalone: the shim, run-as, cgroups; the log cap (remote logs too)
   bool open_metrics = true;               // false: /metrics needs a token too
 };
 
 int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);
-
-// Default data directory: $GANTRY_DATA_DIR, else $XDG_DATA_HOME/gantry, else ~/.local/share/gantry.
-std::string DefaultDataDir();
 
 }  // namespace gantry

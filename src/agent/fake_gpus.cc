@@ -1,5 +1,5 @@
 // Parsing of --fake-gpus.
-#include "server/fake_gpus.h"
+#include "agent/fake_gpus.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // `gantry gpus`.
-#include "agent/gpus_command.h"
+#include "cli/gpus_command.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -9,12 +9,12 @@
 #include <ostream>
 #include <thread>
 
+#include "agent/fake_gpus.h"
 #include "agent/fake_provider.h"
 #include "agent/gpu_provider.h"
-#include "agent/inventory.h"
-#include "server/agent_wire.h"
-#include "server/fake_gpus.h"
-#include "server/job_record.h"
+#include "protocol/inventory.h"
+#include "protocol/order_wire.h"
+#include "protocol/spec_json.h"
 
 namespace gantry {
 

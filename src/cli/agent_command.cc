@@ -1,5 +1,6 @@
-// The remote node agent.
-#include "agent/remote_agent.h"
+// `gantry agent`: the remote node agent's wiring (config, GPUs, runner, outbox) and its
+// HTTP loops (register, long-poll orders, send reports).
+#include "cli/agent_command.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -14,79 +15,23 @@
 #include <ostream>
 #include <thread>
 
-#include "agent/cgroups.h"
+#include "agent/fake_gpus.h"
 #include "agent/fake_provider.h"
 #include "agent/gpu_monitor.h"
-#include "agent/inventory.h"
 #include "agent/local_agent.h"
 #include "agent/log_shipper.h"
 #include "agent/process.h"
+#include "agent/report_outbox.h"
+#include "cli/job_runner_setup.h"
 #include "core/config_dir.h"
-#include "server/agent_wire.h"
-#include "server/fake_gpus.h"
-#include "server/job_record.h"
+#include "core/host.h"
+#include "protocol/inventory.h"
+#include "protocol/order_wire.h"
+#include "protocol/spec_json.h"
 
 namespace gantry {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// What waits to be sent to the server: job events, readings, health changes.
-class Outbox {
- public:
-  void Event(nlohmann::json e) {
-    Push([&] { events_.push_back(std::move(e)); });
-  }
-  void Telemetry(nlohmann::json t) {
-    Push([&] { telemetry_.push_back(std::move(t)); });
-  }
-  void Health(nlohmann::json h) {
-    Push([&] { health_.push_back(std::move(h)); });
-  }
-  // Waits up to `ms` for something to send; returns the report body and empties the box.
-  nlohmann::json Take(const std::string& node_id, int ms) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return !events_.empty() || !health_.empty(); });
-    nlohmann::json body = {{"node_id", node_id}, {"events", events_}, {"telemetry", telemetry_}, {"health", health_}};
-    events_ = health_ = telemetry_ = nlohmann::json::array();
-    return body;
-  }
-  // A report the server did not take goes back in front (at least once; the server
-  // ignores repeats).
-  void Return(const nlohmann::json& body) {
-    std::lock_guard<std::mutex> lock(mu_);
-    nlohmann::json events = body["events"];
-    for (auto& e : events_) events.push_back(e);
-    events_ = events;
-    nlohmann::json health = body["health"];
-    for (auto& h : health_) health.push_back(h);
-    health_ = health;
-  }
-
- private:
-  template <typename F>
-  void Push(F f) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      f();
-    }
-    cv_.notify_one();
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  nlohmann::json events_ = nlohmann::json::array();
-  nlohmann::json telemetry_ = nlohmann::json::array();
-  nlohmann::json health_ = nlohmann::json::array();
-};
-
-std::string Hostname() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
-
-}  // namespace
 
 int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   sigset_t stop_signals = BlockStopSignals();
@@ -143,45 +88,16 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     inventory = *inv;
   }
 
-  Outbox outbox;
-  std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
-  RunAs run_as = RunAs::kAuto;
-  if (!ParseRunAs(o.run_jobs_as, &run_as)) {
-    err << "gantry agent: --run-jobs-as: expected auto, user or agent\n";
+  auto setup = SetUpJobRunner(o.runner, data_dir, provider.get(), fake);
+  if (!setup) {
+    err << "gantry agent: " << setup.status().ToString() << "\n";
     return 2;
   }
-  std::string cgroups_note, cgroups_error;
-  std::unique_ptr<JobCgroups> cgroups = JobCgroups::ForMode(o.job_cgroups, &cgroups_note, &cgroups_error);
-  if (!cgroups_error.empty()) {
-    err << "gantry agent: " << cgroups_error << "\n";
-    return 2;
-  }
-  out << cgroups_note << "\n";
+  out << setup->note << "\n";
   LocalAgent* runner_ptr = nullptr;
   LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
-  LocalAgent runner(
-      LocalAgentOptions{data_dir, shim, 50, fake, run_as, "", provider.get(), cgroups.get(),
-                        static_cast<int64_t>(o.max_log_mb * 1024 * 1024)},
-      AgentReports{
-          [&](const std::string& id, int run) {
-            logs.Track(id);
-            outbox.Event({{"type", "started"}, {"job_id", id}, {"run", run}});
-          },
-          [&](const std::string& id, int run, const std::string&, int code, const std::string& why, TimeMs ended_ms) {
-            logs.Ended(id);
-            outbox.Event({{"type", "exited"},
-                          {"job_id", id},
-                          {"run", run},
-                          {"exit_code", code},
-                          {"reason", why},
-                          {"ended_ms", ended_ms}});
-          },
-          [&](const std::string&, int gpu, const std::vector<MigDeviceInfo>& devices, const std::string& id,
-              const std::string& error) {
-            nlohmann::json list = nlohmann::json::array();
-            for (const MigDeviceInfo& m : devices) list.push_back(MigDeviceToJson(m));
-            outbox.Event({{"type", "mig"}, {"gpu", gpu}, {"devices", list}, {"job_id", id}, {"error", error}});
-          }});
+  ReportOutbox outbox(node_id, &logs);
+  LocalAgent runner(setup->options, outbox);
   runner_ptr = &runner;
   std::vector<RunReport> recovered = runner.Recover();
   for (const RunReport& r : recovered) {
@@ -208,7 +124,10 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   uint64_t acked = 0;
   auto register_node = [&](const std::vector<RunReport>& runs) {
     if (auto now = provider->Inventory()) inventory = *now;  // MIG instances may have changed
-    nlohmann::json body = {{"node_id", node_id}, {"inventory", InventoryToJson(inventory)}};
+    nlohmann::json body = {{"node_id", node_id},
+                           {"inventory", InventoryToJson(inventory)},
+                           {"cpus", HostCpus()},
+                           {"memory_mib", HostMemoryMib()}};
     if (fake) body["labels"] = {{"gantry.io/fake", "true"}};
     nlohmann::json list = nlohmann::json::array();
     for (const RunReport& r : runs) list.push_back(RunReportToJson(r));
@@ -234,30 +153,23 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   out << fmt::format("gantry agent: node {} registered with {} ({} GPU(s) from {})", node_id, o.server,
                      inventory.gpus.size(), provider->name())
       << std::endl;
-  runner.Start();
+  runner.Serve();
 
   std::map<std::string, GpuLocation> where;
   for (const GpuInfo& g : inventory.gpus) where[g.uuid] = {node_id, g.index};
-  GpuMonitor monitor(*provider, *rules, where,
-                     GpuReports{[&](const std::string&, std::vector<std::pair<int, GpuSample>> samples) {
-                                  for (auto& [gpu, s] : samples) {
-                                    outbox.Telemetry({{"gpu", gpu}, {"sample", SampleToWire(s)}});
-                                  }
-                                },
-                                [&](const std::string&, int gpu, bool healthy, const std::string& why) {
-                                  outbox.Health({{"gpu", gpu}, {"healthy", healthy}, {"reason", why}});
-                                },
-                                [&](int pid) { return runner.JobOfPid(pid); }});
+  GpuMonitor monitor(*provider, *rules, where, outbox, [&](int pid) { return runner.JobOfPid(pid); });
   monitor.Start();
 
   std::thread sender([&] {
     while (!stop) {
-      nlohmann::json body = outbox.Take(node_id, static_cast<int>(o.heartbeat_s * 1000));
+      AgentReport report = outbox.Take(static_cast<int>(o.heartbeat_s * 1000));
+      nlohmann::json body = AgentReportToJson(report);
       body["logs"] = logs.Collect(256 * 1024);
       auto r = reporter.Post("/v1/agent/report", body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
-      if (r && r->status == 200) logs.Acknowledge(body["logs"]);
-      if (!r || r->status != 200) {
-        outbox.Return(body);
+      if (r && r->status == 200) {
+        logs.Acknowledge(body["logs"]);
+      } else {
+        outbox.Return(std::move(report));
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
       }
     }
@@ -284,11 +196,8 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
           if (start) {
             runner.Start(*start);
           } else {
-            outbox.Event({{"type", "exited"},
-                          {"job_id", order.value("job_id", "")},
-                          {"run", order.value("run", 0)},
-                          {"exit_code", 127},
-                          {"reason", "bad order: " + start.status().ToString()}});
+            outbox.RunExited({order.value("job_id", ""), order.value("run", 0), node_id, true, 127,
+                              "bad order: " + start.status().ToString(), -1});
           }
         } else if (order.value("type", "") == "stop") {
           runner.Stop(StopOrderFromJson(order));

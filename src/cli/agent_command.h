@@ -8,22 +8,21 @@
 #include <iosfwd>
 #include <string>
 
+#include "cli/job_runner_setup.h"
+
 namespace gantry {
 
 struct AgentOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
   std::string token_file;
-  std::string node_id;               // default: the host name
-  std::string ca_cert;               // PEM CA for an https:// server (else the system's CAs)
-  std::string data_dir;              // job logs, checkpoints and run records
-  std::string config_dir;            // gpu_types.yaml, health.yaml
-  std::string fake_gpus;             // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
-  std::string shim;                  // default /proc/self/exe
-  std::string job_cgroups = "auto";  // auto, required or off (see JobCgroups::ForMode)
-  std::string run_jobs_as = "auto";  // auto, user or agent (see RunAs)
+  std::string node_id;     // default: the host name
+  std::string ca_cert;     // PEM CA for an https:// server (else the system's CAs)
+  std::string data_dir;    // job logs, checkpoints and run records
+  std::string config_dir;  // gpu_types.yaml, health.yaml
+  std::string fake_gpus;   // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
   int poll_wait_s = 20;
-  double max_log_mb = 64;  // each job log keeps its newest part up to this
+  JobRunnerFlags runner;   // the shim, run-as, cgroups and log cap
   double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often
 };
 

@@ -1,5 +1,5 @@
 // Cutting and reading capped logs.
-#include "agent/log_window.h"
+#include "core/log_window.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

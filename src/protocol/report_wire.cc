@@ -1,7 +1,7 @@
 // Agent protocol JSON, node to server: registrations, reports, runs, inventories,
 // readings; each parsed whole (a field of the wrong type is refused naming its element)
 // before any of it is applied.
-#include "server/report_wire.h"
+#include "protocol/report_wire.h"
 
 #include <fmt/format.h>
 
@@ -220,10 +220,22 @@ Expected<AgentReport> ParseAgentReport(const nlohmann::json& body) {
   AgentReport report;
   if (Status s = CheckTopLevel(body, &report.node_id); !s.ok()) return s;
   Status parsed = EachObject(body, "events", [&](const nlohmann::json& e) {
-    AgentReport::Event ev{e.value("type", ""), RunReportFromJson(e), e.value("gpu", -1), {}, e.value("error", "")};
-    if (ev.type == "mig") {
+    std::string type = e.value("type", "");
+    ReportEvent ev;
+    ev.run = RunReportFromJson(e);
+    ev.run.node_id = report.node_id;
+    if (type == "started") {
+      ev.kind = ReportEvent::Kind::kStarted;
+    } else if (type == "exited") {
+      ev.kind = ReportEvent::Kind::kExited;
+      ev.run.exited = true;
+    } else if (type == "mig") {
+      ev.kind = ReportEvent::Kind::kMig;
+      ev.mig = {report.node_id, e.value("gpu", -1), {}, ev.run.job_id, e.value("error", "")};
       RequireObjects(e, "devices", "devices");
-      for (const auto& m : FieldOr(e, "devices", EmptyList())) ev.devices.push_back(MigDeviceFromJson(m));
+      for (const auto& m : FieldOr(e, "devices", EmptyList())) ev.mig.devices.push_back(MigDeviceFromJson(m));
+    } else {
+      return;  // an event of a newer agent: skipped
     }
     report.events.push_back(std::move(ev));
   });
@@ -236,7 +248,7 @@ Expected<AgentReport> ParseAgentReport(const nlohmann::json& body) {
   }
   if (parsed.ok()) {
     parsed = EachObject(body, "health", [&](const nlohmann::json& h) {
-      report.health.push_back({h.value("gpu", -1), h.value("healthy", true), h.value("reason", "")});
+      report.health.push_back({report.node_id, h.value("gpu", -1), h.value("healthy", true), h.value("reason", "")});
     });
   }
   if (parsed.ok()) {
@@ -247,6 +259,56 @@ Expected<AgentReport> ParseAgentReport(const nlohmann::json& body) {
   }
   if (!parsed.ok()) return parsed;
   return report;
+}
+
+nlohmann::json AgentReportToJson(const AgentReport& report) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const ReportEvent& e : report.events) {
+    const RunReport& r = e.run;
+    switch (e.kind) {
+      case ReportEvent::Kind::kStarted:
+        events.push_back({{"type", "started"}, {"job_id", r.job_id}, {"run", r.run}});
+        break;
+      case ReportEvent::Kind::kExited:
+        events.push_back({{"type", "exited"},
+                          {"job_id", r.job_id},
+                          {"run", r.run},
+                          {"exit_code", r.exit_code},
+                          {"reason", r.reason},
+                          {"ended_ms", r.ended_ms}});
+        break;
+      case ReportEvent::Kind::kMig: {
+        nlohmann::json devices = nlohmann::json::array();
+        for (const MigDeviceInfo& m : e.mig.devices) devices.push_back(MigDeviceToJson(m));
+        events.push_back({{"type", "mig"},
+                          {"gpu", e.mig.gpu},
+                          {"devices", devices},
+                          {"job_id", e.mig.job_id},
+                          {"error", e.mig.error}});
+        break;
+      }
+    }
+  }
+  nlohmann::json telemetry = nlohmann::json::array();
+  for (const auto& [gpu, sample] : report.telemetry)
+    telemetry.push_back({{"gpu", gpu}, {"sample", SampleToWire(sample)}});
+  nlohmann::json health = nlohmann::json::array();
+  for (const GpuHealthChange& h : report.health) {
+    health.push_back({{"gpu", h.gpu}, {"healthy", h.healthy}, {"reason", h.reason}});
+  }
+  return {{"node_id", report.node_id}, {"events", events}, {"telemetry", telemetry}, {"health", health}};
+}
+
+void DeliverReport(const AgentReport& report, NodeReports& to) {
+  for (const ReportEvent& e : report.events) {
+    switch (e.kind) {
+      case ReportEvent::Kind::kStarted: to.RunStarted(e.run); break;
+      case ReportEvent::Kind::kExited: to.RunExited(e.run); break;
+      case ReportEvent::Kind::kMig: to.MigChanged(e.mig); break;
+    }
+  }
+  if (!report.telemetry.empty()) to.Readings({report.node_id, report.telemetry});
+  for (const GpuHealthChange& h : report.health) to.GpuHealth(h);
 }
 
 }  // namespace gantry

@@ -1,13 +1,16 @@
-// What the controller tells a node agent, and the interface it tells it through: the
-// in-process agent of a standalone server, or the HTTP long-poll queue of a remote one.
-// Orders are sent only after the decision is durable; sending must not block.
+// The node protocol's messages as value types: the orders a controller sends a node
+// (start a run, stop a run, re-partition a MIG GPU before a start) and what a node reports
+// back (a run started or exited, MIG devices changed, GPU readings, GPU health). Both the
+// in-process agent and the HTTP wire (order_wire.h, report_wire.h) carry exactly these.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "agent/gpu_provider.h"
-#include "sched/plan.h"
+#include "core/job.h"
+#include "core/time.h"
+#include "protocol/gpu_readings.h"
 
 namespace gantry {
 
@@ -60,7 +63,8 @@ struct StopOrder {
   std::string reason;
 };
 
-// What an agent reports about a run it knows, when it (re)connects.
+// One run on one node as the node knows it: started (exited false) or ended. Also what an
+// agent reports about the runs it knows when it (re)connects.
 struct RunReport {
   std::string job_id;
   int run = 1;
@@ -71,13 +75,27 @@ struct RunReport {
   TimeMs ended_ms = -1;  // when it ended, as the agent knows it; -1: unknown
 };
 
-class AgentLink {
- public:
-  virtual ~AgentLink() = default;
-  virtual void Start(const StartOrder& order) = 0;
-  virtual void Stop(const StopOrder& order) = 0;
-  // A remote agent: its node is lost when its heartbeats stop.
-  virtual bool remote() const { return false; }
+// A MIG re-partition made for `job_id` (error empty) or failed: the GPU's MIG devices now.
+struct MigReport {
+  std::string node_id;
+  int gpu = -1;
+  std::vector<MigDeviceInfo> devices;
+  std::string job_id;
+  std::string error;
+};
+
+// A GPU turned unhealthy (with why) or healthy again.
+struct GpuHealthChange {
+  std::string node_id;
+  int gpu = -1;
+  bool healthy = true;
+  std::string reason;
+};
+
+// The latest reading of some of a node's GPUs, by GPU index.
+struct NodeReadings {
+  std::string node_id;
+  std::vector<std::pair<int, GpuSample>> samples;
 };
 
 }  // namespace gantry

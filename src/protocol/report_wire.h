@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/gpu_provider.h"
-#include "server/agent_link.h"
+#include "protocol/gpu_readings.h"
+#include "protocol/node_link.h"
 
 namespace gantry {
 
@@ -50,30 +50,31 @@ struct Registration {
 // naming its element (inventory.gpus[1], runs[0]).
 Expected<Registration> ParseRegistration(const nlohmann::json& body);
 
-// POST /v1/agent/report, parsed.
+// One job event of a report, in the order the agent saw them.
+struct ReportEvent {
+  enum class Kind : uint8_t { kStarted, kExited, kMig };
+  Kind kind = Kind::kStarted;
+  RunReport run;  // started, exited
+  MigReport mig;  // mig
+};
+
+// POST /v1/agent/report: what a remote agent's outbox carries (NodeReports over HTTP).
 struct AgentReport {
-  struct Event {
-    std::string type;  // started, exited, mig
-    RunReport run;
-    int gpu = -1;  // mig
-    std::vector<MigDeviceInfo> devices;
-    std::string error;
-  };
-  struct Health {
-    int gpu = -1;
-    bool healthy = true;
-    std::string reason;
-  };
   struct LogChunk {
     std::string job_id, stream, data;  // data in base64
     int64_t offset = -1;
   };
   std::string node_id;
-  std::vector<Event> events;
+  std::vector<ReportEvent> events;
   std::vector<std::pair<int, GpuSample>> telemetry;
-  std::vector<Health> health;
+  std::vector<GpuHealthChange> health;
   std::vector<LogChunk> logs;
 };
+// The report's JSON without its logs (the log shipper adds those).
+nlohmann::json AgentReportToJson(const AgentReport& report);
 Expected<AgentReport> ParseAgentReport(const nlohmann::json& body);
+// Hands a parsed report's events, readings and health changes to `to`, in order, as from
+// the report's node (its logs are the caller's).
+void DeliverReport(const AgentReport& report, NodeReports& to);
 
 }  // namespace gantry

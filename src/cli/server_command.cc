@@ -1,5 +1,5 @@
 // The server process.
-#include "server/server_main.h"
+#include "cli/server_command.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,25 +16,20 @@
 #include <thread>
 
 #include "agent/cgroups.h"
+#include "agent/fake_gpus.h"
 #include "agent/fake_provider.h"
 #include "agent/gpu_monitor.h"
-#include "agent/inventory.h"
 #include "agent/local_agent.h"
 #include "agent/process.h"
+#include "cli/job_runner_setup.h"
+#include "core/host.h"
+#include "protocol/inventory.h"
 #include "server/agent_hub.h"
-#include "server/fake_gpus.h"
 #include "server/http_api.h"
 
 namespace gantry {
 
 namespace fs = std::filesystem;
-
-std::string DefaultDataDir() {
-  if (const char* d = std::getenv("GANTRY_DATA_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/gantry";
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.local/share/gantry";
-}
 
 namespace {
 
@@ -92,9 +87,7 @@ Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const Gpu
     if (found.provider) {
       auto inv = found.provider->Inventory();
       if (!inv) return inv.status();
-      char host[256] = {};
-      gethostname(host, sizeof(host) - 1);
-      auto node = NodeFromInventory(host, *inv, catalog);
+      auto node = NodeFromInventory(Hostname(), *inv, catalog, {HostCpus(), HostMemoryMib()});
       if (!node) return node.status();
       out << fmt::format("GPUs from {}: {} GPU(s), driver {}\n", found.provider->name(), inv->gpus.size(),
                          inv->driver_version);
@@ -165,13 +158,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // Others may pass through (jobs run as their users reach their checkpoint directories)
   // but not list; the database and the admin token are the server's alone.
   ::chmod(data_dir.c_str(), 0711);
-  RunAs run_as = RunAs::kAuto;
-  if (!ParseRunAs(o.run_jobs_as, &run_as)) {
-    err << "gantry server: --run-jobs-as: expected auto, user or agent\n";
-    return 2;
-  }
   std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
-  const auto max_log = static_cast<int64_t>(o.max_log_mb * 1024 * 1024);
+  const auto max_log = static_cast<int64_t>(o.runner.max_log_mb * 1024 * 1024);
   auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
   if (!store) {
     err << "gantry server: " << store.status().ToString() << "\n";
@@ -227,25 +215,16 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     nodes = std::move(found->nodes);
     provider = std::move(found->provider);
     fake = found->fake;
-    std::string shim = o.shim.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : o.shim;
-    std::string cgroups_note, cgroups_error;
-    cgroups = JobCgroups::ForMode(o.job_cgroups, &cgroups_note, &cgroups_error);
-    if (!cgroups_error.empty()) {
-      err << "gantry server: " << cgroups_error << "\n";
+    auto setup = SetUpJobRunner(o.runner, data_dir + "/agent", provider.get(), fake);
+    if (!setup) {
+      err << "gantry server: " << setup.status().ToString() << "\n";
       return 2;
     }
-    out << cgroups_note << "\n";
-    Controller* c = &controller;
-    agent = std::make_unique<LocalAgent>(
-        LocalAgentOptions{data_dir + "/agent", shim, 50, fake, run_as, "", provider.get(), cgroups.get(), max_log},
-        AgentReports{
-            [c](const std::string& id, int run) { c->ReportStarted(id, run); },
-            [c](const std::string& id, int run, const std::string& node, int code, const std::string& why,
-                TimeMs ended_ms) { c->ReportExited(id, run, node, code, why, ended_ms); },
-            [c](const std::string& node, int gpu, const std::vector<MigDeviceInfo>& devices, const std::string& id,
-                const std::string& error) { c->ReportMig(node, gpu, devices, id, error); }});
+    out << setup->note << "\n";
+    cgroups = std::move(setup->cgroups);
+    agent = std::make_unique<LocalAgent>(setup->options, controller);
     std::vector<RunReport> runs = agent->Recover();
-    agent->Start();
+    agent->Serve();
     if (Status s = controller.AttachNodes(nodes, agent.get(), runs); !s.ok()) {
       err << "gantry server: " << s.ToString() << "\n";
       return 2;
@@ -255,15 +234,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
       for (const Gpu& g : n.gpus) where[g.uuid] = {n.id, g.index};
     }
     LocalAgent* a = agent.get();
-    monitor = std::make_unique<GpuMonitor>(
-        *provider, *rules, where,
-        GpuReports{[c](const std::string& node, std::vector<std::pair<int, GpuSample>> samples) {
-                     c->ReportTelemetry(node, std::move(samples));
-                   },
-                   [c](const std::string& node, int gpu, bool healthy, const std::string& why) {
-                     c->ReportGpuHealth(node, gpu, healthy, why);
-                   },
-                   [a](int pid) { return a->JobOfPid(pid); }});
+    monitor =
+        std::make_unique<GpuMonitor>(*provider, *rules, where, controller, [a](int pid) { return a->JobOfPid(pid); });
     monitor->Start();
     auto hash = EnsureAdminToken(controller, data_dir, out);
     if (!hash) {

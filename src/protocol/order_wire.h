@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/gpu_provider.h"
-#include "server/agent_link.h"
-#include "server/report_wire.h"
+#include "protocol/gpu_readings.h"
+#include "protocol/node_link.h"
+#include "protocol/report_wire.h"
 
 namespace gantry {
 

@@ -1,0 +1,29 @@
+// Job runner options from command-line flags.
+#include "cli/job_runner_setup.h"
+
+#include <filesystem>
+
+namespace gantry {
+
+Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::string& state_dir, GpuProvider* gpus,
+                                        FakeGpuProvider* fake) {
+  RunAs run_as = RunAs::kAuto;
+  if (!ParseRunAs(flags.run_jobs_as, &run_as)) return Status::Invalid("--run-jobs-as", "expected auto, user or agent");
+  JobRunnerSetup setup;
+  std::string error;
+  setup.cgroups = JobCgroups::ForMode(flags.job_cgroups, &setup.note, &error);
+  if (!error.empty()) return Status::Invalid("--job-cgroups", error);
+  std::error_code ec;
+  setup.options = LocalAgentOptions{
+      .state_dir = state_dir,
+      .shim = flags.shim.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec).string() : flags.shim,
+      .run_as = run_as,
+      .mps_control = fake ? "" : "nvidia-cuda-mps-control",
+      .gpus = gpus,
+      .load_sink = fake,
+      .cgroups = setup.cgroups.get(),
+      .max_log_bytes = static_cast<int64_t>(flags.max_log_mb * 1024 * 1024)};
+  return setup;
+}
+
+}  // namespace gantry

@@ -1,0 +1,34 @@
+// The job runner (LocalAgent) as `gantry server --standalone` and `gantry agent` both set it
+// up from their flags: the shim binary, whose account jobs run under, per-job cgroups, the
+// log cap, MPS daemons on real GPUs, and the GPU provider that makes MIG instances.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "agent/cgroups.h"
+#include "agent/fake_provider.h"
+#include "agent/local_agent.h"
+
+namespace gantry {
+
+// The flags both commands take; the command adds where the job directories go.
+struct JobRunnerFlags {
+  std::string shim;                  // the gantry binary (job shim); empty: this one
+  std::string run_jobs_as = "auto";  // --run-jobs-as: auto, user or agent (see RunAs)
+  std::string job_cgroups = "auto";  // --job-cgroups: auto, required or off (see JobCgroups::ForMode)
+  double max_log_mb = 64;            // --max-log-mb: each job log keeps its newest part up to this
+};
+
+struct JobRunnerSetup {
+  LocalAgentOptions options;
+  std::unique_ptr<JobCgroups> cgroups;  // the options point into it: keep it as long as the runner
+  std::string note;                     // what the cgroup mode came to, for the log
+};
+
+// `gpus` makes MIG instances; `fake` (when the GPUs are fake) gets the jobs' load and means
+// no MPS daemons. Errors name the flag.
+Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::string& state_dir, GpuProvider* gpus,
+                                        FakeGpuProvider* fake);
+
+}  // namespace gantry

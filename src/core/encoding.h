@@ -1,0 +1,19 @@
+// Small encodings both sides of the API share: token hashes (users.yaml keeps SHA-256 of
+// each token, never the token), fresh random tokens, and Base64 for bytes inside JSON (log
+// chunks).
+#pragma once
+
+#include <string>
+
+namespace gantry {
+
+// Lower-case hex SHA-256 of `text`.
+std::string Sha256Hex(const std::string& text);
+// A fresh random token: "gtk_" and 43 characters of URL-safe base64 (256 bits).
+std::string NewToken();
+
+// Base64 (RFC 4648), for bytes in JSON; Decode is false on text that is not Base64.
+std::string Base64Encode(const std::string& bytes);
+bool Base64Decode(const std::string& text, std::string* bytes);
+
+}  // namespace gantry
