@@ -16,8 +16,28 @@ enum class StatusCode {
   kAlreadyExists,
   kFailedPrecondition,
   kPermissionDenied,
-  kInternal
+  kInternal,
+  kUnauthenticated,  // no credentials, or ones nobody holds
+  kTooLarge,         // a request or payload over its limit
+  kKeyReused,        // an idempotency key reused for a different request
 };
+
+// The error's name in API answers and the audit log ("not_found", "forbidden", ...; "ok").
+inline const char* CodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kAlreadyExists: return "already_exists";
+    case StatusCode::kFailedPrecondition: return "failed_precondition";
+    case StatusCode::kPermissionDenied: return "forbidden";
+    case StatusCode::kInternal: return "internal";
+    case StatusCode::kUnauthenticated: return "unauthenticated";
+    case StatusCode::kTooLarge: return "payload_too_large";
+    case StatusCode::kKeyReused: return "idempotency_mismatch";
+  }
+  return "internal";
+}
 
 class Status {
  public:

@@ -23,7 +23,7 @@ void AgentHub::Queue::Stop(const StopOrder& order) { Push(StopOrderToJson(order)
 
 void AgentHub::Queue::Push(nlohmann::json order) {
   std::vector<Waiter> ready;
-  ApiResult answer;
+  nlohmann::json answer;
   {
     std::lock_guard<std::mutex> lock(mu);
     order["seq"] = next_seq++;
@@ -34,10 +34,10 @@ void AgentHub::Queue::Push(nlohmann::json order) {
   for (Waiter& w : ready) w.answer(answer);  // outside the lock: an answer may write to a socket
 }
 
-ApiResult AgentHub::Queue::Orders() const {
+nlohmann::json AgentHub::Queue::Orders() const {
   nlohmann::json list = nlohmann::json::array();
   for (const nlohmann::json& order : orders) list.push_back(order);
-  return {200, {{"orders", list}}};
+  return {{"orders", list}};
 }
 
 AgentHub::AgentHub(Controller& controller, std::string log_dir, int64_t max_log_bytes)
@@ -56,7 +56,7 @@ AgentHub::AgentHub(Controller& controller, std::string log_dir, int64_t max_log_
 AgentHub::~AgentHub() { Close(); }
 
 void AgentHub::ExpireWaiters(bool all) {
-  std::vector<std::pair<Waiter, ApiResult>> due;
+  std::vector<std::pair<Waiter, Answer>> due;
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -76,12 +76,12 @@ void AgentHub::ExpireWaiters(bool all) {
   for (auto& [w, answer] : due) w.answer(answer);
 }
 
-std::optional<ApiResult> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action) {
+std::optional<Status> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action) {
   if (who.role == Role::kAgent && who.node == node_id) return std::nullopt;
   std::string why = who.role == Role::kAgent ? fmt::format("this agent token speaks for node {} only", who.node)
                                              : "only node agents use /v1/agent/*";
-  controller_.RecordAudit(who, action, node_id, 403, why);
-  return ApiResult::Error(403, "forbidden", why, "node_id");
+  controller_.RecordAudit(who, action, node_id, "forbidden", why);
+  return Status::Denied("node_id", why);
 }
 
 AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
@@ -90,10 +90,10 @@ AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
   return it == queues_.end() ? nullptr : it->second.get();
 }
 
-ApiResult AgentHub::Register(const Actor& who, const nlohmann::json& body) {
+Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   const char* action = "POST /v1/agent/register";
   auto reg = ParseRegistration(body);
-  if (!reg) return ApiResult::FromStatus(reg.status());
+  if (!reg) return reg.status();
   const std::string& node_id = reg->node_id;
   if (auto refused = CheckNode(who, node_id, action)) return *refused;
   std::vector<RunReport>& runs = reg->runs;
@@ -102,7 +102,7 @@ ApiResult AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   NodeSize size{reg->cpus >= 0 ? static_cast<int>(reg->cpus) : HostCpus(),
                 reg->memory_mib >= 0 ? reg->memory_mib : HostMemoryMib()};
   auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog(), size);
-  if (!node) return ApiResult::FromStatus(node.status());
+  if (!node) return node.status();
   for (const auto& [k, v] : reg->labels) node->labels[k] = v;
   Queue* queue = nullptr;
   {
@@ -125,28 +125,28 @@ ApiResult AgentHub::Register(const Actor& who, const nlohmann::json& body) {
     queue->orders.clear();
     first_seq = queue->next_seq;
   }
-  for (Waiter& w : superseded) w.answer(ApiResult::Error(409, "failed_precondition", "superseded", "session"));
+  for (Waiter& w : superseded) w.answer(Status::Precondition("session", "superseded"));
   if (Status s = controller_.AttachNodes({*node}, queue, runs); !s.ok()) {
-    controller_.RecordAudit(who, action, node_id, ApiResult::FromStatus(s).status, s.message());
-    return ApiResult::FromStatus(s);
+    controller_.RecordAudit(who, action, node_id, CodeName(s.code()), s.message());
+    return s;
   }
-  controller_.RecordAudit(who, action, node_id, 200,
+  controller_.RecordAudit(who, action, node_id, "ok",
                           fmt::format("{} GPU(s), {} run(s)", node->gpus.size(), runs.size()));
-  return {200, {{"node_id", node_id}, {"gpus", node->gpus.size()}, {"session", session}, {"ack", first_seq - 1}}};
+  return nlohmann::json{
+      {"node_id", node_id}, {"gpus", node->gpus.size()}, {"session", session}, {"ack", first_seq - 1}};
 }
 
 void AgentHub::Poll(const Actor& who, const std::string& node_id, const std::string& session, uint64_t ack, int wait_s,
-                    std::function<void(ApiResult)> answer) {
+                    std::function<void(Answer)> answer) {
   if (auto refused = CheckNode(who, node_id, "GET /v1/agent/orders")) return answer(*refused);
   Queue* q = Find(node_id);
   if (!q) {
-    return answer(ApiResult::Error(404, "not_found", "node " + node_id + " is not registered: register first", "node"));
+    return answer(Status(StatusCode::kNotFound, "node " + node_id + " is not registered: register first", "node"));
   }
   {
     std::lock_guard<std::mutex> lock(q->mu);
     if (q->session.empty() || session != q->session || who.user != q->session_owner) {
-      return answer(
-          ApiResult::Error(409, "failed_precondition", "not this node's current session: register again", "session"));
+      return answer(Status::Precondition("session", "not this node's current session: register again"));
     }
     while (!q->orders.empty() && q->orders.front()["seq"].get<uint64_t>() <= ack) q->orders.pop_front();
     if (q->orders.empty() && wait_s > 0) {
@@ -164,27 +164,27 @@ void AgentHub::Poll(const Actor& who, const std::string& node_id, const std::str
   }
 }
 
-ApiResult AgentHub::Report(const Actor& who, const nlohmann::json& body) {
+Answer AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   const char* action = "POST /v1/agent/report";
   auto report = ParseAgentReport(body);  // whole first: a malformed element refuses it, nothing applied
   if (!report) {
     std::string node = body.is_object() && body.contains("node_id") && body["node_id"].is_string()
                            ? body["node_id"].get<std::string>()
                            : "";
-    controller_.RecordAudit(who, action, node, 400, report.status().ToString());
-    return ApiResult::FromStatus(report.status());
+    controller_.RecordAudit(who, action, node, "invalid_argument", report.status().ToString());
+    return report.status();
   }
   const std::string& node_id = report->node_id;
   if (auto refused = CheckNode(who, node_id, action)) return *refused;
-  if (!Find(node_id)) return ApiResult::Error(404, "not_found", "node " + node_id + " is not registered", "node_id");
+  if (!Find(node_id)) return Status(StatusCode::kNotFound, "node " + node_id + " is not registered", "node_id");
   controller_.Heartbeat(node_id);
   // Job events change jobs: audited (readings and logs alone are not, they come every few seconds).
   if (!report->events.empty()) {
-    controller_.RecordAudit(who, action, node_id, 200, fmt::format("{} job event(s)", report->events.size()));
+    controller_.RecordAudit(who, action, node_id, "ok", fmt::format("{} job event(s)", report->events.size()));
   }
   DeliverReport(*report, controller_);
   for (const AgentReport::LogChunk& l : report->logs) AppendLog(l);
-  return {200, {{"ok", true}}};
+  return nlohmann::json{{"ok", true}};
 }
 
 std::string AgentHub::LogPath(const std::string& job_id, const std::string& stream) const {

@@ -33,7 +33,7 @@ class AgentHub {
   //
   // POST /v1/agent/register {node_id, cpus, memory_mib, labels, inventory, runs}: starts a
   // session, a random 128-bit id the token's later polls must present.
-  ApiResult Register(const Actor& who, const nlohmann::json& body);
+  Answer Register(const Actor& who, const nlohmann::json& body);
   // GET /v1/agent/orders?node=ID&session=S&ack=K&wait=W: the orders queued for the node
   // after K (each order has a sequence number; the agent acknowledges the last one it
   // applied with its next poll, so an answer lost on the way is sent again), waiting up to
@@ -42,10 +42,10 @@ class AgentHub {
   // order is queued, the session is superseded, the wait ends or the hub closes), so a
   // waiting poll holds no thread.
   void Poll(const Actor& who, const std::string& node_id, const std::string& session, uint64_t ack, int wait_s,
-            std::function<void(ApiResult)> answer);
+            std::function<void(Answer)> answer);
   // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...],
   // logs: [{job_id, stream, offset, bytes, data}]}
-  ApiResult Report(const Actor& who, const nlohmann::json& body);
+  Answer Report(const Actor& who, const nlohmann::json& body);
   // Answers every waiting poll and stops the hub's timer (shutdown).
   void Close();
 
@@ -54,7 +54,7 @@ class AgentHub {
   struct Waiter {
     std::string session;
     std::chrono::steady_clock::time_point deadline;
-    std::function<void(ApiResult)> answer;
+    std::function<void(Answer)> answer;
   };
   class Queue : public NodeLink {
    public:
@@ -64,7 +64,7 @@ class AgentHub {
     // Queues an order and answers the polls waiting for one.
     void Push(nlohmann::json order);
     // The answer to a poll now: every unacknowledged order (call with mu held).
-    ApiResult Orders() const;
+    nlohmann::json Orders() const;
     std::mutex mu;
     std::deque<nlohmann::json> orders;  // each with "seq"
     std::vector<Waiter> waiters;
@@ -74,7 +74,7 @@ class AgentHub {
   };
   Queue* Find(const std::string& node_id);
   // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
-  std::optional<ApiResult> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
+  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
   // Appends a piece of a remote job's output (its data in base64) at its offset.
   void AppendLog(const AgentReport::LogChunk& chunk);
 

@@ -14,23 +14,6 @@
 
 namespace gantry {
 
-ApiResult ApiResult::Error(int status, const std::string& code, const std::string& message, const std::string& field) {
-  nlohmann::json e = {{"code", code}, {"message", message}};
-  if (!field.empty()) e["field"] = field;
-  return {status, {{"error", e}}};
-}
-
-ApiResult ApiResult::FromStatus(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument: return Error(400, "invalid_argument", s.message(), s.field());
-    case StatusCode::kNotFound: return Error(404, "not_found", s.message(), s.field());
-    case StatusCode::kAlreadyExists: return Error(409, "already_exists", s.message(), s.field());
-    case StatusCode::kFailedPrecondition: return Error(409, "failed_precondition", s.message(), s.field());
-    case StatusCode::kPermissionDenied: return Error(403, "forbidden", s.message(), s.field());
-    default: return Error(500, "internal", s.message(), s.field());
-  }
-}
-
 Controller::Controller(ControllerOptions options, std::unique_ptr<Store> store)
     : options_(std::move(options)),
       store_(std::move(store)),
@@ -353,14 +336,19 @@ void Controller::Event(const JobRecord& job, const std::string& kind, nlohmann::
       {job.spec->id, at_ms < 0 ? Now() : at_ms, kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
 }
 
-void Controller::Audit(const Actor& who, const std::string& action, const std::string& target, int status,
-                       const std::string& detail) {
-  batch_.audit.push_back({Now(), who.user, ToString(who.role), action, target, status, detail});
+void Controller::Audit(const Actor& who, const std::string& action, const std::string& target,
+                       const std::string& outcome, const std::string& detail) {
+  batch_.audit.push_back({Now(), who.user, ToString(who.role), action, target, outcome, detail});
 }
 
-void Controller::RecordAudit(const Actor& who, const std::string& action, const std::string& target, int status,
-                             const std::string& detail) {
-  Enqueue([=, this] { Audit(who, action, target, status, detail); });
+Status Controller::Refuse(const Actor& who, const std::string& action, const std::string& target, Status refusal) {
+  Audit(who, action, target, CodeName(refusal.code()), refusal.message());
+  return refusal;
+}
+
+void Controller::RecordAudit(const Actor& who, const std::string& action, const std::string& target,
+                             const std::string& outcome, const std::string& detail) {
+  Enqueue([=, this] { Audit(who, action, target, outcome, detail); });
 }
 
 void Controller::NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail) {

@@ -35,13 +35,15 @@
 
 namespace gantry {
 
-// An answer for the HTTP layer: status and JSON body.
-struct ApiResult {
-  int status = 200;
-  nlohmann::json body;
-  static ApiResult Error(int status, const std::string& code, const std::string& message,
-                         const std::string& field = "");
-  static ApiResult FromStatus(const Status& s);
+// What the controller answers a request with: a JSON body, or the Status saying why not.
+// Only the HTTP layer turns a Status into an HTTP status.
+using Answer = Expected<nlohmann::json>;
+
+// A submit's answer: the job, and whether this call created it (false: the replay of an
+// earlier call with the same Idempotency-Key).
+struct Submitted {
+  nlohmann::json job;
+  bool created = true;
 };
 
 struct JobFilter {
@@ -97,33 +99,33 @@ class Controller : public NodeReports {
   TimeMs CurrentTime() const { return Now(); }
 
   // Called from HTTP threads: each blocks until applied and durable.
-  ApiResult Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key);
-  ApiResult Cancel(const Actor& who, const std::string& id);
+  Expected<Submitted> Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key);
+  Answer Cancel(const Actor& who, const std::string& id);
   // A job being stopped (preempted, cancelled) says its checkpoint is saved: it is killed
   // now instead of at the end of its grace period.
-  ApiResult CheckpointDone(const Actor& who, const std::string& id);
-  ApiResult GetJob(const Actor& who, const std::string& id);
-  ApiResult ListJobs(const Actor& who, const JobFilter& filter);
-  ApiResult Queue(const Actor& who);
-  ApiResult Cluster();
-  ApiResult Nodes();
-  ApiResult SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
-  ApiResult Events(const Actor& who, const std::string& id);
-  ApiResult AuditLog(const Actor& who, int limit);
+  Answer CheckpointDone(const Actor& who, const std::string& id);
+  Answer GetJob(const Actor& who, const std::string& id);
+  Answer ListJobs(const Actor& who, const JobFilter& filter);
+  Answer Queue(const Actor& who);
+  Answer Cluster();
+  Answer Nodes();
+  Answer SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
+  Answer Events(const Actor& who, const std::string& id);
+  Answer AuditLog(const Actor& who, int limit);
   // Records a call the controller did not see (refused by authentication, or handled by
-  // the HTTP layer) in the audit log.
-  void RecordAudit(const Actor& who, const std::string& action, const std::string& target, int status,
+  // the HTTP layer) in the audit log, with its outcome (CodeName: "ok", "forbidden", ...).
+  void RecordAudit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
                    const std::string& detail);
   // GPUs of one node with their latest telemetry; a node's history.
-  ApiResult NodeGpus(const std::string& node_id);
-  ApiResult NodeHistory(const std::string& node_id, int limit);
+  Answer NodeGpus(const std::string& node_id);
+  Answer NodeHistory(const std::string& node_id, int limit);
   std::string Metrics();
   // Accounting (controller_billing.cc): usage over a window, the monthly bill, budgets and
   // the alerts sent. Users see their own team; admins see all.
-  ApiResult Usage(const Actor& who, const UsageQuery& query);
-  ApiResult MonthlyReport(const Actor& who, const std::string& month);
-  ApiResult Budgets(const Actor& who);
-  ApiResult Alerts(const Actor& who);
+  Answer Usage(const Actor& who, const UsageQuery& query);
+  Answer MonthlyReport(const Actor& who, const std::string& month);
+  Answer Budgets(const Actor& who);
+  Answer Alerts(const Actor& who);
   // The admin token hash kept in the store (standalone creates one on first start).
   std::string MetaValue(const std::string& key);
   void SetMetaValue(const std::string& key, const std::string& value);
@@ -171,13 +173,13 @@ class Controller : public NodeReports {
   void CommitLoop();
 
   // State changes (owner thread only). controller_jobs.cc
-  ApiResult DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
+  Expected<Submitted> DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
   // Who a job is for and what its team may ask: team admins submit only for members of
   // their team, admins for known users; priority classes and preemptible: false per team.
   Status CheckSubmitter(const Actor& who, JobSpec& spec) const;
   Status CheckTeamPermissions(const Actor& who, const JobSpec& spec) const;
   const TeamPolicy& TeamOf(const std::string& team) const;
-  ApiResult DoCancel(const Actor& who, const std::string& id);
+  Answer DoCancel(const Actor& who, const std::string& id);
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                 const std::string& reason, TimeMs ended_ms = -1);
   void Cycle();
@@ -202,8 +204,11 @@ class Controller : public NodeReports {
   // A time-sliced job whose own processes use more GPU memory than its share is stopped.
   void CheckGpuMemory(int node, int gpu, const GpuSample& sample);
   void WriteGpuMetrics(MetricsWriter& w);
-  void Audit(const Actor& who, const std::string& action, const std::string& target, int status,
+  // An audit row: `outcome` is "created", "ok" or the CodeName of a refusal.
+  void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
              const std::string& detail = "");
+  // Audits a refusal and returns it.
+  Status Refuse(const Actor& who, const std::string& action, const std::string& target, Status refusal);
   void PersistNode(int n);
   void RefreshQuotas();
   // controller_queue.cc: the pending queue kept in order across cycles.

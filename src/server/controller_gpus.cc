@@ -200,10 +200,10 @@ nlohmann::json SampleToJson(const GpuSample& s) {
 
 }  // namespace
 
-ApiResult Controller::NodeGpus(const std::string& node_id) {
-  return Call([&] {
+Answer Controller::NodeGpus(const std::string& node_id) {
+  return Call([&]() -> Answer {
     auto it = node_index_.find(node_id);
-    if (it == node_index_.end()) return ApiResult::Error(404, "not_found", "no node " + node_id, "node");
+    if (it == node_index_.end()) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
     int n = it->second;
     const Node& node = snap_.nodes[n];
     std::map<int, std::vector<std::string>> jobs;
@@ -231,21 +231,21 @@ ApiResult Controller::NodeGpus(const std::string& node_id) {
       }
       gpus.push_back(std::move(j));
     }
-    return ApiResult{200, {{"node", node_id}, {"gpus", gpus}}};
+    return nlohmann::json{{"node", node_id}, {"gpus", gpus}};
   });
 }
 
-ApiResult Controller::NodeHistory(const std::string& node_id, int limit) {
+Answer Controller::NodeHistory(const std::string& node_id, int limit) {
   bool known = Call([&] { return node_index_.count(node_id) > 0; });
-  if (!known) return ApiResult::Error(404, "not_found", "no node " + node_id, "node");
+  if (!known) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
   auto events = store_->NodeEvents(node_id, limit);
-  if (!events) return ApiResult::FromStatus(events.status());
+  if (!events) return events.status();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& e : *events) {
     out.push_back(
         {{"at", FormatUtc(e.ts_ms)}, {"kind", e.kind}, {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
   }
-  return {200, {{"events", out}}};
+  return nlohmann::json{{"events", out}};
 }
 
 // dcgm-exporter's metric names and labels (gpu, UUID, modelName, Hostname), plus the job

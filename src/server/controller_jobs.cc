@@ -11,38 +11,37 @@
 
 namespace gantry {
 
-ApiResult Controller::Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key) {
+Expected<Submitted> Controller::Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key) {
   // The request hash covers the spec as submitted, so a retry with another body is caught.
   std::string hash = idempotency_key.empty() ? "" : Sha256Hex(SpecToJson(spec).dump(-1, ' ', false, kReplaceBadUtf8));
-  ApiResult result;
+  std::optional<Expected<Submitted>> result;
   // The reply is built after the batch's scheduling cycle: a job that started at once says so.
-  Enqueue([&] { result = DoSubmit(who, std::move(spec), idempotency_key, hash); },
+  Enqueue([&] { result.emplace(DoSubmit(who, std::move(spec), idempotency_key, hash)); },
           [&] {
-            if (result.status != 201) return;
-            const JobRecord& job = *Find(result.body["id"].get<std::string>());
-            result.body = JobToApi(job, snap_.nodes, options_.config.catalog, true);
+            if (!result->ok() || !(*result)->created) return;
+            Submitted& s = result->value();
+            s.job = JobToApi(*Find(s.job["id"].get<std::string>()), snap_.nodes, options_.config.catalog, true);
           })
       .get();
-  return result;
+  return std::move(*result);
 }
 
-ApiResult Controller::Cancel(const Actor& who, const std::string& id) {
+Answer Controller::Cancel(const Actor& who, const std::string& id) {
   return Call([&] { return DoCancel(who, id); });
 }
 
-ApiResult Controller::CheckpointDone(const Actor& who, const std::string& id) {
-  return Call([&] {
+Answer Controller::CheckpointDone(const Actor& who, const std::string& id) {
+  return Call([&]() -> Answer {
     std::string action = "POST /v1/jobs/" + id + "/checkpoint-done";
     JobRecord* job = Find(id);
     if (!job || !who.SeesTeam(job->spec->team)) {
-      Audit(who, action, id, 404);
-      return ApiResult::Error(404, "not_found", "no job " + id, "id");
+      return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
     }
     if (job->state != JobState::kStopping) {
-      Audit(who, action, id, 409);
-      return ApiResult::Error(
-          409, "failed_precondition",
-          fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint", id, ToString(job->state)), "id");
+      return Refuse(
+          who, action, id,
+          Status::Precondition("id", fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint", id,
+                                                 ToString(job->state))));
     }
     job->stop_at_ms = Now();
     snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
@@ -52,9 +51,9 @@ ApiResult Controller::CheckpointDone(const Actor& who, const std::string& id) {
       StopOrder order{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"};
       if (link) outbox_.push_back([link, order] { link->Stop(order); });
     }
-    Audit(who, action, id, 200);
+    Audit(who, action, id, "ok");
     Dirty(*job);
-    return ApiResult{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+    return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
   });
 }
 
@@ -69,32 +68,30 @@ void Controller::RunExited(const RunReport& e) {
   Enqueue([e, this] { DoExited(e.job_id, e.run, e.node_id, e.exit_code, e.reason, e.ended_ms); });
 }
 
-ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash) {
+Expected<Submitted> Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string& key,
+                                         const std::string& hash) {
   const char* action = "POST /v1/jobs";
-  auto refuse = [&](ApiResult r) {
-    Audit(who, action, "", r.status, r.body["error"].value("message", ""));
-    return r;
-  };
   if (!key.empty()) {
     auto it = idempotency_.find(who.user + "\n" + key);
     if (it != idempotency_.end()) {
       if (it->second.second != hash) {
-        return refuse(ApiResult::Error(422, "idempotency_mismatch",
-                                       "Idempotency-Key was used before with a different job spec", "Idempotency-Key"));
+        return Refuse(
+            who, action, "",
+            {StatusCode::kKeyReused, "Idempotency-Key was used before with a different job spec", "Idempotency-Key"});
       }
       JobRecord* job = Find(it->second.first);
-      ApiResult r{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
-      r.body["idempotent_replay"] = true;
-      return r;
+      Submitted replay{JobToApi(*job, snap_.nodes, options_.config.catalog, true), false};
+      replay.job["idempotent_replay"] = true;
+      return replay;
     }
   }
-  if (!spec.id.empty()) return refuse(ApiResult::Error(400, "invalid_argument", "is assigned by the server", "id"));
+  if (!spec.id.empty()) return Refuse(who, action, "", Status::Invalid("id", "is assigned by the server"));
   Status s = CheckSubmitter(who, spec);
   if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
   if (s.ok()) s = CheckTeamPermissions(who, spec);
   if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
-  if (!s.ok()) return refuse(ApiResult::FromStatus(s));
+  if (!s.ok()) return Refuse(who, action, "", s);
 
   JobRecord job;
   job.seq = next_seq_++;
@@ -112,14 +109,12 @@ ApiResult Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string
     batch_.idempotency.push_back({who.user, key, id, hash, job.submit_ms});
   }
   Event(job, "submitted", {{"by", who.user}});
-  Audit(who, action, id, 201);
+  Audit(who, action, id, "created");
   counters_["submitted"]++;
   dirty_ = true;
   JobRecord& stored = jobs_.emplace(job.seq, std::move(job)).first->second;
   Dirty(stored);
-  ApiResult r{201, {}};
-  r.body = nlohmann::json{{"id", id}};
-  return r;
+  return Submitted{nlohmann::json{{"id", id}}, true};
 }
 
 const TeamPolicy& Controller::TeamOf(const std::string& team) const {
@@ -179,21 +174,18 @@ Status Controller::CheckTeamPermissions(const Actor& who, const JobSpec& spec) c
   return Status::Ok();
 }
 
-ApiResult Controller::DoCancel(const Actor& who, const std::string& id) {
+Answer Controller::DoCancel(const Actor& who, const std::string& id) {
   std::string action = "DELETE /v1/jobs/" + id;
   JobRecord* job = Find(id);
   if (!job || !who.SeesTeam(job->spec->team)) {
-    Audit(who, action, id, 404);
-    return ApiResult::Error(404, "not_found", "no job " + id, "id");
+    return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
   }
   if (!who.admin() && who.role != Role::kTeamAdmin && job->spec->user != who.user && job->spec->team != who.team) {
-    Audit(who, action, id, 403);
-    return ApiResult::Error(403, "forbidden", "not your team's job", "id");
+    return Refuse(who, action, id, Status::Denied("id", "not your team's job"));
   }
   if (IsTerminal(job->state)) {
-    Audit(who, action, id, 409);
-    return ApiResult::Error(409, "failed_precondition", fmt::format("job {} is already {}", id, ToString(job->state)),
-                            "id");
+    return Refuse(who, action, id,
+                  Status::Precondition("id", fmt::format("job {} is already {}", id, ToString(job->state))));
   }
   std::string why = "cancelled by " + who.user;
   if (job->state == JobState::kPending) {
@@ -206,9 +198,9 @@ ApiResult Controller::DoCancel(const Actor& who, const std::string& id) {
     job->reason = why;
     Dirty(*job);
   }
-  Audit(who, action, id, 200);
+  Audit(who, action, id, "ok");
   dirty_ = true;
-  return {200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
+  return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
 }
 
 void Controller::StartJob(const StartDecision& s, size_t running_index) {

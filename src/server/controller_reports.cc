@@ -26,13 +26,13 @@ std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
   return out;
 }
 
-ApiResult Controller::Usage(const Actor& who, const UsageQuery& q) {
+Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
   auto by = ParseUsageGrouping(q.by);
-  if (!by) return ApiResult::FromStatus(by.status());
-  if (q.to <= q.from) return ApiResult::Error(400, "invalid_argument", "must be after from", "to");
+  if (!by) return by.status();
+  if (q.to <= q.from) return Status::Invalid("to", "must be after from");
   std::string team = q.team;
   if (!who.admin()) {
-    if (!team.empty() && team != who.team) return ApiResult::Error(403, "forbidden", "you see only your team", "team");
+    if (!team.empty() && team != who.team) return Status::Denied("team", "you see only your team");
     team = who.team;
   }
   std::vector<Allocation> rows = LedgerView(q.from, q.to);
@@ -48,24 +48,23 @@ ApiResult Controller::Usage(const Actor& who, const UsageQuery& q) {
     total.util_gpu_ms += l.util_gpu_ms;
     total.idle_cost += l.idle_cost;
   }
-  return {200,
-          {{"from", FormatUtc(q.from)},
-           {"to", q.to == kNever ? FormatUtc(now) : FormatUtc(q.to)},
-           {"by", q.by},
-           {"team", team},
-           {"currency", options_.pricing.currency},
-           {"lines", lines},
-           {"total", total.ToJson()}}};
+  return nlohmann::json{{"from", FormatUtc(q.from)},
+                        {"to", q.to == kNever ? FormatUtc(now) : FormatUtc(q.to)},
+                        {"by", q.by},
+                        {"team", team},
+                        {"currency", options_.pricing.currency},
+                        {"lines", lines},
+                        {"total", total.ToJson()}};
 }
 
-ApiResult Controller::MonthlyReport(const Actor& who, const std::string& month) {
+Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
   auto bounds = calendar_.MonthBounds(month);
-  if (!bounds) return ApiResult::FromStatus(bounds.status());
+  if (!bounds) return bounds.status();
   std::vector<Allocation> rows = LedgerView(bounds->first, bounds->second);
   if (!who.admin()) std::erase_if(rows, [&](const Allocation& a) { return a.team != who.team; });
   TimeMs now = Now();
   auto report = gantry::MonthlyReport(rows, calendar_, prices_, now, {month, options_.pricing.currency, 10});
-  if (!report) return ApiResult::FromStatus(report.status());
+  if (!report) return report.status();
   nlohmann::json budgets = Call([&] { return month == month_ ? BudgetStatus(now) : nlohmann::json::array(); });
   nlohmann::json mine = nlohmann::json::array();
   for (auto& b : budgets) {
@@ -108,27 +107,27 @@ ApiResult Controller::MonthlyReport(const Actor& who, const std::string& month) 
                                      {"match", std::abs(ledger_ms - from_events_ms) < 1.0}};
     }
   }
-  return {200, *report};
+  return std::move(*report);
 }
 
-ApiResult Controller::Budgets(const Actor& who) {
-  return Call([&] {
+Answer Controller::Budgets(const Actor& who) {
+  return Call([&]() -> Answer {
     nlohmann::json out = nlohmann::json::array();
     for (auto& b : BudgetStatus(Now())) {
       if (who.admin() || b["team"] == who.team) out.push_back(std::move(b));
     }
-    return ApiResult{200, {{"month", month_}, {"currency", options_.pricing.currency}, {"budgets", out}}};
+    return nlohmann::json{{"month", month_}, {"currency", options_.pricing.currency}, {"budgets", out}};
   });
 }
 
-ApiResult Controller::Alerts(const Actor& who) {
-  return Call([&] {
+Answer Controller::Alerts(const Actor& who) {
+  return Call([&]() -> Answer {
     nlohmann::json out = nlohmann::json::array();
     for (auto it = alerts_.rbegin(); it != alerts_.rend(); ++it) {
       if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
     }
-    return ApiResult{200,
-                     {{"alerts", out}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}}};
+    return nlohmann::json{
+        {"alerts", out}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}};
   });
 }
 

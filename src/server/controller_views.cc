@@ -10,31 +10,27 @@
 
 namespace gantry {
 
-ApiResult Controller::GetJob(const Actor& who, const std::string& id) {
-  return Call([&] {
+Answer Controller::GetJob(const Actor& who, const std::string& id) {
+  return Call([&]() -> Answer {
     JobRecord* job = Find(id);
-    if (!job || !who.SeesTeam(job->spec->team)) return ApiResult::Error(404, "not_found", "no job " + id, "id");
-    ApiResult r{200, JobToApi(*job, snap_.nodes, options_.config.catalog, true)};
-    r.body["cost"] = RoundTo(JobCost(*job, Now()), 4);
-    r.body["currency"] = options_.pricing.currency;
-    if (job->idle_flagged) r.body["idle"] = true;
+    if (!job || !who.SeesTeam(job->spec->team)) return Status(StatusCode::kNotFound, "no job " + id, "id");
+    nlohmann::json r = JobToApi(*job, snap_.nodes, options_.config.catalog, true);
+    r["cost"] = RoundTo(JobCost(*job, Now()), 4);
+    r["currency"] = options_.pricing.currency;
+    if (job->idle_flagged) r["idle"] = true;
     return r;
   });
 }
 
-ApiResult Controller::ListJobs(const Actor& who, const JobFilter& f) {
+Answer Controller::ListJobs(const Actor& who, const JobFilter& f) {
   JobState wanted = JobState::kPending;
   bool active_only = f.state == "active";
   if (!f.state.empty() && !active_only && !ParseJobState(f.state, &wanted)) {
-    return ApiResult::Error(400, "invalid_argument",
-                            "unknown state '" + f.state +
-                                "' (pending, running, stopping, succeeded, failed, "
-                                "cancelled, active)",
-                            "state");
+    return Status::Invalid(
+        "state", "unknown state '" + f.state + "' (pending, running, stopping, succeeded, failed, cancelled, active)");
   }
-  if (f.limit < 1 || f.limit > 10000)
-    return ApiResult::Error(400, "invalid_argument", "must be within 1..10000", "limit");
-  return Call([&] {
+  if (f.limit < 1 || f.limit > 10000) return Status::Invalid("limit", "must be within 1..10000");
+  return Call([&]() -> Answer {
     nlohmann::json out = nlohmann::json::array();
     for (auto it = jobs_.rbegin(); it != jobs_.rend() && static_cast<int>(out.size()) < f.limit; ++it) {
       const JobRecord& job = it->second;
@@ -46,12 +42,12 @@ ApiResult Controller::ListJobs(const Actor& who, const JobFilter& f) {
       if (!f.user.empty() && s.user != f.user) continue;
       out.push_back(JobToApi(job, snap_.nodes, options_.config.catalog, false));
     }
-    return ApiResult{200, {{"jobs", out}}};
+    return nlohmann::json{{"jobs", out}};
   });
 }
 
-ApiResult Controller::Queue(const Actor& who) {
-  return Call([&] {
+Answer Controller::Queue(const Actor& who) {
+  return Call([&]() -> Answer {
     if (queue_cache_version_ != version_ || !queue_cache_) {
       snap_.now_ms = Now();
       OrderPending();  // the order the next cycle uses
@@ -82,12 +78,12 @@ ApiResult Controller::Queue(const Actor& who) {
     }
     nlohmann::json starting = nlohmann::json::array();
     for (const StartDecision& s : plan.starts) starting.push_back(s.job_id);
-    return ApiResult{200, {{"queue", out}, {"starting_next_cycle", starting}}};
+    return nlohmann::json{{"queue", out}, {"starting_next_cycle", starting}};
   });
 }
 
-ApiResult Controller::Cluster() {
-  return Call([&] {
+Answer Controller::Cluster() {
+  return Call([&]() -> Answer {
     ClusterStatus st = ComputeStatus(snap_, options_.config.catalog);
     nlohmann::json body = StatusToJson(st);
     std::map<std::string, double> by_team;
@@ -95,12 +91,12 @@ ApiResult Controller::Cluster() {
       by_team[r.spec->team] += PlacementShare(r.placement, r.spec->request.sharing);
     }
     body["allocated_by_team"] = by_team;
-    return ApiResult{200, body};
+    return body;
   });
 }
 
-ApiResult Controller::Nodes() {
-  return Call([&] {
+Answer Controller::Nodes() {
+  return Call([&]() -> Answer {
     std::vector<std::map<int, std::vector<std::string>>> users(snap_.nodes.size());
     for (const RunningJob& r : snap_.running) {
       for (const NodeShare& ns : r.placement.nodes) {
@@ -115,29 +111,24 @@ ApiResult Controller::Nodes() {
       for (auto& g : doc["gpus"]) g["jobs"] = users[n][g["index"].get<int>()];
       out.push_back(std::move(doc));
     }
-    return ApiResult{200, {{"nodes", out}}};
+    return nlohmann::json{{"nodes", out}};
   });
 }
 
-ApiResult Controller::SetDrain(const Actor& who, const std::string& node_id, int gpu, bool drain) {
-  return Call([&] {
+Answer Controller::SetDrain(const Actor& who, const std::string& node_id, int gpu, bool drain) {
+  return Call([&]() -> Answer {
     std::string action = fmt::format("POST /v1/nodes/{}/{}", node_id, drain ? "drain" : "undrain");
     std::string target = gpu < 0 ? node_id : fmt::format("{}:{}", node_id, gpu);
-    if (!who.admin()) {
-      Audit(who, action, target, 403);
-      return ApiResult::Error(403, "forbidden", "only admins drain or undrain nodes");
-    }
+    if (!who.admin()) return Refuse(who, action, target, Status::Denied("", "only admins drain or undrain nodes"));
     auto it = node_index_.find(node_id);
     if (it == node_index_.end()) {
-      Audit(who, action, target, 404);
-      return ApiResult::Error(404, "not_found", "no node " + node_id, "node");
+      return Refuse(who, action, target, {StatusCode::kNotFound, "no node " + node_id, "node"});
     }
     int n = it->second;
     Node& node = snap_.nodes[n];
     if (gpu >= static_cast<int>(node.gpus.size())) {
-      Audit(who, action, target, 400);
-      return ApiResult::Error(400, "invalid_argument",
-                              fmt::format("node {} has GPUs 0..{}", node_id, node.gpus.size() - 1), "gpu");
+      return Refuse(who, action, target,
+                    Status::Invalid("gpu", fmt::format("node {} has GPUs 0..{}", node_id, node.gpus.size() - 1)));
     }
     if (gpu >= 0) {
       node.gpus[gpu].fenced = drain;
@@ -153,18 +144,17 @@ ApiResult Controller::SetDrain(const Actor& who, const std::string& node_id, int
     }
     PersistNode(n);
     NodeEvent(node_id, drain ? "drained" : "undrained", {{"gpu", gpu}, {"by", who.user}});
-    Audit(who, action, target, 200);
+    Audit(who, action, target, "ok");
     dirty_ = true;
-    nlohmann::json doc = NodeToDoc(node, options_.config.catalog);
-    return ApiResult{200, doc};
+    return NodeToDoc(node, options_.config.catalog);
   });
 }
 
-ApiResult Controller::Events(const Actor& who, const std::string& id) {
-  ApiResult visible = GetJob(who, id);
-  if (visible.status != 200) return visible;
+Answer Controller::Events(const Actor& who, const std::string& id) {
+  Answer visible = GetJob(who, id);
+  if (!visible) return visible;
   auto events = store_->Events(id);
-  if (!events) return ApiResult::FromStatus(events.status());
+  if (!events) return events.status();
   nlohmann::json out = nlohmann::json::array();
   for (const JobEvent& e : *events) {
     out.push_back({{"at", FormatUtc(e.ts_ms)},
@@ -172,15 +162,15 @@ ApiResult Controller::Events(const Actor& who, const std::string& id) {
                    {"kind", e.kind},
                    {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
   }
-  return {200, {{"events", out}}};
+  return nlohmann::json{{"events", out}};
 }
 
-ApiResult Controller::AuditLog(const Actor& who, int limit) {
-  if (!who.admin()) return ApiResult::Error(403, "forbidden", "only admins read the audit log");
-  if (limit < 1 || limit > 10000) return ApiResult::Error(400, "invalid_argument", "must be within 1..10000", "limit");
+Answer Controller::AuditLog(const Actor& who, int limit) {
+  if (!who.admin()) return Status::Denied("", "only admins read the audit log");
+  if (limit < 1 || limit > 10000) return Status::Invalid("limit", "must be within 1..10000");
   Sync();  // what was acknowledged before is in the store
   auto records = store_->Audit(limit);
-  if (!records) return ApiResult::FromStatus(records.status());
+  if (!records) return records.status();
   nlohmann::json out = nlohmann::json::array();
   for (const AuditRecord& a : *records) {
     out.push_back({{"at", FormatUtc(a.ts_ms)},
@@ -188,10 +178,10 @@ ApiResult Controller::AuditLog(const Actor& who, int limit) {
                    {"role", a.role},
                    {"action", a.action},
                    {"target", a.target},
-                   {"status", a.status},
+                   {"outcome", a.outcome},
                    {"detail", a.detail}});
   }
-  return {200, {{"audit", out}}};
+  return nlohmann::json{{"audit", out}};
 }
 
 std::string Controller::Metrics() {

@@ -17,16 +17,60 @@
 
 namespace gantry {
 
+namespace {}  // namespace
+
+int HttpStatus(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kTooLarge: return 413;
+    case StatusCode::kKeyReused: return 422;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
 namespace {
 
-void Reply(httplib::Response& res, const ApiResult& r) {
-  res.status = r.status;
-  res.set_content(r.body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
+// An audit row's outcome ("created", "ok", or a CodeName) as the HTTP status it was answered with.
+int HttpStatusOfOutcome(const std::string& outcome) {
+  if (outcome == "created") return 201;
+  for (auto code : {StatusCode::kOk, StatusCode::kInvalidArgument, StatusCode::kUnauthenticated,
+                    StatusCode::kPermissionDenied, StatusCode::kNotFound, StatusCode::kAlreadyExists,
+                    StatusCode::kFailedPrecondition, StatusCode::kTooLarge, StatusCode::kKeyReused}) {
+    if (outcome == CodeName(code)) return HttpStatus(code);
+  }
+  return 500;
+}
+
+nlohmann::json ErrorBody(const std::string& code, const std::string& message, const std::string& field) {
+  nlohmann::json e = {{"code", code}, {"message", message}};
+  if (!field.empty()) e["field"] = field;
+  return {{"error", e}};
+}
+
+void Send(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
+}
+
+void Reply(httplib::Response& res, const Status& refusal) {
+  Send(res, HttpStatus(refusal.code()), ErrorBody(CodeName(refusal.code()), refusal.message(), refusal.field()));
+}
+
+void Reply(httplib::Response& res, const Answer& answer) {
+  if (!answer) return Reply(res, answer.status());
+  Send(res, 200, *answer);
 }
 
 void ReplyError(httplib::Response& res, int status, const std::string& code, const std::string& message,
                 const std::string& field = "") {
-  Reply(res, ApiResult::Error(status, code, message, field));
+  Send(res, status, ErrorBody(code, message, field));
 }
 
 // Refuses query parameters the route does not know, naming the first one.
@@ -63,11 +107,11 @@ void PollAgentOrders(AgentHub& hub, const Actor& who, const httplib::Request& re
     std::mutex mu;
     std::condition_variable cv;
     bool handler_done = false;
-    std::optional<ApiResult> now;
+    std::optional<Answer> now;
     HttpFront::Answer later;
   };
   auto state = std::make_shared<State>();
-  hub.Poll(who, req.get_param_value("node"), req.get_param_value("session"), ack, wait, [state](ApiResult r) {
+  hub.Poll(who, req.get_param_value("node"), req.get_param_value("session"), ack, wait, [state](Answer r) {
     std::unique_lock<std::mutex> lock(state->mu);
     if (!state->handler_done || !state->later) {
       state->now = std::move(r);
@@ -76,7 +120,9 @@ void PollAgentOrders(AgentHub& hub, const Actor& who, const httplib::Request& re
     }
     HttpFront::Answer later = std::move(state->later);
     lock.unlock();
-    later(r.status, "application/json", r.body.dump(-1, ' ', false, kReplaceBadUtf8));
+    int status = r ? 200 : HttpStatus(r.status().code());
+    nlohmann::json body = r ? *r : ErrorBody(CodeName(r.status().code()), r.status().message(), r.status().field());
+    later(status, "application/json", body.dump(-1, ' ', false, kReplaceBadUtf8));
   });
   std::unique_lock<std::mutex> lock(state->mu);
   state->handler_done = true;
@@ -99,8 +145,8 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
       res.status = 413;
       res.set_header("Connection", "close");
       const Actor* who = Caller(req);
-      controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "", 413,
-                              "chunked body over the limit");
+      controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "",
+                              "payload_too_large", "chunked body over the limit");
     }
     if (HttpFront::BadFraming()) {
       res.status = 400;
@@ -137,7 +183,8 @@ const Actor* HttpApi::Caller(const httplib::Request& req) const {
 
 void HttpApi::Unauthenticated(const httplib::Request& req, httplib::Response& res) {
   bool mutating = req.method != "GET" && req.method != "HEAD";
-  if (mutating) controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", 401, "refused");
+  if (mutating)
+    controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", "unauthenticated", "refused");
   res.set_header("WWW-Authenticate", "Bearer");
   ReplyError(res, 401, "unauthenticated",
              req.has_header("Authorization") ? "the token is not valid" : "an Authorization: Bearer token is required",
@@ -150,8 +197,8 @@ bool HttpApi::Gate(const httplib::Request& req, httplib::Response& res) {
   std::from_chars(length.data(), length.data() + length.size(), n);
   if (n > options_.limits.max_body_bytes) {
     const Actor* who = Caller(req);
-    controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "", 413,
-                            fmt::format("body of {} bytes", n));
+    controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "",
+                            "payload_too_large", fmt::format("body of {} bytes", n));
     ReplyError(res, 413, "payload_too_large",
                fmt::format("the request body ({} bytes) is larger than the server accepts ({} bytes)", n,
                            options_.limits.max_body_bytes),
@@ -192,13 +239,13 @@ void HttpApi::Routes() {
       if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0)) {
         std::string why =
             who->role == Role::kAgent ? "an agent token may use /v1/agent/* only" : "only node agents use /v1/agent/*";
-        controller_.RecordAudit(*who, req.method + " " + req.path, "", 403, why);
+        controller_.RecordAudit(*who, req.method + " " + req.path, "", "forbidden", why);
         ReplyError(res, 403, "forbidden", why, "Authorization");
         return;
       }
       if (!who) return Unauthenticated(req, res);
       if (req.body.size() > options_.limits.max_body_bytes) {  // a chunked body: its size is known now
-        controller_.RecordAudit(*who, req.method + " " + req.path, "", 413,
+        controller_.RecordAudit(*who, req.method + " " + req.path, "", "payload_too_large",
                                 fmt::format("body of {} bytes", req.body.size()));
         return ReplyError(res, 413, "payload_too_large", "the request body is larger than the server accepts", "body");
       }
@@ -219,28 +266,31 @@ void HttpApi::Routes() {
       // The metrics cover every team's jobs and costs: with a token, an admin's only.
       authed([this, serve](const Actor& who, const httplib::Request& rq, httplib::Response& r) {
         if (who.admin()) return serve(who, rq, r);
-        controller_.RecordAudit(who, "GET /metrics", "", 403, "not an admin");
+        controller_.RecordAudit(who, "GET /metrics", "", "forbidden", "not an admin");
         ReplyError(r, 403, "forbidden", "/metrics covers every team: it needs an admin token", "Authorization");
       })(req, res);
     }
   });
   s.Get("/v1/whoami", authed([](const Actor& who, const httplib::Request&, httplib::Response& res) {
-          Reply(res, {200, {{"user", who.user}, {"team", who.team}, {"role", ToString(who.role)}}});
+          Send(res, 200, {{"user", who.user}, {"team", who.team}, {"role", ToString(who.role)}});
         }));
 
   s.Post("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
            if (req.body.empty()) return ReplyError(res, 400, "invalid_argument", "the request body is empty", "body");
            auto spec = ParseJobSpecText(req.body);
            if (!spec) {
-             controller_.RecordAudit(who, "POST /v1/jobs", "", 400, "refused");
-             return Reply(res, ApiResult::FromStatus(spec.status()));
+             controller_.RecordAudit(who, "POST /v1/jobs", "", "invalid_argument", spec.status().ToString());
+             return Reply(res, spec.status());
            }
            std::string key = req.get_header_value("Idempotency-Key");
            if (key.size() > 255) {
-             controller_.RecordAudit(who, "POST /v1/jobs", "", 400, "Idempotency-Key longer than 255 characters");
+             controller_.RecordAudit(who, "POST /v1/jobs", "", "invalid_argument",
+                                     "Idempotency-Key longer than 255 characters");
              return ReplyError(res, 400, "invalid_argument", "longer than 255 characters", "Idempotency-Key");
            }
-           Reply(res, controller_.Submit(who, std::move(*spec), key));
+           auto submitted = controller_.Submit(who, std::move(*spec), key);
+           if (!submitted) return Reply(res, submitted.status());
+           Send(res, submitted->created ? 201 : 200, submitted->job);
          }));
   s.Get("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"state", "team", "user", "limit"})) return;
@@ -274,8 +324,8 @@ void HttpApi::Routes() {
         authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"stream", "offset"})) return;
           std::string id = req.matches[1];
-          ApiResult job = controller_.GetJob(who, id);  // 404 for other teams' jobs
-          if (job.status != 200) return Reply(res, job);
+          Answer job = controller_.GetJob(who, id);  // 404 for other teams' jobs
+          if (!job) return Reply(res, job);
           std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
           if (stream != "stdout" && stream != "stderr") {
             return ReplyError(res, 400, "invalid_argument", "must be stdout or stderr", "stream");
@@ -286,7 +336,7 @@ void HttpApi::Routes() {
           int64_t next = offset;
           std::string chunk = ReadLog(options_.log_path(id, stream), offset, 1 << 20, &next);
           res.set_header("X-Log-Offset", std::to_string(next));
-          res.set_header("X-Job-State", job.body.value("state", ""));
+          res.set_header("X-Job-State", job->value("state", ""));
           res.set_content(chunk, "text/plain");
         }));
   s.Get("/v1/queue", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
@@ -326,7 +376,7 @@ void HttpApi::Routes() {
            std::string target = std::string(req.matches[1]) + ":" + std::string(req.matches[2]);
            std::string action = "POST /v1/nodes/" + std::string(req.matches[1]) + "/gpus/fault";
            if (!who.admin()) {
-             controller_.RecordAudit(who, action, target, 403, "refused");
+             controller_.RecordAudit(who, action, target, "forbidden", "refused");
              return ReplyError(res, 403, "forbidden", "only admins inject faults");
            }
            if (!options_.inject_fault) return ReplyError(res, 404, "not_found", "this server runs no fake GPUs");
@@ -339,10 +389,10 @@ void HttpApi::Routes() {
              return ReplyError(res, 400, "invalid_argument", "must be a GPU index within 0..63", "gpu");
            }
            Status s = options_.inject_fault(req.matches[1], gpu, fault);
-           controller_.RecordAudit(who, action, target, s.ok() ? 200 : 400,
+           controller_.RecordAudit(who, action, target, CodeName(s.code()),
                                    fault.dump(-1, ' ', false, kReplaceBadUtf8));
-           if (!s.ok()) return Reply(res, ApiResult::FromStatus(s));
-           Reply(res, {200, {{"injected", fault}}});
+           if (!s.ok()) return Reply(res, s);
+           Send(res, 200, {{"injected", fault}});
          }));
   if (options_.agents) {
     AgentHub* hub = options_.agents;
@@ -380,7 +430,7 @@ void HttpApi::Routes() {
           for (auto [name, out] : {std::pair{"from", &q.from}, {"to", &q.to}}) {
             if (!req.has_param(name)) continue;
             auto t = cal.ParseDate(req.get_param_value(name), name);
-            if (!t) return Reply(res, ApiResult::FromStatus(t.status()));
+            if (!t) return Reply(res, t.status());
             *out = *t;
           }
           q.team = req.get_param_value("team");
@@ -395,13 +445,13 @@ void HttpApi::Routes() {
           if (format != "json" && format != "csv" && format != "html") {
             return ReplyError(res, 400, "invalid_argument", "must be json, csv or html", "format");
           }
-          ApiResult r = controller_.MonthlyReport(who, month);
-          if (r.status != 200 || format == "json") return Reply(res, r);
+          Answer r = controller_.MonthlyReport(who, month);
+          if (!r || format == "json") return Reply(res, r);
           if (format == "csv") {
             res.set_header("Content-Disposition", "attachment; filename=\"gantry-" + month + ".csv\"");
-            return res.set_content(ReportCsv(r.body), "text/csv");
+            return res.set_content(ReportCsv(*r), "text/csv");
           }
-          res.set_content(ReportHtml(r.body), "text/html; charset=utf-8");
+          res.set_content(ReportHtml(*r), "text/html; charset=utf-8");
         }));
   s.Get("/v1/budgets", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
@@ -415,7 +465,11 @@ void HttpApi::Routes() {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;
           if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
-          Reply(res, controller_.AuditLog(who, static_cast<int>(limit)));
+          Answer audit = controller_.AuditLog(who, static_cast<int>(limit));
+          if (audit) {
+            for (auto& row : (*audit)["audit"]) row["status"] = HttpStatusOfOutcome(row.value("outcome", ""));
+          }
+          Reply(res, audit);
         }));
 }
 

@@ -14,6 +14,10 @@ namespace gantry {
 
 class AgentHub;
 
+// The HTTP status an answer of this code is sent with: the one place Status codes become
+// HTTP (401, 403, 404, 409, 413, 422, 500; 200 for kOk).
+int HttpStatus(StatusCode code);
+
 struct HttpOptions {
   FrontLimits limits;               // connections, timeouts, body size, workers
   std::shared_ptr<TlsContext> tls;  // null: plain HTTP

@@ -47,6 +47,16 @@ const char* const kMigrations[] = {
     CREATE INDEX allocations_end ON allocations(end_ms);
     CREATE INDEX job_events_kind_ts ON job_events(kind, ts_ms);
     )sql",
+    // The audit log records an outcome by name ("created", "forbidden"), not the HTTP
+    // status it was answered with: only the HTTP layer knows those.
+    R"sql(
+    ALTER TABLE audit ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
+    UPDATE audit SET outcome = CASE status WHEN 200 THEN 'ok' WHEN 201 THEN 'created'
+        WHEN 400 THEN 'invalid_argument' WHEN 401 THEN 'unauthenticated' WHEN 403 THEN 'forbidden'
+        WHEN 404 THEN 'not_found' WHEN 409 THEN 'failed_precondition' WHEN 413 THEN 'payload_too_large'
+        WHEN 422 THEN 'idempotency_mismatch' ELSE 'internal' END;
+    ALTER TABLE audit DROP COLUMN status;
+    )sql",
 };
 
 constexpr const char* kAllocationColumns =
@@ -134,7 +144,7 @@ class SqliteStore : public Store {
     insert_idem_ = Prepare(
         "INSERT OR REPLACE INTO idempotency(user, key, job_id, request_hash, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)");
     insert_audit_ = Prepare(
-        "INSERT INTO audit(ts_ms, user, role, action, target, status, detail) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+        "INSERT INTO audit(ts_ms, user, role, action, target, outcome, detail) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     upsert_meta_ = Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
     upsert_allocation_ = Prepare(
         "INSERT OR REPLACE INTO allocations VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
@@ -181,7 +191,7 @@ class SqliteStore : public Store {
                          .Bind(3, a.role)
                          .Bind(4, a.action)
                          .Bind(5, a.target)
-                         .Bind(6, static_cast<int64_t>(a.status))
+                         .Bind(6, a.outcome)
                          .Bind(7, a.detail)
                          .Run() == SQLITE_DONE;
     }
@@ -233,11 +243,11 @@ class SqliteStore : public Store {
   Expected<std::vector<AuditRecord>> Audit(int limit) override {
     std::lock_guard<std::mutex> lock(reader_mu_);
     Statement q(reader_,
-                "SELECT ts_ms, user, role, action, target, status, detail FROM audit ORDER BY id DESC LIMIT ?1");
+                "SELECT ts_ms, user, role, action, target, outcome, detail FROM audit ORDER BY id DESC LIMIT ?1");
     q.Bind(1, static_cast<int64_t>(limit));
     std::vector<AuditRecord> out;
     while (q.Step()) {
-      out.push_back({q.Int(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4), static_cast<int>(q.Int(5)), q.Text(6)});
+      out.push_back({q.Int(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4), q.Text(5), q.Text(6)});
     }
     return out;
   }

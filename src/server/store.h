@@ -51,9 +51,9 @@ struct AuditRecord {
   TimeMs ts_ms = 0;
   std::string user;
   std::string role;
-  std::string action;  // "POST /v1/jobs"
-  std::string target;  // job or node id
-  int status = 0;      // HTTP status of the answer
+  std::string action;   // "POST /v1/jobs"
+  std::string target;   // job or node id
+  std::string outcome;  // "created", "ok", or the refusal's CodeName ("forbidden", ...)
   std::string detail;
 };
 

@@ -84,7 +84,7 @@ TEST(BillingAccuracy, ASimulatedMonthEqualsTheEventHistoryToTheMillisecondAndCen
                             : shape < 3 ? "gpu_fraction: 0.5, sharing: time-slice"
                                         : "gpus: " + std::to_string(uniform(1, 4));
       std::string type = shape < 5 ? "A100-80GB" : shape < 8 ? "T4" : "H100-80GB";
-      ApiResult r = h->Submit(fmt::format("{{{}, gpu_types: [{}], priority: {}, time_limit: 7d, "
+      ApiAnswer r = h->Submit(fmt::format("{{{}, gpu_types: [{}], priority: {}, time_limit: 7d, "
                                           "retries_on_failure: 1, command: 'x'}}",
                                           request, type, classes[uniform(0, 2)]),
                               who);
@@ -145,8 +145,8 @@ TEST(BillingAccuracy, ASimulatedMonthEqualsTheEventHistoryToTheMillisecondAndCen
     }
   };
   for (int id = 1; id <= submitted; ++id) {
-    nlohmann::json events = h->controller->Events(kAdmin, std::to_string(id)).body["events"];
-    std::string team = h->controller->GetJob(kAdmin, std::to_string(id)).body["team"];
+    nlohmann::json events = Api(h->controller->Events(kAdmin, std::to_string(id))).body["events"];
+    std::string team = Api(h->controller->GetJob(kAdmin, std::to_string(id))).body["team"];
     std::map<int, std::pair<TimeMs, nlohmann::json>> open;  // run -> start, placement
     for (const auto& e : events) {
       int run = e["detail"].value("run", 0);
@@ -159,7 +159,7 @@ TEST(BillingAccuracy, ASimulatedMonthEqualsTheEventHistoryToTheMillisecondAndCen
     }
     for (const auto& [run, started] : open) add(started.second, started.first, to, team);  // still running
   }
-  ApiResult report = h->controller->MonthlyReport(kAdmin, "2026-11");
+  ApiAnswer report = Api(h->controller->MonthlyReport(kAdmin, "2026-11"));
   ASSERT_EQ(report.status, 200);
   const nlohmann::json& r = report.body;
   EXPECT_GT(gpu_ms, 1000.0 * kHourMs);

@@ -26,7 +26,7 @@ nlohmann::json Usage(Harness& h, const std::string& by, const Actor& who = kAdmi
   UsageQuery q;
   q.from = Utc("2026-11-01T00:00:00Z");
   q.by = by;
-  ApiResult r = h.controller->Usage(who, q);
+  ApiAnswer r = Api(h.controller->Usage(who, q));
   EXPECT_EQ(r.status, 200) << r.body.dump();
   return r.body;
 }
@@ -84,8 +84,8 @@ TEST(Ledger, EveryRunIsBilledAndSurvivesARestart) {
     h.controller->RunExited(ExitReport(quarter, 1, "n1", 0, ""));
     h.controller->Sync();
     // 2 GPUs x 1.5 h = 3 GPU-h = 10.29; a quarter GPU x 4 h = 1 GPU-h = 3.43.
-    EXPECT_DOUBLE_EQ(h.controller->GetJob(kAlice, whole).body["cost"], 10.29);
-    EXPECT_DOUBLE_EQ(h.controller->GetJob(kBob, quarter).body["cost"], 3.43);
+    EXPECT_DOUBLE_EQ(Api(h.controller->GetJob(kAlice, whole)).body["cost"], 10.29);
+    EXPECT_DOUBLE_EQ(Api(h.controller->GetJob(kBob, quarter)).body["cost"], 3.43);
     h.controller.reset();  // as if killed
   }
   Harness h(db, 3600 * 1000, {}, kNov10 + 5 * kHourMs);
@@ -104,13 +104,13 @@ TEST(Ledger, EveryRunIsBilledAndSurvivesARestart) {
   EXPECT_EQ(mine["lines"][0]["user"], "bob");
   UsageQuery other;
   other.team = "vision";
-  EXPECT_EQ(h.controller->Usage(kBob, other).status, 403);
+  EXPECT_EQ(Api(h.controller->Usage(kBob, other)).status, 403);
 }
 
 TEST(Ledger, AMigSliceIsBilledAsItsShareOfTheGpu) {
   Harness h("", 3600 * 1000, {}, kNov10);
   h.Attach({MakeMigNode("h1", "H100-80GB", 1, {0}, {})});
-  ApiResult r = h.Submit("{mig_profile: 3g.40gb, command: 'true'}", kAlice);
+  ApiAnswer r = h.Submit("{mig_profile: 3g.40gb, command: 'true'}", kAlice);
   ASSERT_EQ(r.body["state"], "running") << r.body.dump();
   h.now += 7 * kHourMs;
   h.controller->RunExited(ExitReport(r.body["id"], 1, "h1", 0, ""));
@@ -156,7 +156,7 @@ TEST(Ledger, APreemptedJobHasAnIntervalPerRunAndTheReportReconciles) {
   h.now += 30 * kMinuteMs;
   h.controller->RunExited(ExitReport(urgent, 1, "n1", 0, ""));
   h.controller->Sync();
-  ASSERT_EQ(h.controller->GetJob(kAlice, victim).body["runs"], 2);
+  ASSERT_EQ(Api(h.controller->GetJob(kAlice, victim)).body["runs"], 2);
   h.now += 60 * kMinuteMs;
   h.controller->RunExited(ExitReport(victim, 2, "n1", 0, ""));
   h.controller->Sync();
@@ -166,13 +166,13 @@ TEST(Ledger, APreemptedJobHasAnIntervalPerRunAndTheReportReconciles) {
   EXPECT_EQ(jobs["lines"][0]["job_id"], victim);
   EXPECT_DOUBLE_EQ(jobs["lines"][0]["gpu_hours"], 4.8);
   EXPECT_DOUBLE_EQ(jobs["lines"][1]["gpu_hours"], 2.0);
-  ApiResult report = h.controller->MonthlyReport(kAdmin, "2026-11");
+  ApiAnswer report = Api(h.controller->MonthlyReport(kAdmin, "2026-11"));
   ASSERT_EQ(report.status, 200) << report.body.dump();
   EXPECT_DOUBLE_EQ(report.body["totals"]["gpu_hours"], 6.8);
   EXPECT_DOUBLE_EQ(report.body["reconciliation"]["ledger_gpu_seconds"], 6.8 * 3600);
   EXPECT_DOUBLE_EQ(report.body["reconciliation"]["event_history_gpu_seconds"], 6.8 * 3600);
   EXPECT_EQ(report.body["reconciliation"]["match"], true);
-  EXPECT_EQ(h.controller->MonthlyReport(kAdmin, "2026-13").status, 400);
+  EXPECT_EQ(Api(h.controller->MonthlyReport(kAdmin, "2026-13")).status, 400);
 }
 
 TEST(Ledger, AnIntervalAcrossMidnightOfTheMonthCountsInBothMonths) {
@@ -182,9 +182,9 @@ TEST(Ledger, AnIntervalAcrossMidnightOfTheMonthCountsInBothMonths) {
   h.now += 4 * kHourMs;
   h.controller->RunExited(ExitReport(id, 1, "n1", 0, ""));
   h.controller->Sync();
-  EXPECT_DOUBLE_EQ(h.controller->MonthlyReport(kAdmin, "2026-11").body["totals"]["gpu_hours"], 2.0);
-  EXPECT_DOUBLE_EQ(h.controller->MonthlyReport(kAdmin, "2026-12").body["totals"]["gpu_hours"], 2.0);
-  EXPECT_DOUBLE_EQ(h.controller->MonthlyReport(kAlice, "2026-12").body["totals"]["cost"], 6.86);
+  EXPECT_DOUBLE_EQ(Api(h.controller->MonthlyReport(kAdmin, "2026-11")).body["totals"]["gpu_hours"], 2.0);
+  EXPECT_DOUBLE_EQ(Api(h.controller->MonthlyReport(kAdmin, "2026-12")).body["totals"]["gpu_hours"], 2.0);
+  EXPECT_DOUBLE_EQ(Api(h.controller->MonthlyReport(kAlice, "2026-12")).body["totals"]["cost"], 6.86);
 }
 
 TEST(Budgets, AlertAt80And100PercentThenHoldTheTeamsNewJobs) {
@@ -201,22 +201,22 @@ TEST(Budgets, AlertAt80And100PercentThenHoldTheTeamsNewJobs) {
   h.now += 30 * kMinuteMs;  // 10.29: spent
   ASSERT_TRUE(WaitFor([&] { return sink.kinds().size() == 2; }));
   EXPECT_EQ(sink.kinds()[1], "budget_exceeded");
-  ApiResult held = h.Submit("{gpus: 1, command: 'true'}", kAlice);
+  ApiAnswer held = h.Submit("{gpus: 1, command: 'true'}", kAlice);
   EXPECT_EQ(held.body["state"], "pending");
-  ApiResult queue = h.controller->Queue(kAlice);
+  ApiAnswer queue = Api(h.controller->Queue(kAlice));
   ASSERT_EQ(queue.body["queue"].size(), 1u);
   EXPECT_NE(queue.body["queue"][0]["reason"].get<std::string>().find("budget of team vision is spent"),
             std::string::npos)
       << queue.body.dump();
   // Other teams go on.
   EXPECT_EQ(h.Submit("{gpus: 1, command: 'true'}", kBob).body["state"], "running");
-  ApiResult budgets = h.controller->Budgets(kAlice);
+  ApiAnswer budgets = Api(h.controller->Budgets(kAlice));
   ASSERT_EQ(budgets.body["budgets"].size(), 1u);
   EXPECT_EQ(budgets.body["budgets"][0]["held"], true);
   EXPECT_EQ(budgets.body["budgets"][0]["level"], 100);
   EXPECT_NE(h.controller->Metrics().find("gantry_budget_held{team=\"vision\",project=\"\"} 1"), std::string::npos);
-  EXPECT_EQ(h.controller->Alerts(kAlice).body["alerts"].size(), 2u);
-  EXPECT_EQ(h.controller->Alerts(kBob).body["alerts"].size(), 0u);
+  EXPECT_EQ(Api(h.controller->Alerts(kAlice)).body["alerts"].size(), 2u);
+  EXPECT_EQ(Api(h.controller->Alerts(kBob)).body["alerts"].size(), 0u);
   // A new month releases the hold; the running job's alerts are not sent twice.
   h.now = Utc("2026-12-01T00:00:10Z");
   ASSERT_TRUE(WaitFor([&] { return h.State(held.body["id"], kAlice) == "running"; }));
@@ -232,15 +232,16 @@ TEST(Budgets, AlertsAreNotSentAgainAfterARestart) {
     h.Attach({MakeNode("n1", "A100-80GB", 4)});
     h.Submit("{gpus: 2, command: 'sleep 1000'}", kAlice);
     h.now += 40 * kMinuteMs;  // 1.33 GPU-h of 1
-    ASSERT_TRUE(WaitFor([&] { return h.controller->Alerts(kAdmin).body["alerts"].size() == 1; }));
+    ASSERT_TRUE(WaitFor([&] { return Api(h.controller->Alerts(kAdmin)).body["alerts"].size() == 1; }));
   }
   Harness h(db, 20, config, kNov10 + 50 * kMinuteMs);
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  nlohmann::json alerts = h.controller->Alerts(kAdmin).body["alerts"];
+  nlohmann::json alerts = Api(h.controller->Alerts(kAdmin)).body["alerts"];
   ASSERT_EQ(alerts.size(), 1u);  // the alert came back from the store, and no second one was sent
   EXPECT_EQ(alerts[0]["kind"], "budget_exceeded");
-  EXPECT_NEAR(h.controller->Budgets(kAdmin).body["budgets"][0]["used"]["gpu_hours"].get<double>(), 100.0 / 60, 1e-6);
+  EXPECT_NEAR(Api(h.controller->Budgets(kAdmin)).body["budgets"][0]["used"]["gpu_hours"].get<double>(), 100.0 / 60,
+              1e-6);
 }
 
 TEST(CostLimit, WarnsAt80PercentAndStopsAt100UnlessTheClassIsExempt) {
@@ -250,18 +251,18 @@ TEST(CostLimit, WarnsAt80PercentAndStopsAt100UnlessTheClassIsExempt) {
   std::string exempt =
       h.Submit("{gpus: 1, priority: critical, cost_limit: 5, command: 'sleep 1000'}", kAlice).body["id"];
   h.now += 72 * kMinuteMs;  // 1.2 h x 3.43 = 4.116: 82%
-  ASSERT_TRUE(WaitFor([&] { return h.controller->Alerts(kAlice).body["alerts"].size() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return Api(h.controller->Alerts(kAlice)).body["alerts"].size() == 2; }));
   EXPECT_EQ(h.State(capped, kAlice), "running");
   h.now += 18 * kMinuteMs;  // 5.145
   ASSERT_TRUE(WaitFor([&] { return h.State(capped, kAlice) == "stopping"; }));
   h.controller->RunExited(ExitReport(capped, 1, "n1", 143, ""));
   h.controller->Sync();
-  ApiResult job = h.controller->GetJob(kAlice, capped);
+  ApiAnswer job = Api(h.controller->GetJob(kAlice, capped));
   EXPECT_EQ(job.body["state"], "failed");
   EXPECT_NE(job.body["reason"].get<std::string>().find("cost limit 5.00 USD reached"), std::string::npos);
   EXPECT_EQ(h.State(exempt, kAlice), "running");  // critical work overruns with an alert
   nlohmann::json kinds = nlohmann::json::array();
-  nlohmann::json alerts = h.controller->Alerts(kAlice).body["alerts"];
+  nlohmann::json alerts = Api(h.controller->Alerts(kAlice)).body["alerts"];
   for (const auto& a : alerts) kinds.push_back(a["kind"]);
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job_cost_limit"), 2) << kinds.dump();
 }
@@ -282,7 +283,7 @@ TEST(IdleJobs, FlaggedAfterTheConfiguredTimeAndStoppedWhenTheTeamSaysSo) {
     h.controller->Sync();  // read at this clock time
   };
   h.controller->Sync();
-  int lazy_gpu = h.controller->GetJob(kAlice, lazy).body["placement"][0]["gpus"][0]["index"];
+  int lazy_gpu = Api(h.controller->GetJob(kAlice, lazy)).body["placement"][0]["gpus"][0]["index"];
   readings(lazy_gpu, 1);
   h.now += 20 * kMinuteMs;
   readings(lazy_gpu, 2);
@@ -291,14 +292,14 @@ TEST(IdleJobs, FlaggedAfterTheConfiguredTimeAndStoppedWhenTheTeamSaysSo) {
   h.now += 11 * kMinuteMs;
   readings(lazy_gpu, 0);
   ASSERT_TRUE(WaitFor([&] { return h.State(lazy, kAlice) == "stopping"; }))
-      << h.controller->Events(kAdmin, lazy).body.dump() << Usage(h, "job").dump();
+      << Api(h.controller->Events(kAdmin, lazy)).body.dump() << Usage(h, "job").dump();
   EXPECT_EQ(h.State(busy, kBob), "running");
-  EXPECT_EQ(h.controller->GetJob(kAlice, lazy).body["idle"], true);
+  EXPECT_EQ(Api(h.controller->GetJob(kAlice, lazy)).body["idle"], true);
   EXPECT_NE(h.controller->Metrics().find("gantry_job_idle{job=\"" + lazy + "\""), std::string::npos);
   h.controller->RunExited(ExitReport(lazy, 1, "n1", 143, ""));
   h.controller->Sync();
   EXPECT_EQ(h.State(lazy, kAlice), "failed");
-  nlohmann::json report = h.controller->MonthlyReport(kAdmin, "2026-11").body;
+  nlohmann::json report = Api(h.controller->MonthlyReport(kAdmin, "2026-11")).body;
   ASSERT_EQ(report["idle_jobs"].size(), 1u);
   EXPECT_EQ(report["idle_jobs"][0]["job_id"], lazy);
   // Utilization in the ledger: the lazy job's readings averaged 1%.

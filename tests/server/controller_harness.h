@@ -12,6 +12,7 @@
 
 #include "core/spec_yaml.h"
 #include "server/controller.h"
+#include "server/http_api.h"
 #include "test_util.h"
 
 namespace gantry::testing {
@@ -65,6 +66,22 @@ inline void RunAsThisAccount(StartOrder& o) {
   o.allow_root = true;
 }
 
+// A controller answer as the API sends it: the HTTP status (HttpStatus, the HTTP layer's
+// mapping) and the body, so tests state expectations in the API's terms.
+struct ApiAnswer {
+  int status = 0;
+  nlohmann::json body;
+};
+inline ApiAnswer Api(const Status& refusal) {
+  nlohmann::json e = {{"code", CodeName(refusal.code())}, {"message", refusal.message()}};
+  if (!refusal.field().empty()) e["field"] = refusal.field();
+  return {HttpStatus(refusal.code()), {{"error", e}}};
+}
+inline ApiAnswer Api(const Answer& a) { return a ? ApiAnswer{200, *a} : Api(a.status()); }
+inline ApiAnswer Api(const Expected<Submitted>& s) {
+  return s ? ApiAnswer{s->created ? 201 : 200, s->job} : Api(s.status());
+}
+
 // What an agent reports when a run ends (`ended_ms` -1: now).
 inline RunReport ExitReport(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                             const std::string& reason, TimeMs ended_ms = -1) {
@@ -98,13 +115,13 @@ struct Harness {
   }
   void Attach(std::vector<Node> nodes) { ASSERT_TRUE(controller->AttachNodes(nodes, &link).ok()); }
   // Submits a YAML/JSON spec as `who`; returns the answer.
-  ApiResult Submit(const std::string& yaml, const Actor& who, const std::string& key = "") {
+  ApiAnswer Submit(const std::string& yaml, const Actor& who, const std::string& key = "") {
     auto spec = ParseJobSpecText(yaml);
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-    return controller->Submit(who, *spec, key);
+    return Api(controller->Submit(who, *spec, key));
   }
   std::string State(const std::string& id, const Actor& who) {
-    return controller->GetJob(who, id).body.value("state", "?");
+    return Api(controller->GetJob(who, id)).body.value("state", "?");
   }
 
   std::string db;

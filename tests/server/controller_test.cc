@@ -14,7 +14,7 @@ constexpr const char* kTwoGpus = "{gpus: 2, command: 'true'}";
 TEST(Controller, SubmitStartsOnFreeGpusAtOnceAndSucceeds) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
-  ApiResult r = h.Submit(kTwoGpus, kAlice);
+  ApiAnswer r = h.Submit(kTwoGpus, kAlice);
   ASSERT_EQ(r.status, 201) << r.body.dump();
   // The reply comes after the batch's cycle: the job already holds GPUs.
   EXPECT_EQ(r.body["state"], "running");
@@ -35,9 +35,9 @@ TEST(Controller, WaitingJobStartsWhenGpusAreFreed) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string first = h.Submit("{gpus: 4, command: 'true'}", kAlice).body["id"];
-  ApiResult second = h.Submit("{gpus: 4, command: 'true'}", kAlice);
+  ApiAnswer second = h.Submit("{gpus: 4, command: 'true'}", kAlice);
   EXPECT_EQ(second.body["state"], "pending");
-  ApiResult queue = h.controller->Queue(kAlice);
+  ApiAnswer queue = Api(h.controller->Queue(kAlice));
   ASSERT_EQ(queue.body["queue"].size(), 1u);
   EXPECT_EQ(queue.body["queue"][0]["id"], second.body["id"]);
   EXPECT_NE(queue.body["queue"][0]["reason"].get<std::string>().find("4 GPUs"), std::string::npos);
@@ -51,15 +51,15 @@ TEST(Controller, CancelPendingAtOnceAndRunningAfterItsProcessEnds) {
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string running = h.Submit("{gpus: 4, command: 'sleep 100'}", kAlice).body["id"];
   std::string pending = h.Submit("{gpus: 4, command: 'true'}", kAlice).body["id"];
-  EXPECT_EQ(h.controller->Cancel(kAlice, pending).body["state"], "cancelled");
-  EXPECT_EQ(h.controller->Cancel(kAlice, running).body["state"], "stopping");
+  EXPECT_EQ(Api(h.controller->Cancel(kAlice, pending)).body["state"], "cancelled");
+  EXPECT_EQ(Api(h.controller->Cancel(kAlice, running)).body["state"], "stopping");
   h.controller->Sync();
   ASSERT_EQ(h.link.stops.size(), 1u);
   EXPECT_EQ(h.link.stops[0].grace_ms, 5000);  // kill_wait: SIGTERM, then SIGKILL 5 s later
   h.controller->RunExited(ExitReport(running, 1, "n1", 143, ""));
   h.controller->Sync();
   EXPECT_EQ(h.State(running, kAlice), "cancelled");
-  EXPECT_EQ(h.controller->Cancel(kAlice, running).status, 409);  // already over
+  EXPECT_EQ(Api(h.controller->Cancel(kAlice, running)).status, 409);  // already over
 }
 
 TEST(Controller, NonZeroExitRetriesAsAskedThenFails) {
@@ -74,7 +74,7 @@ TEST(Controller, NonZeroExitRetriesAsAskedThenFails) {
   EXPECT_EQ(h.State(id, kAlice), "running");
   h.controller->RunExited(ExitReport(id, 2, "n1", 3, ""));
   h.controller->Sync();
-  ApiResult job = h.controller->GetJob(kAlice, id);
+  ApiAnswer job = Api(h.controller->GetJob(kAlice, id));
   EXPECT_EQ(job.body["state"], "failed");
   EXPECT_EQ(job.body["exit_code"], 3);
   EXPECT_EQ(job.body["runs"], 2);
@@ -85,7 +85,7 @@ TEST(Controller, HigherPriorityJobPreemptsAndTheVictimRequeues) {
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string victim = h.Submit("{gpus: 4, priority: low, command: 'sleep 1000'}", kAlice).body["id"];
   h.now += 11 * kMinuteMs;  // past preemption.min_runtime (10m)
-  ApiResult urgent = h.Submit("{gpus: 4, priority: critical, command: 'true'}", kBob);
+  ApiAnswer urgent = h.Submit("{gpus: 4, priority: critical, command: 'true'}", kBob);
   EXPECT_EQ(urgent.body["state"], "pending");
   h.controller->Sync();
   ASSERT_EQ(h.link.stops.size(), 1u);
@@ -94,7 +94,7 @@ TEST(Controller, HigherPriorityJobPreemptsAndTheVictimRequeues) {
   EXPECT_EQ(h.State(victim, kAlice), "stopping");
   h.controller->RunExited(ExitReport(victim, 1, "n1", 143, ""));
   h.controller->Sync();
-  ApiResult v = h.controller->GetJob(kAlice, victim);
+  ApiAnswer v = Api(h.controller->GetJob(kAlice, victim));
   EXPECT_EQ(v.body["state"], "pending");
   EXPECT_EQ(v.body["evictions"], 1);
   EXPECT_EQ(h.State(urgent.body["id"], kBob), "running");
@@ -111,7 +111,7 @@ TEST(Controller, TimeLimitStopsTheJob) {
   ASSERT_EQ(h.State(id, kAlice), "stopping");
   h.controller->RunExited(ExitReport(id, 1, "n1", 143, ""));
   h.controller->Sync();
-  ApiResult job = h.controller->GetJob(kAlice, id);
+  ApiAnswer job = Api(h.controller->GetJob(kAlice, id));
   EXPECT_EQ(job.body["state"], "failed");
   EXPECT_NE(job.body["reason"].get<std::string>().find("time limit"), std::string::npos);
 }
@@ -132,7 +132,7 @@ TEST(Controller, RestartKeepsEveryJobAndAdoptsWhatStillRuns) {
   RunReport still{running, 1, "n1", false, -1, ""};
   ASSERT_TRUE(h.controller->AttachNodes({MakeNode("n1", "A100-80GB", 4)}, &h.link, {still}).ok());
   h.controller->Sync();
-  ApiResult job = h.controller->GetJob(kAlice, running);
+  ApiAnswer job = Api(h.controller->GetJob(kAlice, running));
   EXPECT_EQ(job.body["state"], "running");
   EXPECT_EQ(job.body["runs"], 1);
   EXPECT_EQ(job.body["placement"][0]["gpus"].size(), 3u);
@@ -156,23 +156,23 @@ TEST(Controller, RestartResendsAStartTheAgentNeverGot) {
   ASSERT_EQ(h.link.starts.size(), 1u);
   EXPECT_EQ(h.link.starts[0].job_id, id);
   EXPECT_EQ(h.link.starts[0].run, 1);  // the same run on the same GPUs, not a second placement
-  EXPECT_EQ(h.controller->GetJob(kAlice, id).body["runs"], 1);
+  EXPECT_EQ(Api(h.controller->GetJob(kAlice, id)).body["runs"], 1);
 }
 
 TEST(Controller, IdempotencyKeyMakesOneJobPerKey) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
-  ApiResult a = h.Submit(kTwoGpus, kAlice, "k1");
-  ApiResult b = h.Submit(kTwoGpus, kAlice, "k1");
+  ApiAnswer a = h.Submit(kTwoGpus, kAlice, "k1");
+  ApiAnswer b = h.Submit(kTwoGpus, kAlice, "k1");
   EXPECT_EQ(a.status, 201);
   EXPECT_EQ(b.status, 200);
   EXPECT_EQ(a.body["id"], b.body["id"]);
   EXPECT_TRUE(b.body["idempotent_replay"].get<bool>());
-  ApiResult other = h.Submit("{gpus: 1, command: 'true'}", kAlice, "k1");
+  ApiAnswer other = h.Submit("{gpus: 1, command: 'true'}", kAlice, "k1");
   EXPECT_EQ(other.status, 422);
   EXPECT_EQ(other.body["error"]["field"], "Idempotency-Key");
   EXPECT_EQ(h.Submit(kTwoGpus, kBob, "k1").status, 201);  // keys are per user
-  EXPECT_EQ(h.controller->ListJobs(kAdmin, {}).body["jobs"].size(), 2u);
+  EXPECT_EQ(Api(h.controller->ListJobs(kAdmin, {})).body["jobs"].size(), 2u);
 }
 
 TEST(Controller, UsersSeeAndCancelOnlyTheirTeamsJobs) {
@@ -180,57 +180,57 @@ TEST(Controller, UsersSeeAndCancelOnlyTheirTeamsJobs) {
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string mine = h.Submit(kTwoGpus, kAlice).body["id"];
   h.Submit(kTwoGpus, kBob);
-  EXPECT_EQ(h.controller->GetJob(kBob, mine).status, 404);
-  EXPECT_EQ(h.controller->Cancel(kBob, mine).status, 404);
+  EXPECT_EQ(Api(h.controller->GetJob(kBob, mine)).status, 404);
+  EXPECT_EQ(Api(h.controller->Cancel(kBob, mine)).status, 404);
   EXPECT_EQ(h.State(mine, kAlice), "running");
-  ApiResult bobs = h.controller->ListJobs(kBob, {});
+  ApiAnswer bobs = Api(h.controller->ListJobs(kBob, {}));
   ASSERT_EQ(bobs.body["jobs"].size(), 1u);
   EXPECT_EQ(bobs.body["jobs"][0]["team"], "nlp");
   EXPECT_FALSE(bobs.body["jobs"][0]["spec"].contains("command"));  // lists leave commands out
-  EXPECT_EQ(h.controller->ListJobs(kAdmin, {}).body["jobs"].size(), 2u);
+  EXPECT_EQ(Api(h.controller->ListJobs(kAdmin, {})).body["jobs"].size(), 2u);
   Actor teammate{"carol", "vision", Role::kUser};
-  EXPECT_EQ(h.controller->Cancel(teammate, mine).status, 200);
+  EXPECT_EQ(Api(h.controller->Cancel(teammate, mine)).status, 200);
 }
 
 TEST(Controller, RefusalsNameTheFieldAndChangeNothing) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
-  ApiResult team = h.Submit("{gpus: 1, team: nlp}", kAlice);
+  ApiAnswer team = h.Submit("{gpus: 1, team: nlp}", kAlice);
   EXPECT_EQ(team.status, 403);
   EXPECT_EQ(team.body["error"]["field"], "team");
-  ApiResult zero = h.Submit("{gpus: 0}", kAlice);
+  ApiAnswer zero = h.Submit("{gpus: 0}", kAlice);
   EXPECT_EQ(zero.status, 400);
   EXPECT_EQ(zero.body["error"]["field"], "gpus");
-  ApiResult type = h.Submit("{gpus: 1, gpu_types: [Z100]}", kAlice);
+  ApiAnswer type = h.Submit("{gpus: 1, gpu_types: [Z100]}", kAlice);
   EXPECT_EQ(type.body["error"]["field"], "gpu_types");
-  ApiResult big = h.Submit("{gpus: 8}", kAlice);  // no node has 8 GPUs
+  ApiAnswer big = h.Submit("{gpus: 8}", kAlice);  // no node has 8 GPUs
   EXPECT_EQ(big.status, 400);
   EXPECT_EQ(big.body["error"]["field"], "gpus");
-  ApiResult id = h.Submit("{gpus: 1, id: x}", kAlice);
+  ApiAnswer id = h.Submit("{gpus: 1, id: x}", kAlice);
   EXPECT_EQ(id.body["error"]["field"], "id");
-  EXPECT_TRUE(h.controller->ListJobs(kAdmin, {}).body["jobs"].empty());
+  EXPECT_TRUE(Api(h.controller->ListJobs(kAdmin, {})).body["jobs"].empty());
 }
 
 TEST(Controller, OnlyAdminsDrainAndADrainedGpuGetsNoJob) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 2)});
-  EXPECT_EQ(h.controller->SetDrain(kAlice, "n1", -1, true).status, 403);
-  EXPECT_EQ(h.controller->SetDrain(kAdmin, "n9", -1, true).status, 404);
-  ASSERT_EQ(h.controller->SetDrain(kAdmin, "n1", 0, true).status, 200);
-  ApiResult a = h.Submit("{gpus: 1, command: 'true'}", kAlice);
+  EXPECT_EQ(Api(h.controller->SetDrain(kAlice, "n1", -1, true)).status, 403);
+  EXPECT_EQ(Api(h.controller->SetDrain(kAdmin, "n9", -1, true)).status, 404);
+  ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", 0, true)).status, 200);
+  ApiAnswer a = h.Submit("{gpus: 1, command: 'true'}", kAlice);
   EXPECT_EQ(a.body["placement"][0]["gpus"][0]["index"], 1);  // GPU 0 is fenced
   EXPECT_EQ(h.Submit("{gpus: 1, command: 'true'}", kAlice).body["state"], "pending");
-  ASSERT_EQ(h.controller->SetDrain(kAdmin, "n1", -1, true).status, 200);
-  ApiResult nodes = h.controller->Nodes();
+  ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", -1, true)).status, 200);
+  ApiAnswer nodes = Api(h.controller->Nodes());
   EXPECT_EQ(nodes.body["nodes"][0]["state"], "draining");  // a job still runs there
   h.controller->RunExited(ExitReport(a.body["id"], 1, "n1", 0, ""));
   h.controller->Sync();
-  EXPECT_EQ(h.controller->Nodes().body["nodes"][0]["state"], "drained");
-  ASSERT_EQ(h.controller->SetDrain(kAdmin, "n1", -1, false).status, 200);
-  ASSERT_EQ(h.controller->SetDrain(kAdmin, "n1", 0, false).status, 200);
+  EXPECT_EQ(Api(h.controller->Nodes()).body["nodes"][0]["state"], "drained");
+  ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", -1, false)).status, 200);
+  ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", 0, false)).status, 200);
   h.controller->Sync();
   h.controller->Sync();
-  ApiResult cluster = h.controller->Cluster();
+  ApiAnswer cluster = Api(h.controller->Cluster());
   EXPECT_EQ(cluster.body["running"], 1);  // the waiting job started once the node was back
 }
 
@@ -264,7 +264,7 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
   h.controller->MigChanged({"h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, first, ""});
   h.controller->RunExited(ExitReport(first, 1, "h1", 0, ""));
   h.controller->Sync();
-  nlohmann::json gpu = h.controller->Nodes().body["nodes"][0]["gpus"][0];
+  nlohmann::json gpu = Api(h.controller->Nodes()).body["nodes"][0]["gpus"][0];
   ASSERT_EQ(gpu["mig_instances"].size(), 1u) << gpu.dump();
   EXPECT_EQ(gpu["mig_instances"][0]["uuid"], "MIG-made-1");
 
@@ -293,7 +293,7 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
   h.controller->Sync();
   // Requeued as a fault (not failed) and started again with the same re-partition planned
   // against the GPU as the agent reported it.
-  nlohmann::json job = h.controller->GetJob(kAlice, big).body;
+  nlohmann::json job = Api(h.controller->GetJob(kAlice, big)).body;
   EXPECT_EQ(job["state"], "running") << job.dump();
   EXPECT_EQ(job["runs"], 2) << job.dump();
   std::lock_guard<std::mutex> lock(h.link.mu);

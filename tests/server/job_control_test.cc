@@ -11,15 +11,15 @@ TEST(CheckpointDone, EndsTheGracePeriodOfAStoppingJobAtOnce) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string victim = h.Submit("{gpus: 4, priority: low, command: 'sleep 1000'}", kAlice).body["id"];
-  ApiResult early = h.controller->CheckpointDone(kAlice, victim);
+  ApiAnswer early = Api(h.controller->CheckpointDone(kAlice, victim));
   EXPECT_EQ(early.status, 409);  // running, not stopping: nothing waits for a checkpoint
   EXPECT_EQ(early.body["error"]["field"], "id");
   h.now += 11 * kMinuteMs;
   h.Submit("{gpus: 4, priority: critical, command: 'true'}", kBob);
   h.controller->Sync();
   ASSERT_EQ(h.State(victim, kAlice), "stopping");
-  EXPECT_EQ(h.controller->CheckpointDone(kBob, victim).status, 404);  // another team's job
-  ApiResult done = h.controller->CheckpointDone(kAlice, victim);
+  EXPECT_EQ(Api(h.controller->CheckpointDone(kBob, victim)).status, 404);  // another team's job
+  ApiAnswer done = Api(h.controller->CheckpointDone(kAlice, victim));
   ASSERT_EQ(done.status, 200) << done.body.dump();
   h.controller->Sync();
   std::lock_guard<std::mutex> lock(h.link.mu);
@@ -49,7 +49,7 @@ TEST(GpuMemoryWatch, ATimeSlicedJobOverItsShareIsStoppedAndItsNeighbourIsNot) {
   }
   h.controller->RunExited(ExitReport(greedy, 1, "n1", 137, ""));
   h.controller->Sync();
-  ApiResult job = h.controller->GetJob(kAlice, greedy);
+  ApiAnswer job = Api(h.controller->GetJob(kAlice, greedy));
   EXPECT_EQ(job.body["state"], "failed");
   EXPECT_NE(job.body["reason"].get<std::string>().find("used 30000 MiB of GPU memory on n1 GPU 0, over its share "
                                                        "of 20480 MiB"),
@@ -71,7 +71,7 @@ TEST(AllowedExecutables, OnlyListedProgramsAsOneSimpleCommand) {
   for (const char* bad : {"{gpus: 1, command: 'bash -c id'}", "{gpus: 1, command: '/usr/bin/python3 x.py; id'}",
                           "{gpus: 1, command: '/usr/bin/python3 $(id)'}",
                           "{gpus: 1, command: '/opt/conda/envs/torch/bin/../../../../bin/sh'}"}) {
-    ApiResult r = h.Submit(bad, kAlice);
+    ApiAnswer r = h.Submit(bad, kAlice);
     EXPECT_EQ(r.status, 400) << bad;
     EXPECT_EQ(r.body["error"]["field"], "command") << r.body.dump();
   }
