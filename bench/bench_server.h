@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -44,8 +45,16 @@ inline Server StartServer(const std::string& dir, std::vector<std::string> args,
     if (!freopen((dir + "/server.log").c_str(), "w", stdout) || !freopen((dir + "/server.log").c_str(), "a", stderr)) {
       _exit(127);
     }
-    std::vector<std::string> all = {GANTRY_BINARY, "server",      "--data-dir",   dir + "/data",
-                                    "--listen",    "127.0.0.1:0", "--ready-file", ready};
+    // GANTRY_BENCH_BINARY runs another build (an earlier commit's) under the same bench.
+    const char* other = std::getenv("GANTRY_BENCH_BINARY");
+    std::vector<std::string> all = {other ? other : GANTRY_BINARY,
+                                    "server",
+                                    "--data-dir",
+                                    dir + "/data",
+                                    "--listen",
+                                    "127.0.0.1:0",
+                                    "--ready-file",
+                                    ready};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());

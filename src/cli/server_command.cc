@@ -129,58 +129,13 @@ Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, co
   return Status::Ok();
 }
 
-}  // namespace
-
-int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
-  // SIGTERM and SIGINT are taken by a waiting thread; block them before any thread starts.
-  sigset_t stop_signals = BlockStopSignals();
-
-  std::string host;
-  int port = 0;
-  if (!SplitHostPort(o.listen, &host, &port)) {
-    err << "gantry server: --listen: expected HOST:PORT, got '" << o.listen << "'\n";
-    return 2;
-  }
+// The controller's options from the config directory: catalog, scheduler, quotas (re-read
+// when team_quotas.yaml changes), pricing, node timeout.
+Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
   auto config = LoadConfigDir(o.config_dir);
-  if (!config) {
-    err << "gantry server: config: " << config.status().ToString() << "\n";
-    return 2;
-  }
-  std::error_code ec;
-  // Absolute: jobs run in their own working directories and the shim writes under it.
-  std::string data_dir =
-      fs::absolute(o.data_dir.empty() ? DefaultDataDir() : o.data_dir, ec).lexically_normal().string();
-  fs::create_directories(data_dir, ec);
-  if (ec) {
-    err << "gantry server: cannot create " << data_dir << ": " << ec.message() << "\n";
-    return 2;
-  }
-  // Others may pass through (jobs run as their users reach their checkpoint directories)
-  // but not list; the database and the admin token are the server's alone.
-  ::chmod(data_dir.c_str(), 0711);
-  std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
-  const auto max_log = static_cast<int64_t>(o.runner.max_log_mb * 1024 * 1024);
-  auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
-  if (!store) {
-    err << "gantry server: " << store.status().ToString() << "\n";
-    return 2;
-  }
-  for (const char* suffix : {"", "-wal", "-shm"}) ::chmod((db + suffix).c_str(), 0600);
-  UserDirectory users;
-  if (!o.config_dir.empty() && fs::exists(o.config_dir + "/users.yaml")) {
-    auto loaded = UserDirectory::LoadFile(o.config_dir + "/users.yaml");
-    if (!loaded) {
-      err << "gantry server: " << loaded.status().ToString() << "\n";
-      return 2;
-    }
-    users = std::move(*loaded);
-  }
-
+  if (!config) return Status::Invalid("config", config.status().ToString());
   auto pricing = PricingConfig::FromYaml(config->gpu_types_yaml, config->catalog);
-  if (!pricing) {
-    err << "gantry server: gpu_types.yaml: " << pricing.status().ToString() << "\n";
-    return 2;
-  }
+  if (!pricing) return Status::Invalid("gpu_types.yaml", pricing.status().ToString());
   ControllerOptions copts;
   copts.pricing = std::move(*pricing);
   copts.config = std::move(*config);
@@ -188,84 +143,87 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     copts.quotas_path = o.config_dir + "/team_quotas.yaml";
   }
   copts.node_timeout_ms = static_cast<DurationMs>(o.node_timeout_s * 1000);
-  Controller controller(std::move(copts), std::move(*store));
-  if (Status s = controller.Recover(); !s.ok()) {
-    err << "gantry server: recovery from " << db << " failed: " << s.ToString() << "\n";
-    return 1;
-  }
-  controller.Start();
+  return copts;
+}
 
-  std::unique_ptr<JobCgroups> cgroups;  // outlives the agent that uses it
-  std::unique_ptr<LocalAgent> agent;
+// The in-process agent of a standalone server and what it runs on.
+struct Standalone {
   std::unique_ptr<GpuProvider> provider;
   FakeGpuProvider* fake = nullptr;
-  std::unique_ptr<GpuMonitor> monitor;
   std::vector<Node> nodes;
-  if (o.standalone) {
-    auto rules = HealthRules::LoadDir(o.config_dir);
-    if (!rules) {
-      err << "gantry server: health.yaml: " << rules.status().ToString() << "\n";
-      return 2;
-    }
-    auto found = StandaloneNodes(o.fake_gpus, controller.catalog(), out);
-    if (!found) {
-      err << "gantry server: " << found.status().ToString() << "\n";
-      return 2;
-    }
-    nodes = std::move(found->nodes);
-    provider = std::move(found->provider);
-    fake = found->fake;
-    auto setup = SetUpJobRunner(o.runner, data_dir + "/agent", provider.get(), fake);
-    if (!setup) {
-      err << "gantry server: " << setup.status().ToString() << "\n";
-      return 2;
-    }
-    out << setup->note << "\n";
-    cgroups = std::move(setup->cgroups);
-    agent = std::make_unique<LocalAgent>(setup->options, controller);
-    std::vector<RunReport> runs = agent->Recover();
-    agent->Serve();
-    if (Status s = controller.AttachNodes(nodes, agent.get(), runs); !s.ok()) {
-      err << "gantry server: " << s.ToString() << "\n";
-      return 2;
-    }
-    std::map<std::string, GpuLocation> where;
-    for (const Node& n : nodes) {
-      for (const Gpu& g : n.gpus) where[g.uuid] = {n.id, g.index};
-    }
-    LocalAgent* a = agent.get();
-    monitor =
-        std::make_unique<GpuMonitor>(*provider, *rules, where, controller, [a](int pid) { return a->JobOfPid(pid); });
-    monitor->Start();
-    auto hash = EnsureAdminToken(controller, data_dir, out);
-    if (!hash) {
-      err << "gantry server: " << hash.status().ToString() << "\n";
-      return 1;
-    }
-    users.Add({{"admin", "admin", Role::kAdmin}, *hash});
-    if (!users.HasTeamPolicy("admin")) {
-      // The standalone admin's jobs run as the account that started the server: on a
-      // server started as root, as root (its operator's own choice).
-      struct passwd* self = getpwuid(geteuid());
-      TeamPolicy own;
-      own.unix_account = self ? self->pw_name : "";
-      own.allow_root = geteuid() == 0;
-      own.non_preemptible = true;
-      users.SetTeam("admin", own);
-      out << fmt::format("standalone: the admin's jobs run as {}\n", own.unix_account);
-    }
-    out << fmt::format("standalone: {} node(s), GPUs from {}, data in {}\n", nodes.size(), provider->name(), data_dir);
-  }
-  if (users.size() == 0) {
-    err << "gantry server: no users: write " << (o.config_dir.empty() ? "CONFIG" : o.config_dir)
-        << "/users.yaml (see docs/USER_GUIDE.md) or use --standalone\n";
-    return 2;
-  }
+  std::unique_ptr<JobCgroups> cgroups;  // outlives the agent that uses it
+  std::unique_ptr<LocalAgent> agent;
+  std::unique_ptr<GpuMonitor> monitor;
+};
 
-  controller.SetUsers(std::make_shared<const UserDirectory>(users));
-  AgentHub hub(controller, data_dir + "/logs", max_log);
+// Finds this machine's GPUs, starts the job runner (adopting the runs an earlier server
+// left), attaches its node to the controller and starts watching the GPUs.
+Status StartStandalone(const ServerOptions& o, const std::string& data_dir, Controller& controller, Standalone& s,
+                       std::ostream& out) {
+  auto rules = HealthRules::LoadDir(o.config_dir);
+  if (!rules) return Status::Invalid("health.yaml", rules.status().ToString());
+  auto found = StandaloneNodes(o.fake_gpus, controller.catalog(), out);
+  if (!found) return found.status();
+  s.nodes = std::move(found->nodes);
+  s.provider = std::move(found->provider);
+  s.fake = found->fake;
+  auto setup = SetUpJobRunner(o.runner, data_dir + "/agent", s.provider.get(), s.fake);
+  if (!setup) return setup.status();
+  out << setup->note << "\n";
+  s.cgroups = std::move(setup->cgroups);
+  s.agent = std::make_unique<LocalAgent>(setup->options, controller);
+  std::vector<RunReport> runs = s.agent->Recover();
+  s.agent->Serve();
+  if (Status attached = controller.AttachNodes(s.nodes, s.agent.get(), runs); !attached.ok()) return attached;
+  std::map<std::string, GpuLocation> where;
+  for (const Node& n : s.nodes) {
+    for (const Gpu& g : n.gpus) where[g.uuid] = {n.id, g.index};
+  }
+  LocalAgent* agent = s.agent.get();
+  s.monitor = std::make_unique<GpuMonitor>(*s.provider, *rules, where, controller,
+                                           [agent](int pid) { return agent->JobOfPid(pid); });
+  s.monitor->Start();
+  out << fmt::format("standalone: {} node(s), GPUs from {}, data in {}\n", s.nodes.size(), s.provider->name(),
+                     data_dir);
+  return Status::Ok();
+}
+
+// The standalone admin: its token (made on first start) and, unless users.yaml says
+// otherwise, a team policy that runs its jobs as the account that started the server (on a
+// server started as root, as root: its operator's own choice).
+Status AddStandaloneAdmin(Controller& controller, const std::string& data_dir, UserDirectory& users,
+                          std::ostream& out) {
+  auto hash = EnsureAdminToken(controller, data_dir, out);
+  if (!hash) return hash.status();
+  users.Add({{"admin", "admin", Role::kAdmin}, *hash});
+  if (users.HasTeamPolicy("admin")) return Status::Ok();
+  struct passwd* self = getpwuid(geteuid());
+  TeamPolicy own;
+  own.unix_account = self ? self->pw_name : "";
+  own.allow_root = geteuid() == 0;
+  own.non_preemptible = true;
+  users.SetTeam("admin", own);
+  out << fmt::format("standalone: the admin's jobs run as {}\n", own.unix_account);
+  return Status::Ok();
+}
+
+// The HTTP API's options: the front end's limits and TLS from the flags, the agent hub, the
+// job logs (the in-process agent's files, else what remote agents shipped) and, with fake
+// GPUs, fault injection.
+Expected<HttpOptions> HttpOptionsFrom(const ServerOptions& o, AgentHub& hub, Standalone& local) {
   HttpOptions hopts;
   hopts.agents = &hub;
+  if (FakeGpuProvider* fake = local.fake) {
+    hopts.inject_fault = [fake, &local](const std::string& node_id, int gpu, const nlohmann::json& f) -> Status {
+      return InjectFakeFault(*fake, local.nodes, node_id, gpu, f);
+    };
+  }
+  LocalAgent* agent = local.agent.get();
+  hopts.log_path = [agent, &hub](const std::string& id, const std::string& stream) {
+    std::error_code missing;
+    std::string here = agent ? agent->JobDir(id) + "/" + stream + ".log" : "";
+    return agent && fs::exists(here, missing) ? here : hub.LogPath(id, stream);
+  };
   hopts.limits.workers = o.http_threads;
   hopts.limits.max_per_client = o.max_connections_per_client;
   hopts.limits.max_connections = o.max_connections;
@@ -273,32 +231,72 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   hopts.limits.idle_timeout_s = o.idle_timeout_s;
   if (!o.tls_cert.empty() || !o.tls_key.empty()) {
     auto tls = TlsContext::Load(o.tls_cert, o.tls_key);
-    if (!tls) {
-      err << "gantry server: " << tls.status().ToString() << "\n";
-      return 2;
-    }
+    if (!tls) return tls.status();
     hopts.tls = *tls;
   }
   hopts.open_metrics = o.open_metrics;
-  if (fake) {
-    hopts.inject_fault = [fake, &nodes](const std::string& node_id, int gpu, const nlohmann::json& f) -> Status {
-      return InjectFakeFault(*fake, nodes, node_id, gpu, f);
-    };
-  }
-  // A job's output: the in-process agent's files, else what remote agents shipped.
-  LocalAgent* local = agent.get();
-  hopts.log_path = [local, &hub](const std::string& id, const std::string& stream) {
-    std::error_code ec;
-    std::string here = local ? local->JobDir(id) + "/" + stream + ".log" : "";
-    return local && fs::exists(here, ec) ? here : hub.LogPath(id, stream);
+  return hopts;
+}
+
+}  // namespace
+
+int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
+  // SIGTERM and SIGINT are taken by a waiting thread; block them before any thread starts.
+  sigset_t stop_signals = BlockStopSignals();
+  auto fail = [&err](const Status& s, int code) {
+    err << "gantry server: " << s.ToString() << "\n";
+    return code;
   };
-  HttpApi api(controller, users, hopts);
-  auto bound = api.Bind(host, port);
-  if (!bound) {
-    err << "gantry server: " << bound.status().ToString() << "\n";
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(o.listen, &host, &port)) {
+    return fail(Status::Invalid("--listen", "expected HOST:PORT, got '" + o.listen + "'"), 2);
+  }
+  auto copts = ControllerOptionsFrom(o);
+  if (!copts) return fail(copts.status(), 2);
+  std::error_code ec;
+  // Absolute: jobs run in their own working directories and the shim writes under it.
+  std::string data_dir =
+      fs::absolute(o.data_dir.empty() ? DefaultDataDir() : o.data_dir, ec).lexically_normal().string();
+  fs::create_directories(data_dir, ec);
+  if (ec) return fail(Status::Internal("cannot create " + data_dir + ": " + ec.message()), 2);
+  // Others may pass through (jobs run as their users reach their checkpoint directories)
+  // but not list; the database and the admin token are the server's alone.
+  ::chmod(data_dir.c_str(), 0711);
+  std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
+  auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
+  if (!store) return fail(store.status(), 2);
+  for (const char* suffix : {"", "-wal", "-shm"}) ::chmod((db + suffix).c_str(), 0600);
+  UserDirectory users;
+  if (!o.config_dir.empty() && fs::exists(o.config_dir + "/users.yaml")) {
+    auto loaded = UserDirectory::LoadFile(o.config_dir + "/users.yaml");
+    if (!loaded) return fail(loaded.status(), 2);
+    users = std::move(*loaded);
+  }
+  Controller controller(std::move(*copts), std::move(*store));
+  if (Status s = controller.Recover(); !s.ok()) {
+    return fail(Status::Internal("recovery from " + db + " failed: " + s.ToString()), 1);
+  }
+  controller.Start();
+
+  Standalone local;
+  if (o.standalone) {
+    if (Status s = StartStandalone(o, data_dir, controller, local, out); !s.ok()) return fail(s, 2);
+    if (Status s = AddStandaloneAdmin(controller, data_dir, users, out); !s.ok()) return fail(s, 1);
+  }
+  if (users.size() == 0) {
+    err << "gantry server: no users: write " << (o.config_dir.empty() ? "CONFIG" : o.config_dir)
+        << "/users.yaml (see docs/USER_GUIDE.md) or use --standalone\n";
     return 2;
   }
-  std::string address = fmt::format("{}://{}:{}", hopts.tls ? "https" : "http", host, *bound);
+  controller.SetUsers(std::make_shared<const UserDirectory>(users));
+  AgentHub hub(controller, data_dir + "/logs", static_cast<int64_t>(o.runner.max_log_mb * 1024 * 1024));
+  auto hopts = HttpOptionsFrom(o, hub, local);
+  if (!hopts) return fail(hopts.status(), 2);
+  HttpApi api(controller, users, *hopts);
+  auto bound = api.Bind(host, port);
+  if (!bound) return fail(bound.status(), 2);
+  std::string address = fmt::format("{}://{}:{}", hopts->tls ? "https" : "http", host, *bound);
   out << "gantry server listening on " << address << " (store " << db << ")" << std::endl;
   if (!o.ready_file.empty()) {
     std::ofstream(o.ready_file + ".tmp") << address << "\n";
@@ -314,8 +312,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // Serve returned (a signal, or the listener failed): wake the waiter if it still waits.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
-  if (monitor) monitor->Stop();
-  if (agent) agent->Shutdown();
+  if (local.monitor) local.monitor->Stop();
+  if (local.agent) local.agent->Shutdown();
   controller.Stop();
   out << "gantry server stopped" << std::endl;
   return 0;

@@ -1,0 +1,111 @@
+// The remote agent's HTTP loops: register, long-poll orders, send reports.
+#include "agent/server_connection.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ostream>
+#include <thread>
+
+#include "protocol/order_wire.h"
+#include "protocol/spec_json.h"
+
+namespace gantry {
+
+namespace {
+
+void Configure(httplib::Client& client, const ServerConnectionOptions& o) {
+  client.set_bearer_token_auth(o.token);
+  client.set_tcp_nodelay(true);
+  client.set_keep_alive(true);
+  if (!o.ca_cert.empty()) client.set_ca_cert_path(o.ca_cert.c_str());
+}
+
+}  // namespace
+
+nlohmann::json RegistrationToJson(const Registration& reg) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const RunReport& r : reg.runs) runs.push_back(RunReportToJson(r));
+  nlohmann::json body = {{"node_id", reg.node_id}, {"inventory", InventoryToJson(reg.inventory)}, {"runs", runs}};
+  if (reg.cpus >= 0) body["cpus"] = reg.cpus;
+  if (reg.memory_mib >= 0) body["memory_mib"] = reg.memory_mib;
+  if (!reg.labels.empty()) body["labels"] = reg.labels;
+  return body;
+}
+
+ServerConnection::ServerConnection(ServerConnectionOptions options, std::ostream& err)
+    : options_(std::move(options)), err_(err), poller_(options_.server), reporter_(options_.server) {
+  Configure(poller_, options_);
+  Configure(reporter_, options_);
+  poller_.set_read_timeout(options_.poll_wait_s + 10);
+}
+
+bool ServerConnection::Register(const Registration& registration) {
+  std::string body = RegistrationToJson(registration).dump(-1, ' ', false, kReplaceBadUtf8);
+  for (int attempt = 0; !stop_; ++attempt) {
+    auto r = poller_.Post("/v1/agent/register", body, "application/json");
+    if (r && r->status == 200) {
+      nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
+      session_ = answer.value("session", "");
+      acked_ = answer.value("ack", uint64_t{0});
+      return true;
+    }
+    if (r && r->status < 500 && r->status != 404) {
+      err_ << "gantry agent: registration refused: " << r->status << " " << r->body << "\n";
+      return false;
+    }
+    if (attempt % 10 == 0) err_ << "gantry agent: server " << options_.server << " not reachable yet; retrying\n";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return false;
+}
+
+void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
+                                  const std::function<Registration()>& registration) {
+  while (!stop_) {
+    auto r = poller_.Get(fmt::format("/v1/agent/orders?node={}&session={}&ack={}&wait={}", options_.node_id, session_,
+                                     acked_, options_.poll_wait_s));
+    if (!r) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    if (r->status == 404 || r->status == 409) {  // the server restarted (or forgot us): register again
+      Register(registration());
+      continue;
+    }
+    nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+    for (const auto& order : FieldOr(body, "orders", EmptyList())) {
+      uint64_t seq = order.value("seq", uint64_t{0});
+      if (seq <= acked_) continue;  // applied already; its acknowledgement was lost
+      acked_ = seq;
+      if (order.value("type", "") == "start") {
+        auto start = StartOrderFromJson(order);
+        if (start) {
+          node.Start(*start);
+        } else {
+          reports.RunExited({order.value("job_id", ""), order.value("run", 0), options_.node_id, true, 127,
+                             "bad order: " + start.status().ToString(), -1});
+        }
+      } else if (order.value("type", "") == "stop") {
+        node.Stop(StopOrderFromJson(order));
+      }
+    }
+  }
+}
+
+void ServerConnection::SendReports(ReportOutbox& outbox, LogShipper& logs) {
+  while (!stop_) {
+    AgentReport report = outbox.Take(static_cast<int>(options_.heartbeat_s * 1000));
+    nlohmann::json body = AgentReportToJson(report);
+    body["logs"] = logs.Collect(256 * 1024);
+    auto r = reporter_.Post("/v1/agent/report", body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
+    if (r && r->status == 200) {
+      logs.Acknowledge(body["logs"]);
+    } else {
+      outbox.Return(std::move(report));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,60 @@
+// A remote agent's side of the node protocol over HTTP: it registers the node, long-polls
+// the server for orders and hands them to the job runner (a NodeLink), and sends what the
+// outbox holds as reports, with the job logs the shipper has ready. Works behind NAT and
+// firewalls: the agent always calls the server, never the other way.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include "agent/log_shipper.h"
+#include "agent/report_outbox.h"
+#include "protocol/node_link.h"
+#include "protocol/report_wire.h"
+
+namespace gantry {
+
+struct ServerConnectionOptions {
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;    // the node's agent token
+  std::string ca_cert;  // PEM CA for an https:// server (else the system's CAs)
+  std::string node_id;
+  int poll_wait_s = 20;    // longest wait of one long poll
+  double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often
+};
+
+class ServerConnection {
+ public:
+  // Problems (refusals, an unreachable server) are written to `err`.
+  ServerConnection(ServerConnectionOptions options, std::ostream& err);
+
+  // Registers the node, retrying while the server cannot be reached; false when the server
+  // refuses it (or Stop was called).
+  bool Register(const Registration& registration);
+  // Until Stop: takes orders and hands them to `node`; an order that cannot be read is
+  // reported to `reports` as a failed start. A server that no longer knows this node (it
+  // restarted) gets `registration()` again.
+  void PollOrders(NodeLink& node, NodeReports& reports, const std::function<Registration()>& registration);
+  // Until Stop: sends the outbox's reports with the logs ready to ship; what the server did
+  // not take goes back to the outbox.
+  void SendReports(ReportOutbox& outbox, LogShipper& logs);
+  void Stop() { stop_ = true; }
+
+ private:
+  ServerConnectionOptions options_;
+  std::ostream& err_;
+  httplib::Client poller_;
+  httplib::Client reporter_;
+  std::atomic<bool> stop_{false};
+  std::string session_;  // the poller's, from the latest registration
+  uint64_t acked_ = 0;   // the last order taken
+};
+
+// The registration's JSON (POST /v1/agent/register), as ParseRegistration reads it.
+nlohmann::json RegistrationToJson(const Registration& registration);
+
+}  // namespace gantry
