@@ -27,6 +27,7 @@
 #include "sched/engine.h"
 #include "sched/fair_share.h"
 #include "sched/queue_order.h"
+#include "server/accounting.h"
 #include "server/auth.h"
 #include "server/job_record.h"
 #include "server/metrics.h"
@@ -95,7 +96,7 @@ class Controller : public NodeReports {
   void SetUsers(std::shared_ptr<const UserDirectory> users);
   const GpuCatalog& catalog() const { return options_.config.catalog; }
   // The billing calendar (fixed once Recover has run).
-  const Calendar& calendar() const { return calendar_; }
+  const Calendar& calendar() const { return accounting_.calendar(); }
   TimeMs CurrentTime() const { return Now(); }
 
   // Called from HTTP threads: each blocks until applied and durable.
@@ -221,22 +222,17 @@ class Controller : public NodeReports {
   JobRecord* Find(const std::string& id);
   TimeMs Now() const;
   void Log(const std::string& line) const;
-  // controller_billing.cc: the ledger, budgets, job cost limits, idle jobs.
-  struct LedgerEntry {
-    Allocation row;
-    double last_util = -1;    // the latest reading attributed to this share
-    TimeMs below_since = -1;  // readings under the idle threshold since then (-1: busy)
-  };
+  // controller_billing.cc: what follows from the accounting (released events, alerts,
+  // budget holds, job cost limits, idle jobs).
   Status RecoverAccounting();
   void OpenLedger(const JobRecord& job);
   void CloseLedger(JobRecord& job, TimeMs end_ms);
-  void LedgerTelemetry(int node, int gpu, const GpuSample& sample);
   void AccountingTick();
   void SetMonth(TimeMs now);
   void CheckBudgets(TimeMs now);
   void CheckJobs(TimeMs now);
-  double JobCost(const JobRecord& job, TimeMs now) const;
-  nlohmann::json BudgetStatus(TimeMs now) const;
+  void CheckCostLimit(JobRecord& job, TimeMs now);
+  void CheckIdle(JobRecord& job, TimeMs now);
   void Alert(const std::string& kind, const std::string& team, const std::string& message, nlohmann::json detail);
   std::vector<Allocation> LedgerView(TimeMs from, TimeMs to);
   void WriteBillingMetrics(MetricsWriter& w);
@@ -279,18 +275,8 @@ class Controller : public NodeReports {
   uint64_t queue_cache_version_ = UINT64_MAX;
   std::shared_ptr<Plan> queue_cache_;
 
-  // Accounting (owner thread, except prices_ and calendar_: fixed after Recover).
-  Calendar calendar_;
-  PriceBook prices_;
-  std::unordered_map<std::string, std::vector<LedgerEntry>> ledger_open_;       // job id -> its current run's shares
-  std::set<std::string> ledger_dirty_;                                          // open entries with unsaved telemetry
-  std::map<std::pair<std::string, int>, std::set<std::string>> ledger_by_gpu_;  // (node, GPU) -> jobs on it
-  TimeMs ledger_flushed_ms_ = 0;
-  std::string month_;  // the budget month (YYYY-MM) and its bounds
-  TimeMs month_from_ = 0, month_to_ = 0;
-  std::map<std::string, Accrual> month_closed_;      // "team" / "team/project" -> closed intervals' part this month
-  std::map<std::string, int> budget_alerts_;         // scope -> highest alert sent this month (80, 100)
-  nlohmann::json alerts_ = nlohmann::json::array();  // the latest alerts, newest last
+  // The ledger (owner thread, except its calendar and prices: fixed after Recover).
+  Accounting accounting_;
   Notifier notifier_;
 
   // The batch being built.

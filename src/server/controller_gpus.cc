@@ -15,7 +15,7 @@ void Controller::Readings(NodeReadings readings) {
     for (auto& [gpu, s] : samples) {
       auto [n, located] = LocateGpu(node_id, gpu);  // an index the node does not have is dropped
       if (!located) continue;
-      LedgerTelemetry(n, gpu, s);
+      accounting_.Reading(node_id, gpu, s, quotas_->accounting.idle_threshold_pct, now);
       CheckGpuMemory(n, gpu, s);
       telemetry_[n][gpu] = {std::move(s), now};
     }
@@ -23,10 +23,8 @@ void Controller::Readings(NodeReadings readings) {
 }
 
 void Controller::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {
-  auto on_gpu = ledger_by_gpu_.find({snap_.nodes[node].id, gpu});
-  if (on_gpu == ledger_by_gpu_.end() || sample.processes.empty()) return;
-  std::vector<std::string> jobs(on_gpu->second.begin(), on_gpu->second.end());
-  for (const std::string& id : jobs) {
+  if (sample.processes.empty()) return;
+  for (const std::string& id : accounting_.JobsOn(snap_.nodes[node].id, gpu)) {
     JobRecord* job = Find(id);
     if (!job || job->state != JobState::kRunning || job->spec->request.sharing != SharingMode::kTimeSlice) continue;
     int64_t share = 0;

@@ -11,9 +11,7 @@ namespace gantry {
 std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
   std::map<std::tuple<std::string, int, int>, Allocation> open;
   Call([&] {
-    for (const auto& [id, entries] : ledger_open_) {
-      for (const LedgerEntry& e : entries) open[{e.row.job_id, e.row.run, e.row.slot}] = e.row;
-    }
+    for (Allocation& a : accounting_.OpenRows()) open[{a.job_id, a.run, a.slot}] = std::move(a);
     return 0;
   });
   auto rows = store_->Allocations(from, to);
@@ -40,7 +38,7 @@ Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
   TimeMs now = Now();
   nlohmann::json lines = nlohmann::json::array();
   UsageLine total;
-  for (const UsageLine& l : AggregateUsage(rows, q.from, q.to, now, prices_, *by)) {
+  for (const UsageLine& l : AggregateUsage(rows, q.from, q.to, now, accounting_.prices(), *by)) {
     lines.push_back(l.ToJson());
     total.gpu_ms += l.gpu_ms;
     total.cost += l.cost;
@@ -58,14 +56,16 @@ Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
 }
 
 Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
-  auto bounds = calendar_.MonthBounds(month);
+  auto bounds = accounting_.calendar().MonthBounds(month);
   if (!bounds) return bounds.status();
   std::vector<Allocation> rows = LedgerView(bounds->first, bounds->second);
   if (!who.admin()) std::erase_if(rows, [&](const Allocation& a) { return a.team != who.team; });
   TimeMs now = Now();
-  auto report = gantry::MonthlyReport(rows, calendar_, prices_, now, {month, options_.pricing.currency, 10});
+  auto report = gantry::MonthlyReport(rows, accounting_.calendar(), accounting_.prices(), now,
+                                      {month, options_.pricing.currency, 10});
   if (!report) return report.status();
-  nlohmann::json budgets = Call([&] { return month == month_ ? BudgetStatus(now) : nlohmann::json::array(); });
+  nlohmann::json budgets = Call(
+      [&] { return month == accounting_.month() ? accounting_.BudgetStatus(*quotas_, now) : nlohmann::json::array(); });
   nlohmann::json mine = nlohmann::json::array();
   for (auto& b : budgets) {
     if (who.admin() || b["team"] == who.team) mine.push_back(std::move(b));
@@ -100,7 +100,8 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
     }
     for (const auto& [key, s] : started) from_events_ms += clip(s.first, std::min(now, bounds->second), s.second);
     double ledger_ms = 0;
-    for (const Allocation& a : rows) ledger_ms += Accrue(a, bounds->first, bounds->second, now, prices_).gpu_ms;
+    for (const Allocation& a : rows)
+      ledger_ms += Accrue(a, bounds->first, bounds->second, now, accounting_.prices()).gpu_ms;
     if (who.admin()) {
       (*report)["reconciliation"] = {{"ledger_gpu_seconds", RoundTo(ledger_ms / 1000, 3)},
                                      {"event_history_gpu_seconds", RoundTo(from_events_ms / 1000, 3)},
@@ -113,17 +114,18 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
 Answer Controller::Budgets(const Actor& who) {
   return Call([&]() -> Answer {
     nlohmann::json out = nlohmann::json::array();
-    for (auto& b : BudgetStatus(Now())) {
+    for (auto& b : accounting_.BudgetStatus(*quotas_, Now())) {
       if (who.admin() || b["team"] == who.team) out.push_back(std::move(b));
     }
-    return nlohmann::json{{"month", month_}, {"currency", options_.pricing.currency}, {"budgets", out}};
+    return nlohmann::json{{"month", accounting_.month()}, {"currency", options_.pricing.currency}, {"budgets", out}};
   });
 }
 
 Answer Controller::Alerts(const Actor& who) {
   return Call([&]() -> Answer {
     nlohmann::json out = nlohmann::json::array();
-    for (auto it = alerts_.rbegin(); it != alerts_.rend(); ++it) {
+    const nlohmann::json& alerts = accounting_.alerts();
+    for (auto it = alerts.rbegin(); it != alerts.rend(); ++it) {
       if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
     }
     return nlohmann::json{
@@ -133,7 +135,7 @@ Answer Controller::Alerts(const Actor& who) {
 
 void Controller::WriteBillingMetrics(MetricsWriter& w) {
   TimeMs now = Now();
-  nlohmann::json budgets = BudgetStatus(now);
+  nlohmann::json budgets = accounting_.BudgetStatus(*quotas_, now);
   w.Family("gantry_budget_used_ratio", "gauge", "This month's use of each budget (1 = spent)");
   for (const auto& b : budgets) {
     w.Sample("gantry_budget_used_ratio", {{"team", b["team"]}, {"project", b["project"]}},
@@ -143,14 +145,7 @@ void Controller::WriteBillingMetrics(MetricsWriter& w) {
   for (const auto& b : budgets) {
     w.Sample("gantry_budget_held", {{"team", b["team"]}, {"project", b["project"]}}, b["held"].get<bool>() ? 1 : 0);
   }
-  std::map<std::string, Accrual> team_month = month_closed_;
-  for (const auto& [id, entries] : ledger_open_) {
-    for (const LedgerEntry& e : entries) {
-      Accrual acc = Accrue(e.row, month_from_, month_to_, now, prices_);
-      team_month[e.row.team].gpu_ms += acc.gpu_ms;
-      team_month[e.row.team].cost += acc.cost;
-    }
-  }
+  std::map<std::string, Accrual> team_month = accounting_.TeamMonth(now);
   w.Family("gantry_month_cost", "gauge", "Cost of GPUs held this month, by team (pricing currency)");
   w.Family("gantry_month_gpu_hours", "gauge", "GPU-hours held this month, by team");
   for (const auto& [scope, acc] : team_month) {
@@ -159,8 +154,8 @@ void Controller::WriteBillingMetrics(MetricsWriter& w) {
     w.Sample("gantry_month_gpu_hours", {{"team", scope}}, acc.gpu_ms / kHourMs);
   }
   w.Family("gantry_job_idle", "gauge", "1 for a running job flagged idle (GPUs under the threshold)");
-  for (const auto& [id, entries] : ledger_open_) {
-    const JobRecord* job = const_cast<Controller*>(this)->Find(id);
+  for (const std::string& id : accounting_.OpenJobs()) {
+    const JobRecord* job = Find(id);
     if (job && job->idle_flagged) {
       w.Sample("gantry_job_idle", {{"job", id}, {"team", job->spec->team}, {"user", job->spec->user}}, 1);
     }

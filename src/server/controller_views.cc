@@ -15,7 +15,7 @@ Answer Controller::GetJob(const Actor& who, const std::string& id) {
     JobRecord* job = Find(id);
     if (!job || !who.SeesTeam(job->spec->team)) return Status(StatusCode::kNotFound, "no job " + id, "id");
     nlohmann::json r = JobToApi(*job, snap_.nodes, options_.config.catalog, true);
-    r["cost"] = RoundTo(JobCost(*job, Now()), 4);
+    r["cost"] = RoundTo(accounting_.JobCost(*job, Now()), 4);
     r["currency"] = options_.pricing.currency;
     if (job->idle_flagged) r["idle"] = true;
     return r;
