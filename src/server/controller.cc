@@ -297,9 +297,25 @@ void Controller::CommitLoop() {
           done.set_value();
         }
       }
-      for (auto& send : c.orders) send();
+      CarryOut(c.effects);
     }
   }
+}
+
+void Controller::CarryOut(Effects& effects) {
+  for (Effects::Order& o : effects.orders) {
+    if (auto* start = std::get_if<StartOrder>(&o.order)) {
+      o.link->Start(*start);
+    } else {
+      o.link->Stop(std::get<StopOrder>(o.order));
+    }
+  }
+  for (Effects::Webhook& w : effects.webhooks) notifier_.Post(w.url, std::move(w.body));
+}
+
+void Controller::SendAfterCommit(int node_index, std::variant<StartOrder, StopOrder> order) {
+  NodeLink* link = node_link_[node_index];
+  if (link) effects_.orders.push_back({link, std::move(order)});
 }
 
 Controller::Commit Controller::PrepareCommit() {
@@ -315,9 +331,9 @@ Controller::Commit Controller::PrepareCommit() {
   if (!batch_.empty()) ++version_;
   Commit c;
   c.batch = std::move(batch_);
-  c.orders = std::move(outbox_);
+  c.effects = std::move(effects_);
   batch_ = StoreBatch();
-  outbox_.clear();
+  effects_ = Effects();
   dirty_jobs_.clear();
   dirty_nodes_.clear();
   return c;

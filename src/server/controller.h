@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 
 #include "billing/pricing.h"
 #include "billing/report.h"
@@ -45,6 +46,22 @@ using Answer = Expected<nlohmann::json>;
 struct Submitted {
   nlohmann::json job;
   bool created = true;
+};
+
+// What a batch does outside the controller once it is durable, as values: orders to
+// nodes (through their NodeLink) and alert webhooks. The committer carries them out.
+struct Effects {
+  struct Order {
+    NodeLink* link = nullptr;
+    std::variant<StartOrder, StopOrder> order;
+  };
+  struct Webhook {
+    std::string url;
+    nlohmann::json body;
+  };
+  std::vector<Order> orders;
+  std::vector<Webhook> webhooks;
+  bool empty() const { return orders.empty() && webhooks.empty(); }
 };
 
 struct JobFilter {
@@ -167,8 +184,12 @@ class Controller : public NodeReports {
   struct Commit {
     StoreBatch batch;
     std::vector<std::pair<std::promise<void>, std::exception_ptr>> waiters;
-    std::vector<std::function<void()>> orders;
+    Effects effects;
   };
+  // Sends a commit's orders and webhooks (the committer, once the commit is durable).
+  void CarryOut(Effects& effects);
+  // Queues an order for the next commit's effects (none when the node has no link).
+  void SendAfterCommit(int node_index, std::variant<StartOrder, StopOrder> order);
   void Loop();
   Commit PrepareCommit();
   void CommitLoop();
@@ -283,7 +304,7 @@ class Controller : public NodeReports {
   StoreBatch batch_;
   std::set<uint64_t> dirty_jobs_;
   std::set<int> dirty_nodes_;
-  std::vector<std::function<void()>> outbox_;  // agent orders, sent after the commit
+  Effects effects_;  // orders and webhooks, carried out after the commit
 
   // Metrics (owner thread).
   Histogram cycle_seconds_{LatencyBuckets()};

@@ -77,7 +77,7 @@ void Controller::Alert(const std::string& kind, const std::string& team, const s
   const TeamQuota& q = quotas_->Team(team);
   std::string url = q.webhook.empty() ? quotas_->accounting.webhook : q.webhook;
   if (!url.empty()) {
-    outbox_.push_back([this, url, detail = std::move(detail)]() mutable { notifier_.Post(url, std::move(detail)); });
+    effects_.webhooks.push_back({url, std::move(detail)});
   }
 }
 

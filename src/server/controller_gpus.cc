@@ -83,11 +83,8 @@ void Controller::EndOnFault(const std::string& id, int n, const std::string& rea
     job.reason = reason;
   }
   for (const NodeShare& ns : job.placement.nodes) {
-    if ((ns.node != n || stop_there) && node_link_[ns.node]) {
-      NodeLink* link = node_link_[ns.node];
-      StopOrder order{id, job.runs, snap_.nodes[ns.node].id, 0, reason};
-      outbox_.push_back([link, order] { link->Stop(order); });
-    }
+    if (ns.node != n || stop_there)
+      SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, 0, reason});
   }
   running_nodes_[id] = 1;
   DoExited(id, job.runs, snap_.nodes[n].id, -1, reason);

@@ -47,9 +47,7 @@ Answer Controller::CheckpointDone(const Actor& who, const std::string& id) {
     snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
     Event(*job, "checkpoint_done", {{"by", who.user}});
     for (const NodeShare& ns : job->placement.nodes) {
-      NodeLink* link = node_link_[ns.node];
-      StopOrder order{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"};
-      if (link) outbox_.push_back([link, order] { link->Stop(order); });
+      SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"});
     }
     Audit(who, action, id, "ok");
     Dirty(*job);
@@ -270,8 +268,7 @@ void Controller::SendStart(const JobRecord& job, int node_index) {
   const TeamPolicy& policy = TeamOf(job.spec->team);
   order.unix_account = policy.unix_account;
   order.allow_root = policy.allow_root;
-  NodeLink* link = node_link_[node_index];
-  if (link) outbox_.push_back([link, order = std::move(order)] { link->Start(order); });
+  SendAfterCommit(node_index, std::move(order));
 }
 
 void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms) {
@@ -284,9 +281,7 @@ void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string&
   Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
   Dirty(job);
   for (const NodeShare& ns : job.placement.nodes) {
-    NodeLink* link = node_link_[ns.node];
-    StopOrder order{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason};
-    if (link) outbox_.push_back([link, order] { link->Stop(order); });
+    SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason});
   }
 }
 
