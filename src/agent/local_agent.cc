@@ -271,13 +271,11 @@ void LocalAgent::DoStart(StartOrder o) {
     if (!account) return FailStart(o, 126, account.status().message());
     if (!PrepareJobDirs(o, *account)) return;
     std::map<std::string, std::string> mps_env;
-    std::vector<std::string> mps_gpus;
-    if (!AcquireMps(o, &mps_env, &mps_gpus)) return;
+    if (!AcquireMps(o, &mps_env, &r.mps_gpus)) return;
     if (!Launch(o, *account, mps_env, r)) {
       if (mps_) mps_->Release(key);
       return;
     }
-    r.mps_gpus = mps_gpus;
     // Without its record a restarted agent cannot adopt the run; it still runs now.
     if (Status s = WriteRunRecord(r.record_file, r); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
   }

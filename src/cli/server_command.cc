@@ -70,16 +70,20 @@ Expected<std::string> EnsureAdminToken(Controller& controller, const std::string
   return hash;
 }
 
-struct StandaloneGpus {
-  std::vector<Node> nodes;
+// The in-process agent of a standalone server and what it runs on.
+struct Standalone {
   std::unique_ptr<GpuProvider> provider;
   FakeGpuProvider* fake = nullptr;
+  std::vector<Node> nodes;
+  std::unique_ptr<JobCgroups> cgroups;  // outlives the agent that uses it
+  std::unique_ptr<LocalAgent> agent;
+  std::unique_ptr<GpuMonitor> monitor;
 };
 
-// This machine's GPUs: fake ones when asked, else NVML, else nvidia-smi, else fake ones
-// (a machine without GPUs still runs the whole system).
-Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const GpuCatalog& catalog, std::ostream& out) {
-  StandaloneGpus found;
+// This machine's GPUs into `found`: fake ones when asked, else NVML, else nvidia-smi, else
+// fake ones (a machine without GPUs still runs the whole system).
+Status FindStandaloneGpus(const std::string& fake_spec, const GpuCatalog& catalog, Standalone& found,
+                          std::ostream& out) {
   std::string spec = fake_spec;
   if (spec.empty()) {
     std::string why;
@@ -92,7 +96,7 @@ Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const Gpu
       out << fmt::format("GPUs from {}: {} GPU(s), driver {}\n", found.provider->name(), inv->gpus.size(),
                          inv->driver_version);
       found.nodes.push_back(std::move(*node));
-      return found;
+      return Status::Ok();
     }
     spec = "1x4xA100-80GB";
     out << "no GPU here (" << why << "); using fake GPUs " << spec << " (set --fake-gpus)\n";
@@ -103,7 +107,7 @@ Expected<StandaloneGpus> StandaloneNodes(const std::string& fake_spec, const Gpu
   found.fake = fake.get();
   found.provider = std::move(fake);
   found.nodes = std::move(*nodes);
-  return found;
+  return Status::Ok();
 }
 
 Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, const std::string& node_id, int gpu,
@@ -146,27 +150,13 @@ Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
   return copts;
 }
 
-// The in-process agent of a standalone server and what it runs on.
-struct Standalone {
-  std::unique_ptr<GpuProvider> provider;
-  FakeGpuProvider* fake = nullptr;
-  std::vector<Node> nodes;
-  std::unique_ptr<JobCgroups> cgroups;  // outlives the agent that uses it
-  std::unique_ptr<LocalAgent> agent;
-  std::unique_ptr<GpuMonitor> monitor;
-};
-
 // Finds this machine's GPUs, starts the job runner (adopting the runs an earlier server
 // left), attaches its node to the controller and starts watching the GPUs.
 Status StartStandalone(const ServerOptions& o, const std::string& data_dir, Controller& controller, Standalone& s,
                        std::ostream& out) {
   auto rules = HealthRules::LoadDir(o.config_dir);
   if (!rules) return Status::Invalid("health.yaml", rules.status().ToString());
-  auto found = StandaloneNodes(o.fake_gpus, controller.catalog(), out);
-  if (!found) return found.status();
-  s.nodes = std::move(found->nodes);
-  s.provider = std::move(found->provider);
-  s.fake = found->fake;
+  if (Status found = FindStandaloneGpus(o.fake_gpus, controller.catalog(), s, out); !found.ok()) return found;
   auto setup = SetUpJobRunner(o.runner, data_dir + "/agent", s.provider.get(), s.fake);
   if (!setup) return setup.status();
   out << setup->note << "\n";

@@ -35,6 +35,12 @@ int HttpStatus(StatusCode code) {
   return 500;
 }
 
+nlohmann::json ErrorJson(const Status& refusal) {
+  nlohmann::json e = {{"code", CodeName(refusal.code())}, {"message", refusal.message()}};
+  if (!refusal.field().empty()) e["field"] = refusal.field();
+  return {{"error", e}};
+}
+
 namespace {
 
 // An audit row's outcome ("created", "ok", or a CodeName) as the HTTP status it was answered with.
@@ -59,9 +65,7 @@ void Send(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
 }
 
-void Reply(httplib::Response& res, const Status& refusal) {
-  Send(res, HttpStatus(refusal.code()), ErrorBody(CodeName(refusal.code()), refusal.message(), refusal.field()));
-}
+void Reply(httplib::Response& res, const Status& refusal) { Send(res, HttpStatus(refusal.code()), ErrorJson(refusal)); }
 
 void Reply(httplib::Response& res, const Answer& answer) {
   if (!answer) return Reply(res, answer.status());
@@ -121,7 +125,7 @@ void PollAgentOrders(AgentHub& hub, const Actor& who, const httplib::Request& re
     HttpFront::Answer later = std::move(state->later);
     lock.unlock();
     int status = r ? 200 : HttpStatus(r.status().code());
-    nlohmann::json body = r ? *r : ErrorBody(CodeName(r.status().code()), r.status().message(), r.status().field());
+    nlohmann::json body = r ? *r : ErrorJson(r.status());
     later(status, "application/json", body.dump(-1, ' ', false, kReplaceBadUtf8));
   });
   std::unique_lock<std::mutex> lock(state->mu);

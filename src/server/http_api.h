@@ -17,6 +17,8 @@ class AgentHub;
 // The HTTP status an answer of this code is sent with: the one place Status codes become
 // HTTP (401, 403, 404, 409, 413, 422, 500; 200 for kOk).
 int HttpStatus(StatusCode code);
+// The JSON body of a refusal: {"error": {"code", "message", "field"}} (field when known).
+nlohmann::json ErrorJson(const Status& refusal);
 
 struct HttpOptions {
   FrontLimits limits;               // connections, timeouts, body size, workers

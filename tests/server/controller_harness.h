@@ -72,11 +72,7 @@ struct ApiAnswer {
   int status = 0;
   nlohmann::json body;
 };
-inline ApiAnswer Api(const Status& refusal) {
-  nlohmann::json e = {{"code", CodeName(refusal.code())}, {"message", refusal.message()}};
-  if (!refusal.field().empty()) e["field"] = refusal.field();
-  return {HttpStatus(refusal.code()), {{"error", e}}};
-}
+inline ApiAnswer Api(const Status& refusal) { return {HttpStatus(refusal.code()), ErrorJson(refusal)}; }
 inline ApiAnswer Api(const Answer& a) { return a ? ApiAnswer{200, *a} : Api(a.status()); }
 inline ApiAnswer Api(const Expected<Submitted>& s) {
   return s ? ApiAnswer{s->created ? 201 : 200, s->job} : Api(s.status());
