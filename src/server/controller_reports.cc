@@ -3,6 +3,7 @@
 // the store on the caller's thread; only the open intervals are copied from the owner.
 #include <fmt/format.h>
 
+#include "billing/report.h"
 #include "server/controller.h"
 
 namespace gantry {
@@ -11,7 +12,7 @@ namespace gantry {
 std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
   std::map<std::tuple<std::string, int, int>, Allocation> open;
   Call([&] {
-    for (Allocation& a : accounting_.OpenRows()) open[{a.job_id, a.run, a.slot}] = std::move(a);
+    for (Allocation& a : state_.accounting().OpenRows()) open[{a.job_id, a.run, a.slot}] = std::move(a);
     return 0;
   });
   auto rows = store_->Allocations(from, to);
@@ -38,7 +39,7 @@ Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
   TimeMs now = Now();
   nlohmann::json lines = nlohmann::json::array();
   UsageLine total;
-  for (const UsageLine& l : AggregateUsage(rows, q.from, q.to, now, accounting_.prices(), *by)) {
+  for (const UsageLine& l : AggregateUsage(rows, q.from, q.to, now, state_.accounting().prices(), *by)) {
     lines.push_back(l.ToJson());
     total.gpu_ms += l.gpu_ms;
     total.cost += l.cost;
@@ -56,16 +57,16 @@ Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
 }
 
 Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
-  auto bounds = accounting_.calendar().MonthBounds(month);
+  auto bounds = state_.accounting().calendar().MonthBounds(month);
   if (!bounds) return bounds.status();
   std::vector<Allocation> rows = LedgerView(bounds->first, bounds->second);
   if (!who.admin()) std::erase_if(rows, [&](const Allocation& a) { return a.team != who.team; });
   TimeMs now = Now();
-  auto report = gantry::MonthlyReport(rows, accounting_.calendar(), accounting_.prices(), now,
+  auto report = gantry::MonthlyReport(rows, state_.accounting().calendar(), state_.accounting().prices(), now,
                                       {month, options_.pricing.currency, 10});
   if (!report) return report.status();
-  nlohmann::json budgets = Call(
-      [&] { return month == accounting_.month() ? accounting_.BudgetStatus(*quotas_, now) : nlohmann::json::array(); });
+  nlohmann::json budgets =
+      Call([&] { return month == state_.accounting().month() ? state_.BudgetStatus() : nlohmann::json::array(); });
   nlohmann::json mine = nlohmann::json::array();
   for (auto& b : budgets) {
     if (who.admin() || b["team"] == who.team) mine.push_back(std::move(b));
@@ -101,7 +102,7 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
     for (const auto& [key, s] : started) from_events_ms += clip(s.first, std::min(now, bounds->second), s.second);
     double ledger_ms = 0;
     for (const Allocation& a : rows)
-      ledger_ms += Accrue(a, bounds->first, bounds->second, now, accounting_.prices()).gpu_ms;
+      ledger_ms += Accrue(a, bounds->first, bounds->second, now, state_.accounting().prices()).gpu_ms;
     if (who.admin()) {
       (*report)["reconciliation"] = {{"ledger_gpu_seconds", RoundTo(ledger_ms / 1000, 3)},
                                      {"event_history_gpu_seconds", RoundTo(from_events_ms / 1000, 3)},
@@ -109,60 +110,6 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
     }
   }
   return std::move(*report);
-}
-
-Answer Controller::Budgets(const Actor& who) {
-  return Call([&]() -> Answer {
-    nlohmann::json out = nlohmann::json::array();
-    for (auto& b : accounting_.BudgetStatus(*quotas_, Now())) {
-      if (who.admin() || b["team"] == who.team) out.push_back(std::move(b));
-    }
-    return nlohmann::json{{"month", accounting_.month()}, {"currency", options_.pricing.currency}, {"budgets", out}};
-  });
-}
-
-Answer Controller::Alerts(const Actor& who) {
-  return Call([&]() -> Answer {
-    nlohmann::json out = nlohmann::json::array();
-    const nlohmann::json& alerts = accounting_.alerts();
-    for (auto it = alerts.rbegin(); it != alerts.rend(); ++it) {
-      if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
-    }
-    return nlohmann::json{
-        {"alerts", out}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}};
-  });
-}
-
-void Controller::WriteBillingMetrics(MetricsWriter& w) {
-  TimeMs now = Now();
-  nlohmann::json budgets = accounting_.BudgetStatus(*quotas_, now);
-  w.Family("gantry_budget_used_ratio", "gauge", "This month's use of each budget (1 = spent)");
-  for (const auto& b : budgets) {
-    w.Sample("gantry_budget_used_ratio", {{"team", b["team"]}, {"project", b["project"]}},
-             b["used_pct"].get<double>() / 100);
-  }
-  w.Family("gantry_budget_held", "gauge", "1 while a spent budget holds its team's or project's new jobs");
-  for (const auto& b : budgets) {
-    w.Sample("gantry_budget_held", {{"team", b["team"]}, {"project", b["project"]}}, b["held"].get<bool>() ? 1 : 0);
-  }
-  std::map<std::string, Accrual> team_month = accounting_.TeamMonth(now);
-  w.Family("gantry_month_cost", "gauge", "Cost of GPUs held this month, by team (pricing currency)");
-  w.Family("gantry_month_gpu_hours", "gauge", "GPU-hours held this month, by team");
-  for (const auto& [scope, acc] : team_month) {
-    if (scope.find('/') != std::string::npos) continue;
-    w.Sample("gantry_month_cost", {{"team", scope}, {"currency", options_.pricing.currency}}, RoundTo(acc.cost, 4));
-    w.Sample("gantry_month_gpu_hours", {{"team", scope}}, acc.gpu_ms / kHourMs);
-  }
-  w.Family("gantry_job_idle", "gauge", "1 for a running job flagged idle (GPUs under the threshold)");
-  for (const std::string& id : accounting_.OpenJobs()) {
-    const JobRecord* job = Find(id);
-    if (job && job->idle_flagged) {
-      w.Sample("gantry_job_idle", {{"job", id}, {"team", job->spec->team}, {"user", job->spec->user}}, 1);
-    }
-  }
-  w.Family("gantry_webhooks_total", "counter", "Alert webhooks by outcome");
-  w.Sample("gantry_webhooks_total", {{"outcome", "sent"}}, static_cast<double>(notifier_.sent()));
-  w.Sample("gantry_webhooks_total", {{"outcome", "failed"}}, static_cast<double>(notifier_.failed()));
 }
 
 }  // namespace gantry

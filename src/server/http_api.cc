@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "billing/report.h"
 #include "core/log_window.h"
 #include "core/spec_yaml.h"
 #include "server/agent_hub.h"

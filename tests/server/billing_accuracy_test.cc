@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include "billing/report.h"
 #include "controller_harness.h"
 
 namespace gantry::testing {

@@ -6,18 +6,18 @@
 #include <algorithm>
 
 #include "sched/usage.h"
-#include "server/controller.h"
+#include "server/controller_state.h"
 
 namespace gantry {
 
-QueueContext Controller::Context() const {
+QueueContext ControllerState::Context() const {
   int largest = 0;
   for (const Node& n : snap_.nodes) largest = std::max(largest, static_cast<int>(n.gpus.size()));
   const SchedulerConfig& config = options_.config.scheduler;
   return {config, snap_.now_ms, largest, config.fairshare_weight != 0 ? &factors_ : nullptr, &guarantee_levels_};
 }
 
-void Controller::Reorder() {
+void ControllerState::Reorder() {
   const SchedulerConfig& config = options_.config.scheduler;
   factors_ = FairShareFactors(snap_.team_usage, *quotas_);
   guarantee_levels_ = UsageTracker(snap_, options_.config.catalog, *quotas_)
@@ -32,7 +32,7 @@ void Controller::Reorder() {
   last_reorder_ = snap_.now_ms;
 }
 
-void Controller::OrderPending(bool force_reorder) {
+void ControllerState::OrderPending(bool force_reorder) {
   if (force_reorder || last_reorder_ < 0 ||
       snap_.now_ms - last_reorder_ >= options_.config.scheduler.recalc_period_ms) {
     Reorder();
@@ -69,7 +69,7 @@ void Controller::OrderPending(bool force_reorder) {
   ordered_ = snap_.pending.size();
 }
 
-void Controller::Nominate(const std::string& id) {
+void ControllerState::Nominate(const std::string& id) {
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     if (snap_.pending[i].spec->id != id || snap_.pending[i].nominated) continue;
     PendingJob job = std::move(snap_.pending[i]);
@@ -84,7 +84,7 @@ void Controller::Nominate(const std::string& id) {
   }
 }
 
-void Controller::RemovePending(const std::string& id) {
+void ControllerState::RemovePending(const std::string& id) {
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     if (snap_.pending[i].spec->id != id) continue;
     snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
@@ -97,7 +97,7 @@ void Controller::RemovePending(const std::string& id) {
 }
 
 // ApplyPlan removes started jobs from snap_.pending keeping the order; the keys follow.
-void Controller::DropStarted(const Plan& plan) {
+void ControllerState::DropStarted(const Plan& plan) {
   std::vector<bool> started(pending_keys_.size(), false);
   for (const StartDecision& s : plan.starts) started[s.pending_index] = true;
   size_t kept = 0;

@@ -4,35 +4,24 @@
 // (accounting.h); the read side is in controller_reports.cc.
 #include <fmt/format.h>
 
-#include <iostream>
-
-#include "server/controller.h"
+#include "billing/report.h"
+#include "server/controller_state.h"
 
 namespace gantry {
 
-void Controller::Log(const std::string& line) const {
-  if (options_.log) {
-    options_.log(line);
-  } else {
-    std::cerr << FormatUtc(Now()) << " " << line << "\n";
-  }
-}
-
-Status Controller::RecoverAccounting() {
-  TimeMs now = Now();
+Status ControllerState::RecoverAccounting(std::vector<Allocation> open) {
+  TimeMs now = now_;
   std::vector<std::string> retroactive;
   Status s = accounting_.Configure(options_.config.catalog, options_.pricing, meta_, batch_, now, &retroactive);
   if (!s.ok()) return s;
   for (const std::string& key : retroactive) {
-    Log(
+    log_(
         fmt::format("warning: the configured past prices of {} differ from those already billed; the change "
                     "applies from now ({}), not retroactively",
                     key, FormatUtc(now)));
   }
   accounting_.LoadAlerts(meta_);
-  auto open = store_->OpenAllocations();
-  if (!open) return open.status();
-  for (Allocation& a : *open) {
+  for (Allocation& a : open) {
     JobRecord* job = Find(a.job_id);
     bool current = job && job->runs == a.run && (job->state == JobState::kRunning || job->state == JobState::kStopping);
     if (current) {
@@ -42,22 +31,24 @@ Status Controller::RecoverAccounting() {
       batch_.allocations.push_back(a);
     }
   }
-  SetMonth(now);
   return Status::Ok();
 }
 
-// The budget month: this month's closed intervals from the store, and the alerts sent.
-void Controller::SetMonth(TimeMs now) {
-  const Calendar& calendar = accounting_.calendar();
-  auto rows = store_->Allocations(calendar.MonthStart(now), calendar.NextMonth(now));
-  accounting_.StartMonth(now, rows ? *rows : std::vector<Allocation>{}, meta_);
+// The budget month: this month's closed intervals, and the alerts sent. A new month
+// lifts the holds of the last one.
+void ControllerState::StartMonth(const std::vector<Allocation>& month_rows) {
+  accounting_.StartMonth(now_, month_rows, meta_);
+  if (!snap_.holds.empty()) {
+    snap_.holds.clear();
+    dirty_ = true;
+  }
 }
 
-void Controller::OpenLedger(const JobRecord& job) {
+void ControllerState::OpenLedger(const JobRecord& job) {
   accounting_.Open(job, snap_.nodes, options_.config.catalog, options_.pricing.pool_label, batch_);
 }
 
-void Controller::CloseLedger(JobRecord& job, TimeMs end_ms) {
+void ControllerState::CloseLedger(JobRecord& job, TimeMs end_ms) {
   double gpu_ms = accounting_.Close(job, end_ms, batch_);
   if (gpu_ms < 0) return;
   Event(job, "released", {{"run", job.runs}, {"gpu_seconds", gpu_ms / 1000}, {"cost", RoundTo(job.closed_cost, 6)}},
@@ -65,13 +56,13 @@ void Controller::CloseLedger(JobRecord& job, TimeMs end_ms) {
   job.idle_flagged = false;
 }
 
-void Controller::Alert(const std::string& kind, const std::string& team, const std::string& message,
-                       nlohmann::json detail) {
+void ControllerState::Alert(const std::string& kind, const std::string& team, const std::string& message,
+                            nlohmann::json detail) {
   detail["kind"] = kind;
   detail["team"] = team;
   detail["message"] = message;
-  detail["time"] = FormatUtc(Now());
-  Log("alert: " + message);
+  detail["time"] = FormatUtc(now_);
+  log_("alert: " + message);
   counters_["alert_" + kind]++;
   accounting_.AddAlert(detail, meta_, batch_);
   const TeamQuota& q = quotas_->Team(team);
@@ -81,18 +72,14 @@ void Controller::Alert(const std::string& kind, const std::string& team, const s
   }
 }
 
-void Controller::AccountingTick() {
-  TimeMs now = Now();
-  if (accounting_.MonthOver(now)) {
-    SetMonth(now);
-    snap_.holds.clear();
-  }
+void ControllerState::AccountingTick() {
+  TimeMs now = now_;
   accounting_.Flush(now, options_.ledger_flush_ms, batch_);
   CheckBudgets(now);
   CheckJobs(now);
 }
 
-void Controller::CheckBudgets(TimeMs now) {
+void ControllerState::CheckBudgets(TimeMs now) {
   std::map<std::string, std::string> holds;
   bool any = false;
   for (const auto& [team, q] : quotas_->teams) any = any || q.budget.set() || !q.project_budgets.empty();
@@ -131,7 +118,7 @@ void Controller::CheckBudgets(TimeMs now) {
   }
 }
 
-void Controller::CheckJobs(TimeMs now) {
+void ControllerState::CheckJobs(TimeMs now) {
   for (const std::string& id : accounting_.OpenJobs()) {
     JobRecord* job = Find(id);
     if (!job) continue;
@@ -140,7 +127,7 @@ void Controller::CheckJobs(TimeMs now) {
   }
 }
 
-void Controller::CheckCostLimit(JobRecord& job, TimeMs now) {
+void ControllerState::CheckCostLimit(JobRecord& job, TimeMs now) {
   const JobSpec& spec = *job.spec;
   if (spec.cost_limit <= 0 || job.cost_alert >= 100) return;
   double cost = accounting_.JobCost(job, now);
@@ -167,7 +154,7 @@ void Controller::CheckCostLimit(JobRecord& job, TimeMs now) {
 }
 
 // Idle: every share's readings under the threshold for the policy's time.
-void Controller::CheckIdle(JobRecord& job, TimeMs now) {
+void ControllerState::CheckIdle(JobRecord& job, TimeMs now) {
   const AccountingPolicy& policy = quotas_->accounting;
   const JobSpec& spec = *job.spec;
   Accounting::IdleState idle = accounting_.Idle(spec.id);
@@ -195,6 +182,52 @@ void Controller::CheckIdle(JobRecord& job, TimeMs now) {
         job, StopCause::kIdle,
         fmt::format("idle: GPUs under {:g}% for {}", policy.idle_threshold_pct, FormatDuration(now - idle.since)),
         options_.config.scheduler.grace_period_ms);
+  }
+}
+
+Answer ControllerState::Budgets(const Actor& who) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& b : BudgetStatus()) {
+    if (who.admin() || b["team"] == who.team) out.push_back(std::move(b));
+  }
+  return nlohmann::json{{"month", accounting_.month()}, {"currency", options_.pricing.currency}, {"budgets", out}};
+}
+
+nlohmann::json ControllerState::Alerts(const Actor& who) const {
+  nlohmann::json out = nlohmann::json::array();
+  const nlohmann::json& alerts = accounting_.alerts();
+  for (auto it = alerts.rbegin(); it != alerts.rend(); ++it) {
+    if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
+  }
+  return out;
+}
+
+void ControllerState::WriteBillingMetrics(MetricsWriter& w) const {
+  TimeMs now = now_;
+  nlohmann::json budgets = accounting_.BudgetStatus(*quotas_, now);
+  w.Family("gantry_budget_used_ratio", "gauge", "This month's use of each budget (1 = spent)");
+  for (const auto& b : budgets) {
+    w.Sample("gantry_budget_used_ratio", {{"team", b["team"]}, {"project", b["project"]}},
+             b["used_pct"].get<double>() / 100);
+  }
+  w.Family("gantry_budget_held", "gauge", "1 while a spent budget holds its team's or project's new jobs");
+  for (const auto& b : budgets) {
+    w.Sample("gantry_budget_held", {{"team", b["team"]}, {"project", b["project"]}}, b["held"].get<bool>() ? 1 : 0);
+  }
+  std::map<std::string, Accrual> team_month = accounting_.TeamMonth(now);
+  w.Family("gantry_month_cost", "gauge", "Cost of GPUs held this month, by team (pricing currency)");
+  w.Family("gantry_month_gpu_hours", "gauge", "GPU-hours held this month, by team");
+  for (const auto& [scope, acc] : team_month) {
+    if (scope.find('/') != std::string::npos) continue;
+    w.Sample("gantry_month_cost", {{"team", scope}, {"currency", options_.pricing.currency}}, RoundTo(acc.cost, 4));
+    w.Sample("gantry_month_gpu_hours", {{"team", scope}}, acc.gpu_ms / kHourMs);
+  }
+  w.Family("gantry_job_idle", "gauge", "1 for a running job flagged idle (GPUs under the threshold)");
+  for (const std::string& id : accounting_.OpenJobs()) {
+    const JobRecord* job = Find(id);
+    if (job && job->idle_flagged) {
+      w.Sample("gantry_job_idle", {{"job", id}, {"team", job->spec->team}, {"user", job->spec->user}}, 1);
+    }
   }
 }
 

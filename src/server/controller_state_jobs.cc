@@ -1,73 +1,47 @@
-// Job transitions on the controller's thread: submit, cancel, start, stop, exit, requeue;
+// Job transitions in the controller's state machine: submit, cancel, start, stop, exit, requeue;
 // and the scheduling cycle that turns the engine's plan into starts and preemptions.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <chrono>
-
 #include "sched/apply_plan.h"
 #include "sched/usage.h"
-#include "server/controller.h"
+#include "server/controller_state.h"
 
 namespace gantry {
 
-Expected<Submitted> Controller::Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key) {
-  // The request hash covers the spec as submitted, so a retry with another body is caught.
-  std::string hash = idempotency_key.empty() ? "" : Sha256Hex(SpecToJson(spec).dump(-1, ' ', false, kReplaceBadUtf8));
-  std::optional<Expected<Submitted>> result;
-  // The reply is built after the batch's scheduling cycle: a job that started at once says so.
-  Enqueue([&] { result.emplace(DoSubmit(who, std::move(spec), idempotency_key, hash)); },
-          [&] {
-            if (!result->ok() || !(*result)->created) return;
-            Submitted& s = result->value();
-            s.job = JobToApi(*Find(s.job["id"].get<std::string>()), snap_.nodes, options_.config.catalog, true);
-          })
-      .get();
-  return std::move(*result);
+Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) {
+  std::string action = "POST /v1/jobs/" + id + "/checkpoint-done";
+  JobRecord* job = Find(id);
+  if (!job || !who.SeesTeam(job->spec->team)) {
+    return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
+  }
+  if (job->state != JobState::kStopping) {
+    return Refuse(who, action, id,
+                  Status::Precondition("id", fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint",
+                                                         id, ToString(job->state))));
+  }
+  job->stop_at_ms = now_;
+  snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
+  Event(*job, "checkpoint_done", {{"by", who.user}});
+  for (const NodeShare& ns : job->placement.nodes) {
+    SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"});
+  }
+  Audit(who, action, id, "ok");
+  Dirty(*job);
+  return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
 }
 
-Answer Controller::Cancel(const Actor& who, const std::string& id) {
-  return Call([&] { return DoCancel(who, id); });
+void ControllerState::RunStarted(const RunReport& started) {
+  JobRecord* job = Find(started.job_id);
+  if (job && job->runs == started.run && !IsTerminal(job->state)) Event(*job, "running", {{"run", started.run}});
 }
 
-Answer Controller::CheckpointDone(const Actor& who, const std::string& id) {
-  return Call([&]() -> Answer {
-    std::string action = "POST /v1/jobs/" + id + "/checkpoint-done";
-    JobRecord* job = Find(id);
-    if (!job || !who.SeesTeam(job->spec->team)) {
-      return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
-    }
-    if (job->state != JobState::kStopping) {
-      return Refuse(
-          who, action, id,
-          Status::Precondition("id", fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint", id,
-                                                 ToString(job->state))));
-    }
-    job->stop_at_ms = Now();
-    snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
-    Event(*job, "checkpoint_done", {{"by", who.user}});
-    for (const NodeShare& ns : job->placement.nodes) {
-      SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"});
-    }
-    Audit(who, action, id, "ok");
-    Dirty(*job);
-    return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
-  });
+void ControllerState::RunExited(const RunReport& e) {
+  DoExited(e.job_id, e.run, e.node_id, e.exit_code, e.reason, e.ended_ms);
 }
 
-void Controller::RunStarted(const RunReport& started) {
-  Enqueue([this, job_id = started.job_id, run = started.run] {
-    JobRecord* job = Find(job_id);
-    if (job && job->runs == run && !IsTerminal(job->state)) Event(*job, "running", {{"run", run}});
-  });
-}
-
-void Controller::RunExited(const RunReport& e) {
-  Enqueue([e, this] { DoExited(e.job_id, e.run, e.node_id, e.exit_code, e.reason, e.ended_ms); });
-}
-
-Expected<Submitted> Controller::DoSubmit(const Actor& who, JobSpec spec, const std::string& key,
-                                         const std::string& hash) {
+Expected<Submitted> ControllerState::Submit(const Actor& who, JobSpec spec, const std::string& key,
+                                            const std::string& hash) {
   const char* action = "POST /v1/jobs";
   if (!key.empty()) {
     auto it = idempotency_.find(who.user + "\n" + key);
@@ -95,13 +69,10 @@ Expected<Submitted> Controller::DoSubmit(const Actor& who, JobSpec spec, const s
   job.seq = next_seq_++;
   spec.id = std::to_string(job.seq);
   job.spec = std::make_shared<const JobSpec>(std::move(spec));
-  job.submit_ms = Now();
-  job.submit_steady_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count();
+  job.submit_ms = now_;
+  job.submit_steady_us = steady_us_;
   const std::string& id = job.spec->id;
   snap_.pending.push_back({job.spec, job.submit_ms});
-  pending_running_[id] = job.seq;
   if (!key.empty()) {
     idempotency_[who.user + "\n" + key] = {id, hash};
     batch_.idempotency.push_back({who.user, key, id, hash, job.submit_ms});
@@ -115,12 +86,12 @@ Expected<Submitted> Controller::DoSubmit(const Actor& who, JobSpec spec, const s
   return Submitted{nlohmann::json{{"id", id}}, true};
 }
 
-const TeamPolicy& Controller::TeamOf(const std::string& team) const {
+const TeamPolicy& ControllerState::TeamOf(const std::string& team) const {
   static const TeamPolicy kDefaults;
-  return options_.users ? options_.users->Team(team) : kDefaults;
+  return users_ ? users_->Team(team) : kDefaults;
 }
 
-Status Controller::CheckSubmitter(const Actor& who, JobSpec& spec) const {
+Status ControllerState::CheckSubmitter(const Actor& who, JobSpec& spec) const {
   bool team_given = !spec.team.empty();
   if (spec.user.empty() || spec.user == who.user) {
     spec.user = who.user;
@@ -129,7 +100,7 @@ Status Controller::CheckSubmitter(const Actor& who, JobSpec& spec) const {
     if (who.role != Role::kTeamAdmin && !who.admin()) {
       return Status::Denied("user", "only team admins and admins submit for other users");
     }
-    const Actor* target = options_.users ? options_.users->FindUser(spec.user) : nullptr;
+    const Actor* target = users_ ? users_->FindUser(spec.user) : nullptr;
     if (!target && !who.admin()) {
       return Status::Denied("user", fmt::format("no user '{}' in users.yaml", spec.user));
     }
@@ -148,7 +119,7 @@ Status Controller::CheckSubmitter(const Actor& who, JobSpec& spec) const {
   return Status::Ok();
 }
 
-Status Controller::CheckTeamPermissions(const Actor& who, const JobSpec& spec) const {
+Status ControllerState::CheckTeamPermissions(const Actor& who, const JobSpec& spec) const {
   if (who.admin()) return Status::Ok();
   const TeamPolicy& policy = TeamOf(spec.team);
   const SchedulerConfig& config = options_.config.scheduler;
@@ -172,7 +143,7 @@ Status Controller::CheckTeamPermissions(const Actor& who, const JobSpec& spec) c
   return Status::Ok();
 }
 
-Answer Controller::DoCancel(const Actor& who, const std::string& id) {
+Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   std::string action = "DELETE /v1/jobs/" + id;
   JobRecord* job = Find(id);
   if (!job || !who.SeesTeam(job->spec->team)) {
@@ -201,9 +172,9 @@ Answer Controller::DoCancel(const Actor& who, const std::string& id) {
   return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
 }
 
-void Controller::StartJob(const StartDecision& s, size_t running_index) {
+void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   JobRecord& job = *Find(s.job_id);
-  TimeMs now = Now();
+  TimeMs now = now_;
   job.state = JobState::kRunning;
   job.start_ms = now;
   job.runs++;
@@ -215,10 +186,7 @@ void Controller::StartJob(const StartDecision& s, size_t running_index) {
   if (job.first_start_ms < 0) {
     job.first_start_ms = now;
     if (job.submit_steady_us >= 0) {
-      int64_t us =
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-              .count() -
-          job.submit_steady_us;
+      int64_t us = steady_us_ - job.submit_steady_us;
       submit_to_start_seconds_.Observe(static_cast<double>(us) / 1e6);
     }
   }
@@ -232,7 +200,7 @@ void Controller::StartJob(const StartDecision& s, size_t running_index) {
   for (const NodeShare& ns : job.placement.nodes) SendStart(job, ns.node);
 }
 
-void Controller::SendStart(const JobRecord& job, int node_index) {
+void ControllerState::SendStart(const JobRecord& job, int node_index) {
   const GpuCatalog& catalog = options_.config.catalog;
   const Node& node = snap_.nodes[node_index];
   StartOrder order;
@@ -271,12 +239,12 @@ void Controller::SendStart(const JobRecord& job, int node_index) {
   SendAfterCommit(node_index, std::move(order));
 }
 
-void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms) {
+void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms) {
   const std::string& id = job.spec->id;
   job.state = JobState::kStopping;
   job.stop_cause = cause;
   job.reason = reason;
-  job.stop_at_ms = Now() + grace_ms;
+  job.stop_at_ms = now_ + grace_ms;
   snap_.running[running_pos_.at(id)].stop_at_ms = job.stop_at_ms;
   Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
   Dirty(job);
@@ -285,13 +253,13 @@ void Controller::StopRunning(JobRecord& job, StopCause cause, const std::string&
   }
 }
 
-void Controller::DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                          const std::string& reason, TimeMs ended_ms) {
+void ControllerState::DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                               const std::string& reason, TimeMs ended_ms) {
   JobRecord* job = Find(job_id);
   if (!job || job->runs != run || (job->state != JobState::kRunning && job->state != JobState::kStopping)) return;
   // The agent's exit time (an exit while the server was down ends the interval then, not at
   // the reconnect); never before the start or after now.
-  TimeMs now = Now();
+  TimeMs now = now_;
   ended_ms = ended_ms < 0 ? now : std::clamp(ended_ms, job->start_ms, now);
   job->last_exit_ms = std::max(job->last_exit_ms, ended_ms);
   Event(*job, "exited", {{"run", run}, {"node", node_id}, {"exit_code", exit_code}, {"reason", reason}}, ended_ms);
@@ -310,7 +278,7 @@ void Controller::DoExited(const std::string& job_id, int run, const std::string&
   }
   const RunningJob& r = snap_.running[running_pos_.at(job_id)];
   job->attained_gpu_ms +=
-      static_cast<double>(Now() - r.start_ms) * PlacementShare(r.placement, job->spec->request.sharing);
+      static_cast<double>(now_ - r.start_ms) * PlacementShare(r.placement, job->spec->request.sharing);
   CloseLedger(*job, job->last_exit_ms);
   RemoveRunning(job_id);
   switch (job->stop_cause) {
@@ -343,7 +311,7 @@ void Controller::DoExited(const std::string& job_id, int run, const std::string&
   }
 }
 
-void Controller::Requeue(JobRecord& job, const std::string& event) {
+void ControllerState::Requeue(JobRecord& job, const std::string& event) {
   job.state = JobState::kPending;
   job.placement = {};
   job.stop_cause = StopCause::kNone;
@@ -354,20 +322,19 @@ void Controller::Requeue(JobRecord& job, const std::string& event) {
   Dirty(job);
 }
 
-void Controller::Finish(JobRecord& job, JobState state, const std::string& reason) {
+void ControllerState::Finish(JobRecord& job, JobState state, const std::string& reason) {
   job.state = state;
-  job.end_ms = Now();
+  job.end_ms = now_;
   job.reason = reason;
   job.stop_cause = StopCause::kNone;
   job.stop_at_ms = kNever;
   job.placement = {};
-  pending_running_.erase(job.spec->id);
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
   Dirty(job);
 }
 
-void Controller::RemoveRunning(const std::string& id) {
+void ControllerState::RemoveRunning(const std::string& id) {
   size_t pos = static_cast<size_t>(running_pos_.at(id));
   std::vector<int> nodes;
   for (const NodeShare& ns : snap_.running[pos].placement.nodes) nodes.push_back(ns.node);
@@ -393,7 +360,7 @@ void Controller::RemoveRunning(const std::string& id) {
   }
 }
 
-void Controller::AdvanceFairShare() {
+void ControllerState::AdvanceFairShare() {
   std::map<std::string, double> rates;
   bool priced = options_.config.scheduler.fairshare_price_weighted;
   for (const RunningJob& r : snap_.running) {
@@ -403,9 +370,9 @@ void Controller::AdvanceFairShare() {
   if (options_.config.scheduler.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
 }
 
-void Controller::Cycle() {
+void ControllerState::Cycle() {
   dirty_ = false;
-  snap_.now_ms = Now();
+  snap_.now_ms = now_;
   AdvanceFairShare();
   if (!quotas_->teams.empty()) {
     UsageTracker usage(snap_, options_.config.catalog, *quotas_);
@@ -449,9 +416,8 @@ void Controller::Cycle() {
   for (size_t k = 0; k < plan.starts.size(); ++k) StartJob(plan.starts[k], first_new + k);
 }
 
-void Controller::Tick() {
-  RefreshQuotas();
-  TimeMs now = Now();
+void ControllerState::Tick() {
+  TimeMs now = now_;
   for (size_t n = 0; n < snap_.nodes.size(); ++n) {
     NodeLink* link = node_link_[n];
     if (link && link->remote() && now - last_seen_[n] > options_.node_timeout_ms) NodeLost(static_cast<int>(n));

@@ -4,25 +4,22 @@
 #include <fmt/format.h>
 
 #include "protocol/inventory.h"
-#include "server/controller.h"
+#include "server/controller_state.h"
 #include "server/node_json.h"
 
 namespace gantry {
 
-void Controller::Readings(NodeReadings readings) {
-  Enqueue([this, node_id = std::move(readings.node_id), samples = std::move(readings.samples)]() mutable {
-    TimeMs now = Now();
-    for (auto& [gpu, s] : samples) {
-      auto [n, located] = LocateGpu(node_id, gpu);  // an index the node does not have is dropped
-      if (!located) continue;
-      accounting_.Reading(node_id, gpu, s, quotas_->accounting.idle_threshold_pct, now);
-      CheckGpuMemory(n, gpu, s);
-      telemetry_[n][gpu] = {std::move(s), now};
-    }
-  });
+void ControllerState::Readings(NodeReadings readings) {
+  for (auto& [gpu, s] : readings.samples) {
+    auto [n, located] = LocateGpu(readings.node_id, gpu);  // an index the node does not have is dropped
+    if (!located) continue;
+    accounting_.Reading(readings.node_id, gpu, s, quotas_->accounting.idle_threshold_pct, now_);
+    CheckGpuMemory(n, gpu, s);
+    telemetry_[n][gpu] = {std::move(s), now_};
+  }
 }
 
-void Controller::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {
+void ControllerState::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {
   if (sample.processes.empty()) return;
   for (const std::string& id : accounting_.JobsOn(snap_.nodes[node].id, gpu)) {
     JobRecord* job = Find(id);
@@ -48,23 +45,21 @@ void Controller::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {
   }
 }
 
-void Controller::Heartbeat(const std::string& node_id) {
-  Enqueue([this, node_id] {
-    auto it = node_index_.find(node_id);
-    if (it != node_index_.end()) last_seen_[it->second] = Now();
-  });
+void ControllerState::Heartbeat(const std::string& node_id) {
+  auto it = node_index_.find(node_id);
+  if (it != node_index_.end()) last_seen_[it->second] = now_;
 }
 
 // The node's agent went silent: the node is down, and every job on it ends there. Those
 // still running requeue as after a fault (up to max_retries); their processes on other
 // nodes of a gang are stopped. A returning agent is told to stop what it still runs.
-void Controller::NodeLost(int n) {
+void ControllerState::NodeLost(int n) {
   Node& node = snap_.nodes[n];
   node.state = NodeState::kDown;
   node_link_[n] = nullptr;
   telemetry_.erase(n);
   PersistNode(n);
-  NodeEvent(node.id, "lost", {{"silent_ms", Now() - last_seen_[n]}});
+  NodeEvent(node.id, "lost", {{"silent_ms", now_ - last_seen_[n]}});
   counters_["node_lost"]++;
   dirty_ = true;
   std::vector<std::string> victims;
@@ -76,7 +71,7 @@ void Controller::NodeLost(int n) {
   for (const std::string& id : victims) EndOnFault(id, n, fmt::format("node {} lost (no heartbeat)", node.id), false);
 }
 
-void Controller::EndOnFault(const std::string& id, int n, const std::string& reason, bool stop_there) {
+void ControllerState::EndOnFault(const std::string& id, int n, const std::string& reason, bool stop_there) {
   JobRecord& job = *Find(id);
   if (job.stop_cause == StopCause::kNone) {
     job.stop_cause = StopCause::kNodeFault;
@@ -90,11 +85,9 @@ void Controller::EndOnFault(const std::string& id, int n, const std::string& rea
   DoExited(id, job.runs, snap_.nodes[n].id, -1, reason);
 }
 
-void Controller::GpuHealth(const GpuHealthChange& h) {
-  Enqueue([h, this] { DoGpuHealth(h.node_id, h.gpu, h.healthy, h.reason); });
-}
+void ControllerState::GpuHealth(const GpuHealthChange& h) { DoGpuHealth(h.node_id, h.gpu, h.healthy, h.reason); }
 
-std::pair<int, Gpu*> Controller::LocateGpu(const std::string& node_id, int gpu) {
+std::pair<int, Gpu*> ControllerState::LocateGpu(const std::string& node_id, int gpu) {
   auto it = node_index_.find(node_id);
   if (it == node_index_.end()) return {-1, nullptr};
   Node& node = snap_.nodes[it->second];
@@ -102,7 +95,7 @@ std::pair<int, Gpu*> Controller::LocateGpu(const std::string& node_id, int gpu) 
   return {it->second, &node.gpus[gpu]};
 }
 
-void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
+void ControllerState::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
   auto [n, located] = LocateGpu(node_id, gpu);
   if (!located) return;
   Gpu& g = *located;
@@ -131,34 +124,31 @@ void Controller::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, 
   }
 }
 
-void Controller::MigChanged(const MigReport& change) {
-  Enqueue([=, this, node_id = change.node_id, gpu = change.gpu, devices = change.devices, job_id = change.job_id,
-           error = change.error] {
-    auto [n, located] = LocateGpu(node_id, gpu);
-    if (!located) return;
-    Gpu& g = *located;
-    const GpuType& type = options_.config.catalog.Get(g.type);
-    std::vector<MigInstance> actual = MigInstancesFromDevices(type, devices);
-    if (error.empty()) {
-      // Name the instances the plan made; later changes may already be planned on top.
-      for (MigInstance& m : g.mig_instances) {
-        for (const MigInstance& a : actual) {
-          if (a.placement == m.placement) m.uuid = a.uuid;
-        }
-      }
-    } else {
-      g.mig_instances = actual;  // the model was wrong: take the GPU as it is
-      if (JobRecord* job = Find(job_id); job && job->state == JobState::kRunning) {
-        job->stop_cause = StopCause::kNodeFault;
-        job->reason = error;
-        Dirty(*job);
+void ControllerState::MigChanged(const MigReport& change) {
+  auto [n, located] = LocateGpu(change.node_id, change.gpu);
+  if (!located) return;
+  Gpu& g = *located;
+  const GpuType& type = options_.config.catalog.Get(g.type);
+  std::vector<MigInstance> actual = MigInstancesFromDevices(type, change.devices);
+  if (change.error.empty()) {
+    // Name the instances the plan made; later changes may already be planned on top.
+    for (MigInstance& m : g.mig_instances) {
+      for (const MigInstance& a : actual) {
+        if (a.placement == m.placement) m.uuid = a.uuid;
       }
     }
-    PersistNode(n);
-    NodeEvent(node_id, error.empty() ? "mig_changed" : "mig_failed",
-              {{"gpu", gpu}, {"job", job_id}, {"instances", actual.size()}, {"error", error}});
-    dirty_ = true;
-  });
+  } else {
+    g.mig_instances = actual;  // the model was wrong: take the GPU as it is
+    if (JobRecord* job = Find(change.job_id); job && job->state == JobState::kRunning) {
+      job->stop_cause = StopCause::kNodeFault;
+      job->reason = change.error;
+      Dirty(*job);
+    }
+  }
+  PersistNode(n);
+  NodeEvent(change.node_id, change.error.empty() ? "mig_changed" : "mig_failed",
+            {{"gpu", change.gpu}, {"job", change.job_id}, {"instances", actual.size()}, {"error", change.error}});
+  dirty_ = true;
 }
 
 namespace {
@@ -195,57 +185,42 @@ nlohmann::json SampleToJson(const GpuSample& s) {
 
 }  // namespace
 
-Answer Controller::NodeGpus(const std::string& node_id) {
-  return Call([&]() -> Answer {
-    auto it = node_index_.find(node_id);
-    if (it == node_index_.end()) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
-    int n = it->second;
-    const Node& node = snap_.nodes[n];
-    std::map<int, std::vector<std::string>> jobs;
-    for (const RunningJob& r : snap_.running) {
-      for (const NodeShare& ns : r.placement.nodes) {
-        for (const GpuShare& g : ns.gpus) {
-          if (ns.node == n) jobs[g.gpu].push_back(r.spec->id);
-        }
+Answer ControllerState::NodeGpus(const std::string& node_id) const {
+  auto it = node_index_.find(node_id);
+  if (it == node_index_.end()) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
+  int n = it->second;
+  const Node& node = snap_.nodes[n];
+  std::map<int, std::vector<std::string>> jobs;
+  for (const RunningJob& r : snap_.running) {
+    for (const NodeShare& ns : r.placement.nodes) {
+      for (const GpuShare& g : ns.gpus) {
+        if (ns.node == n) jobs[g.gpu].push_back(r.spec->id);
       }
     }
-    nlohmann::json gpus = nlohmann::json::array();
-    TimeMs now = Now();
-    for (const Gpu& g : node.gpus) {
-      nlohmann::json j = {{"index", g.index},
-                          {"uuid", g.uuid},
-                          {"type", options_.config.catalog.Get(g.type).name},
-                          {"healthy", g.health == GpuHealth::kHealthy},
-                          {"fenced", g.fenced},
-                          {"jobs", jobs[g.index]}};
-      auto t = telemetry_.find(n);
-      if (t != telemetry_.end() && t->second.count(g.index)) {
-        const auto& [sample, at] = t->second.at(g.index);
-        j["telemetry"] = SampleToJson(sample);
-        j["telemetry"]["age_s"] = static_cast<double>(now - at) / 1000.0;
-      }
-      gpus.push_back(std::move(j));
-    }
-    return nlohmann::json{{"node", node_id}, {"gpus", gpus}};
-  });
-}
-
-Answer Controller::NodeHistory(const std::string& node_id, int limit) {
-  bool known = Call([&] { return node_index_.count(node_id) > 0; });
-  if (!known) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
-  auto events = store_->NodeEvents(node_id, limit);
-  if (!events) return events.status();
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& e : *events) {
-    out.push_back(
-        {{"at", FormatUtc(e.ts_ms)}, {"kind", e.kind}, {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
   }
-  return nlohmann::json{{"events", out}};
+  nlohmann::json gpus = nlohmann::json::array();
+  TimeMs now = now_;
+  for (const Gpu& g : node.gpus) {
+    nlohmann::json j = {{"index", g.index},
+                        {"uuid", g.uuid},
+                        {"type", options_.config.catalog.Get(g.type).name},
+                        {"healthy", g.health == GpuHealth::kHealthy},
+                        {"fenced", g.fenced},
+                        {"jobs", jobs[g.index]}};
+    auto t = telemetry_.find(n);
+    if (t != telemetry_.end() && t->second.count(g.index)) {
+      const auto& [sample, at] = t->second.at(g.index);
+      j["telemetry"] = SampleToJson(sample);
+      j["telemetry"]["age_s"] = static_cast<double>(now - at) / 1000.0;
+    }
+    gpus.push_back(std::move(j));
+  }
+  return nlohmann::json{{"node", node_id}, {"gpus", gpus}};
 }
 
 // dcgm-exporter's metric names and labels (gpu, UUID, modelName, Hostname), plus the job
 // and team using the GPU.
-void Controller::WriteGpuMetrics(MetricsWriter& w) {
+void ControllerState::WriteGpuMetrics(MetricsWriter& w) const {
   struct Family {
     const char* name;
     const char* help;

@@ -1,0 +1,174 @@
+// The controller's calls: each request or node report is posted to the owner thread and
+// applied to the state machine; a request returns once the batch it was in is durable,
+// a report returns at once. The calls that read history (events, audit, a node's
+// history) read the store on the caller's thread.
+#include "core/encoding.h"
+#include "server/controller.h"
+
+namespace gantry {
+
+Expected<Submitted> Controller::Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key) {
+  // The request hash covers the spec as submitted, so a retry with another body is caught.
+  std::string hash = idempotency_key.empty() ? "" : Sha256Hex(SpecToJson(spec).dump(-1, ' ', false, kReplaceBadUtf8));
+  std::optional<Expected<Submitted>> result;
+  // The reply is built after the batch's scheduling cycle: a job that started at once says so.
+  Enqueue([&] { result.emplace(state_.Submit(who, std::move(spec), idempotency_key, hash)); },
+          [&] {
+            if (!result->ok() || !(*result)->created) return;
+            Submitted& s = result->value();
+            s.job = state_.JobView(s.job["id"].get<std::string>());
+          })
+      .get();
+  return std::move(*result);
+}
+
+Answer Controller::Cancel(const Actor& who, const std::string& id) {
+  return Call([&] { return state_.Cancel(who, id); });
+}
+
+Answer Controller::CheckpointDone(const Actor& who, const std::string& id) {
+  return Call([&] { return state_.CheckpointDone(who, id); });
+}
+
+Answer Controller::GetJob(const Actor& who, const std::string& id) {
+  return Call([&] { return state_.GetJob(who, id); });
+}
+
+Answer Controller::ListJobs(const Actor& who, const JobFilter& filter) {
+  return Call([&] { return state_.ListJobs(who, filter); });
+}
+
+Answer Controller::Queue(const Actor& who) {
+  return Call([&] { return state_.Queue(who); });
+}
+
+Answer Controller::Cluster() {
+  return Call([&] { return state_.Cluster(); });
+}
+
+Answer Controller::Nodes() {
+  return Call([&] { return state_.Nodes(); });
+}
+
+Answer Controller::SetDrain(const Actor& who, const std::string& node, int gpu, bool drain) {
+  return Call([&] { return state_.SetDrain(who, node, gpu, drain); });
+}
+
+Answer Controller::NodeGpus(const std::string& node_id) {
+  return Call([&] { return state_.NodeGpus(node_id); });
+}
+
+Answer Controller::Budgets(const Actor& who) {
+  return Call([&] { return state_.Budgets(who); });
+}
+
+Answer Controller::Alerts(const Actor& who) {
+  nlohmann::json alerts = Call([&] { return state_.Alerts(who); });
+  return nlohmann::json{
+      {"alerts", std::move(alerts)}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}};
+}
+
+std::string Controller::MetaValue(const std::string& key) {
+  return Call([&] { return state_.MetaValue(key); });
+}
+
+void Controller::SetMetaValue(const std::string& key, const std::string& value) {
+  Call([&] {
+    state_.SetMetaValue(key, value);
+    return 0;
+  });
+}
+
+void Controller::RecordAudit(const Actor& who, const std::string& action, const std::string& target,
+                             const std::string& outcome, const std::string& detail) {
+  Enqueue([=, this] { state_.Audit(who, action, target, outcome, detail); });
+}
+
+void Controller::RunStarted(const RunReport& started) {
+  Enqueue([this, started] { state_.RunStarted(started); });
+}
+
+void Controller::RunExited(const RunReport& exited) {
+  Enqueue([this, exited] { state_.RunExited(exited); });
+}
+
+void Controller::MigChanged(const MigReport& change) {
+  Enqueue([this, change] { state_.MigChanged(change); });
+}
+
+void Controller::Readings(NodeReadings readings) {
+  Enqueue([this, readings = std::move(readings)]() mutable { state_.Readings(std::move(readings)); });
+}
+
+void Controller::GpuHealth(const GpuHealthChange& change) {
+  Enqueue([this, change] { state_.GpuHealth(change); });
+}
+
+void Controller::Heartbeat(const std::string& node_id) {
+  Enqueue([this, node_id] { state_.Heartbeat(node_id); });
+}
+
+std::string Controller::Metrics() {
+  MetricsWriter w;
+  Call([&] {
+    state_.WriteMetrics(w);
+    w.Family("gantry_webhooks_total", "counter", "Alert webhooks by outcome");
+    w.Sample("gantry_webhooks_total", {{"outcome", "sent"}}, static_cast<double>(notifier_.sent()));
+    w.Sample("gantry_webhooks_total", {{"outcome", "failed"}}, static_cast<double>(notifier_.failed()));
+    w.Write("gantry_scheduling_cycle_seconds", "Time of one scheduling cycle", cycle_seconds_);
+    state_.WriteLatencyMetrics(w);
+    return 0;
+  });
+  std::lock_guard<std::mutex> lock(commit_metrics_mu_);
+  w.Write("gantry_store_commit_seconds", "Time of one group commit", commit_seconds_);
+  return std::move(w).str();
+}
+
+Answer Controller::Events(const Actor& who, const std::string& id) {
+  Answer visible = GetJob(who, id);
+  if (!visible) return visible;
+  auto events = store_->Events(id);
+  if (!events) return events.status();
+  nlohmann::json out = nlohmann::json::array();
+  for (const JobEvent& e : *events) {
+    out.push_back({{"at", FormatUtc(e.ts_ms)},
+                   {"at_ms", e.ts_ms},
+                   {"kind", e.kind},
+                   {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
+  }
+  return nlohmann::json{{"events", out}};
+}
+
+Answer Controller::AuditLog(const Actor& who, int limit) {
+  if (!who.admin()) return Status::Denied("", "only admins read the audit log");
+  if (limit < 1 || limit > 10000) return Status::Invalid("limit", "must be within 1..10000");
+  Sync();  // what was acknowledged before is in the store
+  auto records = store_->Audit(limit);
+  if (!records) return records.status();
+  nlohmann::json out = nlohmann::json::array();
+  for (const AuditRecord& a : *records) {
+    out.push_back({{"at", FormatUtc(a.ts_ms)},
+                   {"user", a.user},
+                   {"role", a.role},
+                   {"action", a.action},
+                   {"target", a.target},
+                   {"outcome", a.outcome},
+                   {"detail", a.detail}});
+  }
+  return nlohmann::json{{"audit", out}};
+}
+
+Answer Controller::NodeHistory(const std::string& node_id, int limit) {
+  bool known = Call([&] { return state_.KnowsNode(node_id); });
+  if (!known) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
+  auto events = store_->NodeEvents(node_id, limit);
+  if (!events) return events.status();
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : *events) {
+    out.push_back(
+        {{"at", FormatUtc(e.ts_ms)}, {"kind", e.kind}, {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
+  }
+  return nlohmann::json{{"events", out}};
+}
+
+}  // namespace gantry

@@ -1,0 +1,237 @@
+// The state machine's core: recovery from the store's rows, node attachment and
+// reconciliation with what an agent still runs, the output (store batch and effects) and
+// the small helpers every transition uses. Job transitions are in
+// controller_state_jobs.cc, views in controller_state_views.cc.
+#include "server/controller_state.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "server/node_json.h"
+
+namespace gantry {
+
+ControllerState::ControllerState(const ControllerOptions& options, std::shared_ptr<const QuotaConfig> quotas,
+                                 std::function<void(const std::string&)> log)
+    : options_(options),
+      log_(std::move(log)),
+      users_(options.users),
+      quotas_(std::move(quotas)),
+      ledger_(options.config.scheduler.fairshare_half_life_ms) {
+  engine_ = std::make_unique<Engine>(options_.config.catalog, options_.config.scheduler, quotas_.get());
+}
+
+void ControllerState::SetTime(TimeMs now, int64_t steady_us) {
+  now_ = now;
+  steady_us_ = steady_us;
+}
+
+Status ControllerState::Recover(const StoredState& stored, std::vector<Allocation> open) {
+  meta_ = stored.meta;
+  for (const auto& [id, doc] : stored.nodes) {
+    auto node = NodeFromDoc(nlohmann::json::parse(doc, nullptr, false), options_.config.catalog);
+    if (!node) return Status::Internal(fmt::format("stored node {}: {}", id, node.status().ToString()));
+    node_index_[node->id] = static_cast<int>(snap_.nodes.size());
+    snap_.nodes.push_back(std::move(*node));
+    node_link_.push_back(nullptr);
+    last_seen_.push_back(now_);
+  }
+  auto index_of = [this](const std::string& id) {
+    auto it = node_index_.find(id);
+    return it == node_index_.end() ? -1 : it->second;
+  };
+  for (const StoredJob& row : stored.jobs) {
+    auto job = JobFromDoc(nlohmann::json::parse(row.doc, nullptr, false), index_of);
+    if (!job) return job.status();
+    next_seq_ = std::max(next_seq_, job->seq + 1);
+    const std::string& id = job->spec->id;
+    if (job->state == JobState::kPending) {
+      PendingJob p{job->spec, job->submit_ms, job->attained_gpu_ms, job->evictions, job->nominated};
+      snap_.pending.push_back(std::move(p));
+    } else if (job->state == JobState::kRunning || job->state == JobState::kStopping) {
+      RunningJob r{job->spec, job->start_ms, job->placement, job->submit_ms};
+      r.evictions = job->evictions;
+      r.attained_gpu_ms = job->attained_gpu_ms;
+      r.stop_at_ms = job->stop_at_ms;
+      running_pos_[id] = static_cast<int>(snap_.running.size());
+      running_nodes_[id] = static_cast<int>(job->placement.nodes.size());
+      snap_.running.push_back(std::move(r));
+    }
+    jobs_.emplace(job->seq, std::move(*job));
+  }
+  for (const IdempotencyRecord& r : stored.idempotency) {
+    idempotency_[r.user + "\n" + r.key] = {r.job_id, r.request_hash};
+  }
+  return RecoverAccounting(std::move(open));
+}
+
+Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* link,
+                                    const std::vector<RunReport>& runs) {
+  for (const Node& n : nodes) {
+    if (Status s = ValidateNode(n, options_.config.catalog); !s.ok()) return s;
+  }
+  for (const Node& n : nodes) {
+    auto it = node_index_.find(n.id);
+    if (it == node_index_.end()) {
+      AddNode(n, link);
+    } else if (Status s = ReattachNode(it->second, n, link); !s.ok()) {
+      return s;
+    }
+  }
+  Reconcile(link, runs);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+void ControllerState::AddNode(const Node& n, NodeLink* link) {
+  node_index_[n.id] = static_cast<int>(snap_.nodes.size());
+  snap_.nodes.push_back(n);
+  node_link_.push_back(link);
+  last_seen_.push_back(now_);
+  PersistNode(static_cast<int>(snap_.nodes.size()) - 1);
+  NodeEvent(n.id, "registered", {{"gpus", n.gpus.size()}});
+}
+
+// A known node registers again: the inventory comes from the agent, the admin's drains
+// and fences from the state.
+Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* link) {
+  Node& known = snap_.nodes[n];
+  NodeLink* serving = node_link_[n];
+  if (serving && serving != link && !serving->remote()) {
+    return Status::Denied("node_id", fmt::format("node {} is this server's own (standalone) node", inventory.id));
+  }
+  // Runs on GPUs the node no longer has (fewer GPUs, another card or model at an index)
+  // end as after a fault, before the node's GPU list changes under them.
+  std::vector<std::string> stranded;
+  for (const RunningJob& r : snap_.running) {
+    for (const NodeShare& ns : r.placement.nodes) {
+      if (ns.node != n) continue;
+      for (const GpuShare& g : ns.gpus) {
+        bool kept = g.gpu < static_cast<int>(inventory.gpus.size()) &&
+                    inventory.gpus[g.gpu].uuid == known.gpus[g.gpu].uuid && inventory.gpu_type() == known.gpu_type();
+        if (!kept && std::find(stranded.begin(), stranded.end(), r.spec->id) == stranded.end()) {
+          stranded.push_back(r.spec->id);
+        }
+      }
+    }
+  }
+  node_link_[n] = link;
+  telemetry_.erase(n);  // readings by GPU index: the indexes may mean other GPUs now
+  for (const std::string& id : stranded) {
+    EndOnFault(id, n, fmt::format("its GPU on {} is gone (the node re-registered with other GPUs)", inventory.id),
+               true);
+  }
+  Node fresh = inventory;
+  fresh.state = known.state == NodeState::kDown ? NodeState::kUp : known.state;
+  for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g) fresh.gpus[g].fenced = known.gpus[g].fenced;
+  bool was_down = known.state == NodeState::kDown;
+  known = std::move(fresh);
+  last_seen_[n] = now_;
+  PersistNode(n);
+  NodeEvent(inventory.id, was_down ? "back" : "registered", {{"gpus", inventory.gpus.size()}});
+  return Status::Ok();
+}
+
+// Adopts what the agent still runs, finishes what ended, resends what it never got, and
+// stops what the controller never assigned.
+void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& runs) {
+  std::set<std::pair<std::string, std::string>> reported;
+  for (const RunReport& r : runs) {
+    reported.insert({r.job_id, r.node_id});
+    JobRecord* job = Find(r.job_id);
+    bool current = job && job->runs == r.run && !IsTerminal(job->state) && job->state != JobState::kPending;
+    if (!current) {
+      if (!r.exited)
+        effects_.orders.push_back({link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller"}});
+      continue;
+    }
+    if (r.exited) DoExited(r.job_id, r.run, r.node_id, r.exit_code, r.reason, r.ended_ms);
+  }
+  for (auto& [seq, job] : jobs_) {
+    if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
+    for (const NodeShare& ns : job.placement.nodes) {
+      const std::string& node_id = snap_.nodes[ns.node].id;
+      if (node_link_[ns.node] != link || reported.count({job.spec->id, node_id})) continue;
+      if (job.state == JobState::kStopping) {
+        DoExited(job.spec->id, job.runs, node_id, -1, "gone when its agent reconnected");
+      } else {
+        Event(job, "resent", {{"node", node_id}});
+        SendStart(job, ns.node);
+      }
+    }
+  }
+}
+
+void ControllerState::SetQuotas(std::shared_ptr<const QuotaConfig> quotas) {
+  quotas_ = std::move(quotas);
+  engine_ = std::make_unique<Engine>(options_.config.catalog, options_.config.scheduler, quotas_.get());
+  last_reorder_ = -1;  // weights and guarantees changed: re-sort at the next cycle
+  dirty_ = true;
+}
+
+std::string ControllerState::MetaValue(const std::string& key) const {
+  auto it = meta_.find(key);
+  return it == meta_.end() ? std::string() : it->second;
+}
+
+void ControllerState::SetMetaValue(const std::string& key, const std::string& value) {
+  meta_[key] = value;
+  batch_.meta[key] = value;
+}
+
+void ControllerState::SendAfterCommit(int node_index, std::variant<StartOrder, StopOrder> order) {
+  NodeLink* link = node_link_[node_index];
+  if (link) effects_.orders.push_back({link, std::move(order)});
+}
+
+ControllerState::Output ControllerState::TakeOutput() {
+  for (uint64_t seq : dirty_jobs_) {
+    const JobRecord& j = jobs_.at(seq);
+    batch_.jobs.push_back({j.seq, j.spec->id, j.spec->team, j.spec->user, ToString(j.state),
+                           JobToDoc(j, snap_.nodes).dump(-1, ' ', false, kReplaceBadUtf8)});
+  }
+  for (int n : dirty_nodes_) {
+    batch_.nodes.emplace_back(snap_.nodes[n].id,
+                              NodeToDoc(snap_.nodes[n], options_.config.catalog).dump(-1, ' ', false, kReplaceBadUtf8));
+  }
+  if (!batch_.empty()) ++version_;
+  Output out{std::move(batch_), std::move(effects_)};
+  batch_ = StoreBatch();
+  effects_ = Effects();
+  dirty_jobs_.clear();
+  dirty_nodes_.clear();
+  return out;
+}
+
+JobRecord* ControllerState::Find(const std::string& id) {
+  return const_cast<JobRecord*>(static_cast<const ControllerState*>(this)->Find(id));
+}
+
+const JobRecord* ControllerState::Find(const std::string& id) const {
+  uint64_t seq = 0;
+  auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), seq);
+  if (ec != std::errc() || ptr != id.data() + id.size()) return nullptr;
+  auto it = jobs_.find(seq);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void ControllerState::Event(const JobRecord& job, const std::string& kind, nlohmann::json detail, TimeMs at_ms) {
+  batch_.events.push_back({job.spec->id, at_ms < 0 ? now_ : at_ms, kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
+}
+
+void ControllerState::Audit(const Actor& who, const std::string& action, const std::string& target,
+                            const std::string& outcome, const std::string& detail) {
+  batch_.audit.push_back({now_, who.user, ToString(who.role), action, target, outcome, detail});
+}
+
+Status ControllerState::Refuse(const Actor& who, const std::string& action, const std::string& target, Status refusal) {
+  Audit(who, action, target, CodeName(refusal.code()), refusal.message());
+  return refusal;
+}
+
+void ControllerState::NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail) {
+  batch_.node_events.push_back({node_id, now_, kind, detail.dump(-1, ' ', false, kReplaceBadUtf8)});
+}
+
+}  // namespace gantry

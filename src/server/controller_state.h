@@ -1,0 +1,273 @@
+// The controller's state machine: jobs, the scheduler's snapshot and its indexes, nodes
+// and their links, the accounting. It has no thread, reads no clock and does no I/O: it is
+// given the time (SetTime), the store's rows at recovery and the inputs (requests, node
+// reports, ticks), and each change queues what must follow as values, taken out with
+// TakeOutput: the rows of the next store batch and the effects (orders to nodes, alert
+// webhooks). The Controller (controller.h) owns the thread, the queue of requests, the
+// store and the committer, and calls one of these at a time.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+#include <variant>
+
+#include "billing/pricing.h"
+#include "core/config_dir.h"
+#include "protocol/gpu_readings.h"
+#include "protocol/node_link.h"
+#include "sched/engine.h"
+#include "sched/fair_share.h"
+#include "sched/queue_order.h"
+#include "server/accounting.h"
+#include "server/auth.h"
+#include "server/job_record.h"
+#include "server/metrics.h"
+#include "server/store.h"
+
+namespace gantry {
+
+// What the controller answers a request with: a JSON body, or the Status saying why not.
+// Only the HTTP layer turns a Status into an HTTP status.
+using Answer = Expected<nlohmann::json>;
+
+// A submit's answer: the job, and whether this call created it (false: the replay of an
+// earlier call with the same Idempotency-Key).
+struct Submitted {
+  nlohmann::json job;
+  bool created = true;
+};
+
+// What a batch does outside the controller once it is durable, as values: orders to
+// nodes (through their NodeLink) and alert webhooks. The committer carries them out.
+struct Effects {
+  struct Order {
+    NodeLink* link = nullptr;
+    std::variant<StartOrder, StopOrder> order;
+  };
+  struct Webhook {
+    std::string url;
+    nlohmann::json body;
+  };
+  std::vector<Order> orders;
+  std::vector<Webhook> webhooks;
+  bool empty() const { return orders.empty() && webhooks.empty(); }
+};
+
+struct JobFilter {
+  std::string state;  // empty: any; "active": pending, running or stopping
+  std::string team;
+  std::string user;
+  int limit = 500;
+};
+
+// GET /v1/usage: a window, an optional team, a grouping.
+struct UsageQuery {
+  TimeMs from = 0;
+  TimeMs to = kNever;
+  std::string team;
+  std::string by = "team";
+};
+
+struct ControllerOptions {
+  ConfigSet config;
+  PricingConfig pricing;                        // the `pricing` section of gpu_types.yaml
+  std::string quotas_path;                      // re-read when it changes; empty: config.quotas stays
+  DurationMs tick_ms = 1000;                    // periodic cycle (time limits, ages, reloads)
+  DurationMs kill_wait_ms = 30000;              // cancel: SIGTERM, then SIGKILL after this
+  DurationMs fault_grace_ms = 10000;            // jobs on a GPU that turned unhealthy
+  DurationMs node_timeout_ms = 60000;           // a node silent this long is lost; its jobs requeue
+  std::function<TimeMs()> now;                  // the clock; wall clock when empty
+  bool defer_slow_cycles = true;                // false: a cycle after every batch, however long (tests)
+  DurationMs ledger_flush_ms = 60000;           // open ledger intervals' telemetry sums are stored this often
+  std::function<void(const std::string&)> log;  // alerts and warnings; stderr when empty
+  // Known users and team policies (priority classes, Unix accounts); null: nobody beyond
+  // the callers themselves, every team with the default policy.
+  std::shared_ptr<const UserDirectory> users;
+};
+
+class ControllerState {
+ public:
+  // `options.now` and `options.log` are not used here: the time comes through SetTime, and
+  // `log` gets the alert and warning lines (it must be set).
+  ControllerState(const ControllerOptions& options, std::shared_ptr<const QuotaConfig> quotas,
+                  std::function<void(const std::string&)> log);
+
+  // The time of what follows: wall-clock ms (every stored time) and a monotonic µs (the
+  // submit-to-start latency metric only).
+  void SetTime(TimeMs now, int64_t steady_us);
+  TimeMs now() const { return now_; }
+
+  // Rebuilds state from the store's rows (`open`: the ledger intervals still open). Call
+  // once, first; then StartMonth.
+  Status Recover(const StoredState& stored, std::vector<Allocation> open);
+  // The budget month of now: [MonthStart, MonthEnd). When it is over (after recovery, or
+  // when MonthOver says so), StartMonth is given its intervals from the store.
+  bool MonthOver() const { return accounting_.MonthOver(now_); }
+  TimeMs MonthStart() const { return accounting_.calendar().MonthStart(now_); }
+  TimeMs MonthEnd() const { return accounting_.calendar().NextMonth(now_); }
+  void StartMonth(const std::vector<Allocation>& month_rows);
+
+  // Inputs. Each runs to completion; what it changed goes out with the next TakeOutput.
+  Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs);
+  Expected<Submitted> Submit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
+  Answer Cancel(const Actor& who, const std::string& id);
+  Answer CheckpointDone(const Actor& who, const std::string& id);
+  Answer SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
+  void RunStarted(const RunReport& started);
+  void RunExited(const RunReport& exited);
+  void MigChanged(const MigReport& change);
+  void Readings(NodeReadings readings);
+  void GpuHealth(const GpuHealthChange& change);
+  void Heartbeat(const std::string& node_id);
+  void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
+             const std::string& detail = "");
+  void SetUsers(std::shared_ptr<const UserDirectory> users) { users_ = std::move(users); }
+  // A new quota file: the engine is rebuilt and the queue re-sorted at the next cycle.
+  void SetQuotas(std::shared_ptr<const QuotaConfig> quotas);
+  std::string MetaValue(const std::string& key) const;
+  void SetMetaValue(const std::string& key, const std::string& value);
+  // The periodic work: lost nodes, time limits, accounting (flush, budgets, cost, idle).
+  void Tick();
+  // A scheduling cycle; due when dirty() (something changed since the last one).
+  void Cycle();
+  bool dirty() const { return dirty_; }
+
+  // What the inputs since the last call produced: the store batch and the effects.
+  struct Output {
+    StoreBatch batch;
+    Effects effects;
+  };
+  Output TakeOutput();
+
+  // Views (controller_state_views.cc).
+  Answer GetJob(const Actor& who, const std::string& id);
+  Answer ListJobs(const Actor& who, const JobFilter& filter) const;
+  Answer Queue(const Actor& who);
+  Answer Cluster() const;
+  Answer Nodes() const;
+  Answer NodeGpus(const std::string& node_id) const;
+  bool KnowsNode(const std::string& node_id) const { return node_index_.count(node_id) > 0; }
+  // The API view of a job this state knows.
+  nlohmann::json JobView(const std::string& id);
+  Answer Budgets(const Actor& who) const;
+  // The alerts the caller may see, newest first.
+  nlohmann::json Alerts(const Actor& who) const;
+  nlohmann::json BudgetStatus() const { return accounting_.BudgetStatus(*quotas_, now_); }
+  const Accounting& accounting() const { return accounting_; }
+  // The state's metric families (queue, allocation, GPUs, jobs, budgets, idle jobs) and
+  // the submit-to-start histogram.
+  void WriteMetrics(MetricsWriter& w);
+  void WriteLatencyMetrics(MetricsWriter& w) const;
+
+ private:
+  // Jobs (controller_state_jobs.cc).
+  Status CheckSubmitter(const Actor& who, JobSpec& spec) const;
+  Status CheckTeamPermissions(const Actor& who, const JobSpec& spec) const;
+  const TeamPolicy& TeamOf(const std::string& team) const;
+  void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+                const std::string& reason, TimeMs ended_ms = -1);
+  void StartJob(const StartDecision& s, size_t running_index);
+  void SendStart(const JobRecord& job, int node_index);
+  void StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms);
+  void Requeue(JobRecord& job, const std::string& event);
+  void Finish(JobRecord& job, JobState state, const std::string& reason);
+  void RemoveRunning(const std::string& id);
+  void RemovePending(const std::string& id);
+  void AdvanceFairShare();
+  void Dirty(const JobRecord& job) { dirty_jobs_.insert(job.seq); }
+  JobRecord* Find(const std::string& id);
+  const JobRecord* Find(const std::string& id) const;
+  // Queues an order for the next output's effects (none when the node has no link).
+  void SendAfterCommit(int node_index, std::variant<StartOrder, StopOrder> order);
+  // A job event at `at_ms` (-1: now).
+  void Event(const JobRecord& job, const std::string& kind, nlohmann::json detail = nlohmann::json::object(),
+             TimeMs at_ms = -1);
+  void NodeEvent(const std::string& node_id, const std::string& kind, const nlohmann::json& detail);
+  // Audits a refusal and returns it.
+  Status Refuse(const Actor& who, const std::string& action, const std::string& target, Status refusal);
+  void PersistNode(int n) { dirty_nodes_.insert(n); }
+  // Nodes and GPUs (controller_state_gpus.cc).
+  void AddNode(const Node& n, NodeLink* link);
+  Status ReattachNode(int n, const Node& inventory, NodeLink* link);
+  void Reconcile(NodeLink* link, const std::vector<RunReport>& runs);
+  void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
+  void NodeLost(int n);
+  // Ends a running job at once as after a fault of node `n`: its other nodes (and `n` too
+  // with `stop_there`) are told to stop it; it requeues within max_retries.
+  void EndOnFault(const std::string& id, int n, const std::string& reason, bool stop_there);
+  // A time-sliced job whose own processes use more GPU memory than its share is stopped.
+  void CheckGpuMemory(int node, int gpu, const GpuSample& sample);
+  // The node index and GPU of (node id, GPU index); {-1, null} when there is none.
+  std::pair<int, Gpu*> LocateGpu(const std::string& node_id, int gpu);
+  void WriteGpuMetrics(MetricsWriter& w) const;
+  // The pending queue kept in order across cycles (controller_state_queue.cc).
+  void OrderPending(bool force_reorder = false);
+  void Reorder();
+  QueueContext Context() const;
+  void Nominate(const std::string& id);
+  void DropStarted(const Plan& plan);
+  // What follows from the accounting (controller_state_billing.cc).
+  Status RecoverAccounting(std::vector<Allocation> open);
+  void OpenLedger(const JobRecord& job);
+  void CloseLedger(JobRecord& job, TimeMs end_ms);
+  void AccountingTick();
+  void CheckBudgets(TimeMs now);
+  void CheckJobs(TimeMs now);
+  void CheckCostLimit(JobRecord& job, TimeMs now);
+  void CheckIdle(JobRecord& job, TimeMs now);
+  void Alert(const std::string& kind, const std::string& team, const std::string& message, nlohmann::json detail);
+  void WriteBillingMetrics(MetricsWriter& w) const;
+
+  const ControllerOptions& options_;
+  std::function<void(const std::string&)> log_;
+  std::shared_ptr<const UserDirectory> users_;
+  std::shared_ptr<const QuotaConfig> quotas_;
+  std::unique_ptr<Engine> engine_;
+  TimeMs now_ = 0;
+  int64_t steady_us_ = 0;
+
+  Snapshot snap_;
+  std::map<uint64_t, JobRecord> jobs_;
+  std::unordered_map<std::string, int> node_index_;
+  // MIG changes planned for a job's start, by job: (node index, order); sent with the start.
+  std::unordered_map<std::string, std::vector<std::pair<int, MigOrder>>> mig_orders_;
+  std::vector<NodeLink*> node_link_;
+  std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
+  std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running
+  std::unordered_map<std::string, int> running_pos_;    // job id -> index in snap_.running
+  std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
+  std::map<std::string, std::string> meta_;
+  // Latest reading of each GPU: node index -> GPU index -> (reading, when).
+  std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
+  uint64_t next_seq_ = 1;
+  FairShareLedger ledger_;
+  std::map<std::string, TimeMs> below_since_;
+  // snap_.pending[0, ordered_) is in queue order with keys pending_keys_ (as of the last
+  // re-sort, like Slurm's PriorityCalcPeriod); jobs after it arrived since the last cycle.
+  std::vector<QueueEntry> pending_keys_;
+  size_t ordered_ = 0;
+  TimeMs last_reorder_ = -1;
+  std::map<std::string, double> factors_;
+  std::map<std::string, int> guarantee_levels_;
+  bool dirty_ = true;     // something changed since the last cycle
+  uint64_t version_ = 0;  // bumps on every output with rows; caches the explained queue
+  uint64_t queue_cache_version_ = UINT64_MAX;
+  std::shared_ptr<Plan> queue_cache_;
+
+  Accounting accounting_;
+
+  // The output being built.
+  StoreBatch batch_;
+  std::set<uint64_t> dirty_jobs_;
+  std::set<int> dirty_nodes_;
+  Effects effects_;
+
+  Histogram submit_to_start_seconds_{LatencyBuckets()};
+  std::map<std::string, uint64_t> counters_;
+};
+
+}  // namespace gantry
