@@ -75,12 +75,12 @@ void Accounting::AddToMonth(const Allocation& a, const Accrual& in_month) {
   }
 }
 
-void Accounting::Open(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog,
-                      const std::string& pool_label, StoreBatch& batch) {
+void Accounting::Open(const JobRecord& job, const Placement& placement, const std::vector<Node>& nodes,
+                      const GpuCatalog& catalog, const std::string& pool_label, StoreBatch& batch) {
   std::vector<Entry>& entries = open_[job.spec->id];
   entries.clear();
   int slot = 0;
-  for (const NodeShare& ns : job.placement.nodes) {
+  for (const NodeShare& ns : placement.nodes) {
     const Node& node = nodes[ns.node];
     const GpuType& type = catalog.Get(node.gpu_type());
     auto pool = node.labels.find(pool_label);

@@ -44,8 +44,8 @@ class Accounting {
   TimeMs month_from() const { return month_from_; }
   TimeMs month_to() const { return month_to_; }
 
-  // A run started: one interval per GPU share, written to `batch`.
-  void Open(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog,
+  // A run started on `placement`: one interval per GPU share, written to `batch`.
+  void Open(const JobRecord& job, const Placement& placement, const std::vector<Node>& nodes, const GpuCatalog& catalog,
             const std::string& pool_label, StoreBatch& batch);
   // The run's intervals end at `end_ms`; the job's closed cost grows by their cost. Returns
   // the GPU-ms they held, or -1 when the job had none open.

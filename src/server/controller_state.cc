@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
+#include <unordered_set>
 
 #include "server/node_json.h"
 
@@ -42,23 +45,23 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
     return it == node_index_.end() ? -1 : it->second;
   };
   for (const StoredJob& row : stored.jobs) {
-    auto job = JobFromDoc(nlohmann::json::parse(row.doc, nullptr, false), index_of);
-    if (!job) return job.status();
-    next_seq_ = std::max(next_seq_, job->seq + 1);
-    const std::string& id = job->spec->id;
-    if (job->state == JobState::kPending) {
-      PendingJob p{job->spec, job->submit_ms, job->attained_gpu_ms, job->evictions, job->nominated};
-      snap_.pending.push_back(std::move(p));
-    } else if (job->state == JobState::kRunning || job->state == JobState::kStopping) {
-      RunningJob r{job->spec, job->start_ms, job->placement, job->submit_ms};
-      r.evictions = job->evictions;
-      r.attained_gpu_ms = job->attained_gpu_ms;
-      r.stop_at_ms = job->stop_at_ms;
+    auto loaded = JobFromDoc(nlohmann::json::parse(row.doc, nullptr, false), index_of);
+    if (!loaded) return loaded.status();
+    JobRecord& job = loaded->record;
+    next_seq_ = std::max(next_seq_, job.seq + 1);
+    const std::string& id = job.spec->id;
+    if (job.state == JobState::kPending) {
+      snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions, loaded->nominated});
+    } else if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
+      RunningJob r{job.spec, job.start_ms, std::move(loaded->placement), job.submit_ms};
+      r.evictions = job.evictions;
+      r.attained_gpu_ms = job.attained_gpu_ms;
+      r.stop_at_ms = loaded->stop_at_ms;
       running_pos_[id] = static_cast<int>(snap_.running.size());
-      running_nodes_[id] = static_cast<int>(job->placement.nodes.size());
+      running_nodes_[id] = static_cast<int>(r.placement.nodes.size());
       snap_.running.push_back(std::move(r));
     }
-    jobs_.emplace(job->seq, std::move(*job));
+    jobs_.emplace(job.seq, std::move(job));
   }
   for (const IdempotencyRecord& r : stored.idempotency) {
     idempotency_[r.user + "\n" + r.key] = {r.job_id, r.request_hash};
@@ -150,14 +153,16 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
   }
   for (auto& [seq, job] : jobs_) {
     if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
-    for (const NodeShare& ns : job.placement.nodes) {
-      const std::string& node_id = snap_.nodes[ns.node].id;
-      if (node_link_[ns.node] != link || reported.count({job.spec->id, node_id})) continue;
+    std::vector<int> job_nodes;
+    for (const NodeShare& ns : RunningOf(job.spec->id).placement.nodes) job_nodes.push_back(ns.node);
+    for (int node : job_nodes) {
+      const std::string& node_id = snap_.nodes[node].id;
+      if (node_link_[node] != link || reported.count({job.spec->id, node_id})) continue;
       if (job.state == JobState::kStopping) {
         DoExited(job.spec->id, job.runs, node_id, -1, "gone when its agent reconnected");
       } else {
         Event(job, "resent", {{"node", node_id}});
-        SendStart(job, ns.node);
+        SendStart(job, node);
       }
     }
   }
@@ -186,10 +191,19 @@ void ControllerState::SendAfterCommit(int node_index, std::variant<StartOrder, S
 }
 
 ControllerState::Output ControllerState::TakeOutput() {
+  // The nominations of pending jobs, looked up once if a pending job is to be written.
+  std::unordered_set<std::string_view> nominated;
+  bool pending_dirty = std::any_of(dirty_jobs_.begin(), dirty_jobs_.end(),
+                                   [&](uint64_t seq) { return jobs_.at(seq).state == JobState::kPending; });
+  for (const PendingJob& p : snap_.pending) {
+    if (pending_dirty && p.nominated) nominated.insert(p.spec->id);
+  }
   for (uint64_t seq : dirty_jobs_) {
     const JobRecord& j = jobs_.at(seq);
+    JobSchedule schedule = ScheduleOf(j);
+    schedule.nominated = j.state == JobState::kPending && nominated.count(j.spec->id);
     batch_.jobs.push_back({j.seq, j.spec->id, j.spec->team, j.spec->user, ToString(j.state),
-                           JobToDoc(j, snap_.nodes).dump(-1, ' ', false, kReplaceBadUtf8)});
+                           JobToDoc(j, schedule, snap_.nodes).dump(-1, ' ', false, kReplaceBadUtf8)});
   }
   for (int n : dirty_nodes_) {
     batch_.nodes.emplace_back(snap_.nodes[n].id,
@@ -202,6 +216,16 @@ ControllerState::Output ControllerState::TakeOutput() {
   dirty_jobs_.clear();
   dirty_nodes_.clear();
   return out;
+}
+
+JobSchedule ControllerState::ScheduleOf(const JobRecord& job) const {
+  if (job.state != JobState::kRunning && job.state != JobState::kStopping) return {};
+  const RunningJob& r = snap_.running[running_pos_.at(job.spec->id)];
+  return {&r.placement, r.stop_at_ms, false};
+}
+
+nlohmann::json ControllerState::ApiView(const JobRecord& job, bool full) const {
+  return JobToApi(job, ScheduleOf(job), snap_.nodes, options_.config.catalog, full);
 }
 
 JobRecord* ControllerState::Find(const std::string& id) {

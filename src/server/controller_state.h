@@ -179,6 +179,12 @@ class ControllerState {
   void RemovePending(const std::string& id);
   void AdvanceFairShare();
   void Dirty(const JobRecord& job) { dirty_jobs_.insert(job.seq); }
+  // The scheduler's entry of a running or stopping job: the owner of its placement and kill
+  // time (running_pos_ is only an index into snap_.running).
+  RunningJob& RunningOf(const std::string& id) { return snap_.running[running_pos_.at(id)]; }
+  // What a job's scheduler entry holds, for its API view (the nomination is not looked up).
+  JobSchedule ScheduleOf(const JobRecord& job) const;
+  nlohmann::json ApiView(const JobRecord& job, bool full) const;
   JobRecord* Find(const std::string& id);
   const JobRecord* Find(const std::string& id) const;
   // Queues an order for the next output's effects (none when the node has no link).
@@ -212,7 +218,7 @@ class ControllerState {
   void DropStarted(const Plan& plan);
   // What follows from the accounting (controller_state_billing.cc).
   Status RecoverAccounting(std::vector<Allocation> open);
-  void OpenLedger(const JobRecord& job);
+  void OpenLedger(const JobRecord& job, const Placement& placement);
   void CloseLedger(JobRecord& job, TimeMs end_ms);
   void AccountingTick();
   void CheckBudgets(TimeMs now);

@@ -44,8 +44,8 @@ void ControllerState::StartMonth(const std::vector<Allocation>& month_rows) {
   }
 }
 
-void ControllerState::OpenLedger(const JobRecord& job) {
-  accounting_.Open(job, snap_.nodes, options_.config.catalog, options_.pricing.pool_label, batch_);
+void ControllerState::OpenLedger(const JobRecord& job, const Placement& placement) {
+  accounting_.Open(job, placement, snap_.nodes, options_.config.catalog, options_.pricing.pool_label, batch_);
 }
 
 void ControllerState::CloseLedger(JobRecord& job, TimeMs end_ms) {

@@ -25,7 +25,7 @@ void ControllerState::CheckGpuMemory(int node, int gpu, const GpuSample& sample)
     JobRecord* job = Find(id);
     if (!job || job->state != JobState::kRunning || job->spec->request.sharing != SharingMode::kTimeSlice) continue;
     int64_t share = 0;
-    for (const NodeShare& ns : job->placement.nodes) {
+    for (const NodeShare& ns : RunningOf(id).placement.nodes) {
       for (const GpuShare& g : ns.gpus) {
         if (ns.node == node && g.gpu == gpu) share += g.memory_mib;
       }
@@ -77,7 +77,7 @@ void ControllerState::EndOnFault(const std::string& id, int n, const std::string
     job.stop_cause = StopCause::kNodeFault;
     job.reason = reason;
   }
-  for (const NodeShare& ns : job.placement.nodes) {
+  for (const NodeShare& ns : RunningOf(id).placement.nodes) {
     if (ns.node != n || stop_there)
       SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, 0, reason});
   }

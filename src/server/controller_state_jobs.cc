@@ -20,15 +20,15 @@ Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) 
                   Status::Precondition("id", fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint",
                                                          id, ToString(job->state))));
   }
-  job->stop_at_ms = now_;
-  snap_.running[running_pos_.at(id)].stop_at_ms = job->stop_at_ms;
+  RunningJob& entry = RunningOf(id);
+  entry.stop_at_ms = now_;
   Event(*job, "checkpoint_done", {{"by", who.user}});
-  for (const NodeShare& ns : job->placement.nodes) {
+  for (const NodeShare& ns : entry.placement.nodes) {
     SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"});
   }
   Audit(who, action, id, "ok");
   Dirty(*job);
-  return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
+  return ApiView(*job, true);
 }
 
 void ControllerState::RunStarted(const RunReport& started) {
@@ -52,7 +52,7 @@ Expected<Submitted> ControllerState::Submit(const Actor& who, JobSpec spec, cons
             {StatusCode::kKeyReused, "Idempotency-Key was used before with a different job spec", "Idempotency-Key"});
       }
       JobRecord* job = Find(it->second.first);
-      Submitted replay{JobToApi(*job, snap_.nodes, options_.config.catalog, true), false};
+      Submitted replay{ApiView(*job, true), false};
       replay.job["idempotent_replay"] = true;
       return replay;
     }
@@ -169,7 +169,7 @@ Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   }
   Audit(who, action, id, "ok");
   dirty_ = true;
-  return JobToApi(*job, snap_.nodes, options_.config.catalog, true);
+  return ApiView(*job, true);
 }
 
 void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
@@ -178,8 +178,6 @@ void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   job.state = JobState::kRunning;
   job.start_ms = now;
   job.runs++;
-  job.placement = s.placement;
-  job.nominated = false;
   job.exit_code = -1;
   job.reason.clear();
   job.last_exit_ms = -1;
@@ -194,25 +192,26 @@ void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   running_nodes_[s.job_id] = static_cast<int>(s.placement.nodes.size());
   Event(job, "started",
         {{"run", job.runs}, {"placement", PlacementToJson(s.placement, snap_.nodes, options_.config.catalog)}}, now);
-  OpenLedger(job);
+  OpenLedger(job, s.placement);
   counters_["started"]++;
   Dirty(job);
-  for (const NodeShare& ns : job.placement.nodes) SendStart(job, ns.node);
+  for (const NodeShare& ns : s.placement.nodes) SendStart(job, ns.node);
 }
 
 void ControllerState::SendStart(const JobRecord& job, int node_index) {
   const GpuCatalog& catalog = options_.config.catalog;
   const Node& node = snap_.nodes[node_index];
+  const Placement& placement = RunningOf(job.spec->id).placement;
   StartOrder order;
   order.job_id = job.spec->id;
   order.run = job.runs;
   order.spec = job.spec;
   order.node_id = node.id;
-  order.num_nodes = static_cast<int>(job.placement.nodes.size());
-  order.leader_node = snap_.nodes[job.placement.nodes.front().node].id;
+  order.num_nodes = static_cast<int>(placement.nodes.size());
+  order.leader_node = snap_.nodes[placement.nodes.front().node].id;
   order.sharing = job.spec->request.sharing;
-  for (size_t rank = 0; rank < job.placement.nodes.size(); ++rank) {
-    const NodeShare& ns = job.placement.nodes[rank];
+  for (size_t rank = 0; rank < placement.nodes.size(); ++rank) {
+    const NodeShare& ns = placement.nodes[rank];
     if (ns.node != node_index) continue;
     order.node_rank = static_cast<int>(rank);
     order.cpus = ns.cpus;
@@ -244,11 +243,11 @@ void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::st
   job.state = JobState::kStopping;
   job.stop_cause = cause;
   job.reason = reason;
-  job.stop_at_ms = now_ + grace_ms;
-  snap_.running[running_pos_.at(id)].stop_at_ms = job.stop_at_ms;
+  RunningJob& entry = RunningOf(id);
+  entry.stop_at_ms = now_ + grace_ms;
   Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
   Dirty(job);
-  for (const NodeShare& ns : job.placement.nodes) {
+  for (const NodeShare& ns : entry.placement.nodes) {
     SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason});
   }
 }
@@ -276,7 +275,7 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
     }
     return;
   }
-  const RunningJob& r = snap_.running[running_pos_.at(job_id)];
+  const RunningJob& r = RunningOf(job_id);
   job->attained_gpu_ms +=
       static_cast<double>(now_ - r.start_ms) * PlacementShare(r.placement, job->spec->request.sharing);
   CloseLedger(*job, job->last_exit_ms);
@@ -313,9 +312,7 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
 
 void ControllerState::Requeue(JobRecord& job, const std::string& event) {
   job.state = JobState::kPending;
-  job.placement = {};
   job.stop_cause = StopCause::kNone;
-  job.stop_at_ms = kNever;
   snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions});
   Event(job, "requeued", {{"why", event}});
   counters_["requeued"]++;
@@ -327,8 +324,6 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   job.end_ms = now_;
   job.reason = reason;
   job.stop_cause = StopCause::kNone;
-  job.stop_at_ms = kNever;
-  job.placement = {};
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
   Dirty(job);
@@ -393,9 +388,7 @@ void ControllerState::Cycle() {
     StopRunning(victim, StopCause::kPreempt, fmt::format("preempted ({}) for job {}", p.reason, p.for_job),
                 std::max<DurationMs>(0, p.stop_at_ms - snap_.now_ms));
     counters_["preempted"]++;
-    JobRecord& winner = *Find(p.for_job);
-    winner.nominated = true;
-    Dirty(winner);
+    Dirty(*Find(p.for_job));  // its stored document says it is nominated (Nominate, below)
   }
   for (const MigChange& c : plan.mig_changes) {
     PersistNode(c.node);

@@ -14,7 +14,7 @@ namespace gantry {
 Answer ControllerState::GetJob(const Actor& who, const std::string& id) {
   JobRecord* job = Find(id);
   if (!job || !who.SeesTeam(job->spec->team)) return Status(StatusCode::kNotFound, "no job " + id, "id");
-  nlohmann::json r = JobToApi(*job, snap_.nodes, options_.config.catalog, true);
+  nlohmann::json r = ApiView(*job, true);
   r["cost"] = RoundTo(accounting_.JobCost(*job, now_), 4);
   r["currency"] = options_.pricing.currency;
   if (job->idle_flagged) r["idle"] = true;
@@ -38,7 +38,7 @@ Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
     if (!f.state.empty() && !active_only && job.state != wanted) continue;
     if (!f.team.empty() && s.team != f.team) continue;
     if (!f.user.empty() && s.user != f.user) continue;
-    out.push_back(JobToApi(job, snap_.nodes, options_.config.catalog, false));
+    out.push_back(ApiView(job, false));
   }
   return nlohmann::json{{"jobs", out}};
 }
@@ -172,8 +172,6 @@ void ControllerState::WriteLatencyMetrics(MetricsWriter& w) const {
   w.Write("gantry_submit_to_start_seconds", "From submit to the first start of a job", submit_to_start_seconds_);
 }
 
-nlohmann::json ControllerState::JobView(const std::string& id) {
-  return JobToApi(*Find(id), snap_.nodes, options_.config.catalog, true);
-}
+nlohmann::json ControllerState::JobView(const std::string& id) { return ApiView(*Find(id), true); }
 
 }  // namespace gantry

@@ -80,9 +80,10 @@ nlohmann::json PlacementToJson(const Placement& p, const std::vector<Node>& node
   return out;
 }
 
-nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes) {
+nlohmann::json JobToDoc(const JobRecord& job, const JobSchedule& schedule, const std::vector<Node>& nodes) {
   nlohmann::json placement = nlohmann::json::array();
-  for (const NodeShare& ns : job.placement.nodes) {
+  static const Placement kNone;
+  for (const NodeShare& ns : (schedule.placement ? *schedule.placement : kNone).nodes) {
     nlohmann::json gpus = nlohmann::json::array();
     for (const GpuShare& g : ns.gpus) gpus.push_back(ShareToJson(g));
     placement.push_back(
@@ -103,17 +104,18 @@ nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes) {
           {"exit_code", job.exit_code},
           {"reason", job.reason},
           {"stop_cause", static_cast<int>(job.stop_cause)},
-          {"stop_at_ms", job.stop_at_ms},
-          {"nominated", job.nominated},
+          {"stop_at_ms", schedule.stop_at_ms},
+          {"nominated", schedule.nominated},
           {"closed_cost", job.closed_cost},
           {"cost_alert", job.cost_alert},
           {"idle_flagged", job.idle_flagged},
           {"placement", placement}};
 }
 
-Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index) {
+Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index) {
   try {
-    JobRecord j;
+    LoadedJob loaded;
+    JobRecord& j = loaded.record;
     j.seq = doc.at("seq").get<uint64_t>();
     auto spec = ParseJobSpec(YAML::Load(doc.at("spec").dump(-1, ' ', false, kReplaceBadUtf8)));
     if (!spec) return Status::Internal(fmt::format("stored job {}: {}", j.seq, spec.status().ToString()));
@@ -134,8 +136,8 @@ Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<in
     j.exit_code = doc.at("exit_code").get<int>();
     j.reason = doc.at("reason").get<std::string>();
     j.stop_cause = static_cast<StopCause>(doc.at("stop_cause").get<int>());
-    j.stop_at_ms = doc.at("stop_at_ms").get<TimeMs>();
-    j.nominated = doc.at("nominated").get<bool>();
+    loaded.stop_at_ms = doc.at("stop_at_ms").get<TimeMs>();
+    loaded.nominated = doc.at("nominated").get<bool>();
     j.closed_cost = doc.value("closed_cost", 0.0);  // absent in documents written before accounting
     j.cost_alert = doc.value("cost_alert", 0);
     j.idle_flagged = doc.value("idle_flagged", false);
@@ -146,15 +148,16 @@ Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<in
       for (const nlohmann::json& g : ns.at("gpus")) share.gpus.push_back(ShareFromJson(g));
       share.cpus = ns.at("cpus").get<int>();
       share.memory_mib = ns.at("memory_mib").get<int64_t>();
-      j.placement.nodes.push_back(std::move(share));
+      loaded.placement.nodes.push_back(std::move(share));
     }
-    return j;
+    return loaded;
   } catch (const std::exception& e) {
     return Status::Internal(std::string("stored job document: ") + e.what());
   }
 }
 
-nlohmann::json JobToApi(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog, bool full) {
+nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const std::vector<Node>& nodes,
+                        const GpuCatalog& catalog, bool full) {
   const JobSpec& s = *job.spec;
   nlohmann::json spec = SpecToJson(s);
   if (!full) {
@@ -179,11 +182,12 @@ nlohmann::json JobToApi(const JobRecord& job, const std::vector<Node>& nodes, co
   if (!job.reason.empty()) j["reason"] = job.reason;
   if (job.state == JobState::kStopping) {
     j["stop_cause"] = ToString(job.stop_cause);
-    j["stop_at"] = Utc(job.stop_at_ms == kNever ? -1 : job.stop_at_ms);
+    j["stop_at"] = Utc(schedule.stop_at_ms == kNever ? -1 : schedule.stop_at_ms);
   }
-  if (!job.placement.nodes.empty() && (job.state == JobState::kRunning || job.state == JobState::kStopping)) {
-    j["placement"] = PlacementToJson(job.placement, nodes, catalog);
-    j["gpu_share"] = PlacementShare(job.placement, s.request.sharing);
+  if (schedule.placement && !schedule.placement->nodes.empty() &&
+      (job.state == JobState::kRunning || job.state == JobState::kStopping)) {
+    j["placement"] = PlacementToJson(*schedule.placement, nodes, catalog);
+    j["gpu_share"] = PlacementShare(*schedule.placement, s.request.sharing);
   }
   return j;
 }

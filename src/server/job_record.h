@@ -1,5 +1,7 @@
 // A job as the controller keeps it: the accepted spec plus its life so far (state, runs,
-// placement, exit). Also the JSON forms: the spec as users write it (round-trips through
+// exits, cost). What the scheduler reads (placement, kill time, nomination) is not here: the
+// job's entry in the scheduler's snapshot owns it, and the JSON forms are given it as a
+// JobSchedule. Also the JSON forms: the spec as users write it (round-trips through
 // ParseJobSpec), the stored document, and the API view.
 #pragma once
 
@@ -42,9 +44,6 @@ struct JobRecord {
   int exit_code = -1;          // of the last run; -1: none
   std::string reason;          // why it ended, or why it is stopping
   StopCause stop_cause = StopCause::kNone;
-  TimeMs stop_at_ms = kNever;     // stopping: SIGKILL after this time
-  Placement placement;            // current run; node indices into the controller's nodes
-  bool nominated = false;         // jobs are being evicted for it
   int64_t submit_steady_us = -1;  // monotonic submit time in this process (latency metric; not stored)
   double closed_cost = 0;         // cost of the runs that ended (the ledger's closed intervals)
   int cost_alert = 0;             // cost-limit alerts sent: 0, 80 or 100 (%)
@@ -52,14 +51,32 @@ struct JobRecord {
   TimeMs last_exit_ms = -1;       // the latest exit reported for the current run (not stored)
 };
 
+// What the job's scheduler entry holds, as the JSON forms need it: the placement (node
+// indices into the controller's nodes) and kill time of a running or stopping job, the
+// nomination of a pending one (jobs are being evicted for it).
+struct JobSchedule {
+  const Placement* placement = nullptr;
+  TimeMs stop_at_ms = kNever;
+  bool nominated = false;
+};
+
+// A stored job read back: its record and what goes back into its scheduler entry.
+struct LoadedJob {
+  JobRecord record;
+  Placement placement;
+  TimeMs stop_at_ms = kNever;
+  bool nominated = false;
+};
+
 // The stored document of a job (node indices written as node ids).
-nlohmann::json JobToDoc(const JobRecord& job, const std::vector<Node>& nodes);
+nlohmann::json JobToDoc(const JobRecord& job, const JobSchedule& schedule, const std::vector<Node>& nodes);
 // Reads a stored document back; node ids become indices through `node_index`.
-Expected<JobRecord> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index);
+Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index);
 
 // The API view: state, times as UTC text, request, placement with GPU UUIDs. Without
 // `full`, the command, environment and working directory are left out.
-nlohmann::json JobToApi(const JobRecord& job, const std::vector<Node>& nodes, const GpuCatalog& catalog, bool full);
+nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const std::vector<Node>& nodes,
+                        const GpuCatalog& catalog, bool full);
 
 // The part of one GPU a share holds: 1, the fraction, or a MIG profile's compute slices
 // over the GPU's (3g.40gb on an H100: 3/7). What the ledger bills.

@@ -11,14 +11,14 @@ namespace gantry::testing {
 namespace {
 
 struct StateUnderTest {
-  StateUnderTest() {
+  explicit StateUnderTest(const StoredState& stored = {}) {
     options.config = *LoadConfigDir("");
     options.users = HarnessUsers();
     options.kill_wait_ms = 5000;
     state = std::make_unique<ControllerState>(options, std::make_shared<const QuotaConfig>(options.config.quotas),
                                               [this](const std::string& line) { log.push_back(line); });
     state->SetTime(now, 0);
-    EXPECT_TRUE(state->Recover(StoredState{}, {}).ok());
+    EXPECT_TRUE(state->Recover(stored, {}).ok());
     state->StartMonth({});
   }
   void At(TimeMs t) { state->SetTime(t, t * 1000); }
@@ -118,6 +118,31 @@ TEST(ControllerState, ARefusalIsAuditedInTheOutputAndChangesNothingElse) {
   EXPECT_EQ(out.batch.audit[0].outcome, "not_found");
   EXPECT_TRUE(out.batch.jobs.empty());
   EXPECT_TRUE(out.effects.empty());
+}
+
+// The job's record and its scheduler entry are written as one document and read back
+// into their two owners: the placement and kill time of a stopping job survive.
+TEST(ControllerState, AStoppingJobsPlacementAndKillTimeComeBackFromItsDocument) {
+  StateUnderTest t;
+  ASSERT_TRUE(t.state->AttachNodes({MakeNode("n1", "A100-80GB", 2)}, &t.link, {}).ok());
+  ASSERT_TRUE(t.state->Submit(kAlice, *ParseJobSpecText(kOneGpu), "", "").ok());
+  t.state->Cycle();
+  ASSERT_TRUE(t.state->Cancel(kAlice, "1").ok());
+  // One output holds the node and the job's latest row, as the store would keep them.
+  ControllerState::Output out = t.state->TakeOutput();
+  StoredState stored;
+  stored.nodes = out.batch.nodes;
+  ASSERT_EQ(out.batch.jobs.size(), 1u);
+  stored.jobs = out.batch.jobs;
+  nlohmann::json before = *t.state->GetJob(kAlice, "1");
+
+  StateUnderTest restarted(stored);
+  nlohmann::json after = *restarted.state->GetJob(kAlice, "1");
+  EXPECT_EQ(after["state"], "stopping");
+  EXPECT_EQ(after["stop_at"], before["stop_at"]);
+  EXPECT_EQ(after["stop_at"], FormatUtc(t.now + 5000));
+  EXPECT_EQ(after["placement"], before["placement"]);
+  EXPECT_EQ(after["placement"][0]["node"], "n1");
 }
 
 }  // namespace
