@@ -145,7 +145,13 @@ int main(int argc, char** argv) {
 
   auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
 
-  CLI11_PARSE(app, argc, argv);
+  // Everything after the first "--" is a job's command, never options.
+  std::vector<const char*> args = gantry::SplitAtDashes(argc, argv, &client->command);
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   if (*agent_cmd) return gantry::RunAgent(agent, std::cout, std::cerr);
   if (*gpus_cmd) return gantry::RunGpusCommand(gpus, std::cout, std::cerr);
   if (*server_cmd) {

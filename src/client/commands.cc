@@ -117,6 +117,14 @@ Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& body, const std:
 
 }  // namespace
 
+std::vector<const char*> SplitAtDashes(int argc, const char* const* argv, std::vector<std::string>* after) {
+  std::vector<const char*> before;
+  int i = 0;
+  for (; i < argc && std::string_view(argv[i]) != "--"; ++i) before.push_back(argv[i]);
+  for (++i; i < argc; ++i) after->push_back(argv[i]);
+  return before;
+}
+
 std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err) {
   auto cmds = std::make_shared<ClientCommands>();
   auto cfg = std::make_shared<ClientConfig>();
@@ -186,11 +194,20 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   submit->add_flag("--not-preemptible", sf->not_preemptible, "Never evict this job");
   submit->add_option("--idempotency-key", sf->key, "Retries with the same key never make two jobs");
   submit->add_option("command", sf->command, "The command (after --)");
+  // Not the shared_ptr: cmds->run holds what this callback makes (a cycle).
+  ClientCommands* parsed = cmds.get();
   submit->callback([=, &out, &err] {
     *chosen = [=, &out, &err]() -> int {
       if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
         err << "gantry: " << s.ToString() << "\n";
         return 2;
+      }
+      if (!parsed->command.empty()) {
+        if (!sf->command.empty()) {
+          err << "gantry: command: give it once, after -- (found '" << sf->command.front() << "' before --)\n";
+          return 2;
+        }
+        sf->command = parsed->command;
       }
       std::vector<std::pair<std::string, YAML::Node>> specs;  // label, spec
       if (!sf->jobs_file.empty()) {

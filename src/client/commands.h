@@ -7,6 +7,8 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace gantry {
 
@@ -14,7 +16,15 @@ namespace gantry {
 // returns its exit status) or returns -1 when none of them was chosen.
 struct ClientCommands {
   std::function<int()> run;
+  // The words after the first "--" on the command line (SplitAtDashes): a job's command,
+  // never options, whatever comes before.
+  std::vector<std::string> command;
 };
 std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err);
+
+// Splits argv at its first "--": returns the arguments before it (what the option parser
+// sees) and puts the words after it in `after`. CLI11 would otherwise let an option that
+// takes several values (-t, -e) swallow the "--" and the command's own options.
+std::vector<const char*> SplitAtDashes(int argc, const char* const* argv, std::vector<std::string>* after);
 
 }  // namespace gantry

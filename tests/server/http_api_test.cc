@@ -166,6 +166,27 @@ TEST_F(HttpApi, CliSubmitsAJobsFileAndShowsTheQueue) {
   EXPECT_NE(Cli("drain t4-0:1", kRootToken, &rc).find("t4-0:1 drained"), std::string::npos);
 }
 
+// Everything after "--" is the command, even right after an option that takes several
+// values (-t, -e), and even when the command has options of its own.
+TEST_F(HttpApi, TheCliTakesEverythingAfterDashesAsTheCommand) {
+  int rc = 0;
+  std::string out = Cli("submit -o json -g 1 -t A100-80GB -- python3 train.py --lr 0.1", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  nlohmann::json job = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(job["spec"]["command"], "python3 train.py --lr 0.1");
+  EXPECT_EQ(job["spec"]["gpu_types"], nlohmann::json::array({"A100-80GB"}));
+  out = Cli("submit -o json -g 1 -e WANDB_MODE=offline -- jupyter lab --port 8888", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  job = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(job["spec"]["command"], "jupyter lab --port 8888");
+  EXPECT_EQ(job["spec"]["env"]["WANDB_MODE"], "offline");
+  // A command before "--" as well as after it is ambiguous: refused, nothing submitted.
+  out = Cli("submit -g 1 echo -- hi", kAliceToken, &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("command"), std::string::npos) << out;
+  EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 2u);
+}
+
 TEST_F(HttpApi, AnInjectedXid79FencesTheGpuAndRequeuesItsJob) {
   auto alice = server_->Client(kAliceToken);
   auto root = server_->Client(kRootToken);
