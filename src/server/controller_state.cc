@@ -195,8 +195,8 @@ ControllerState::Output ControllerState::TakeOutput() {
   std::unordered_set<std::string_view> nominated;
   bool pending_dirty = std::any_of(dirty_jobs_.begin(), dirty_jobs_.end(),
                                    [&](uint64_t seq) { return jobs_.at(seq).state == JobState::kPending; });
-  for (const PendingJob& p : snap_.pending) {
-    if (pending_dirty && p.nominated) nominated.insert(p.spec->id);
+  for (size_t i = 0; pending_dirty && i < snap_.pending.size(); ++i) {
+    if (snap_.pending[i].nominated) nominated.insert(snap_.pending[i].spec->id);
   }
   for (uint64_t seq : dirty_jobs_) {
     const JobRecord& j = jobs_.at(seq);
