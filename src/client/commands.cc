@@ -14,6 +14,7 @@
 
 #include "client/billing_commands.h"
 #include "client/http_client.h"
+#include "client/job_edit_commands.h"
 #include "client/jobs_file.h"
 #include "client/tables.h"
 #include "core/encoding.h"
@@ -436,6 +437,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     };
   });
   AddBillingCommands(app, out, {common, request, chosen});
+  AddJobEditCommands(app, out, {common, request, chosen});
   return cmds;
 }
 

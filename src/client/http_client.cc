@@ -104,6 +104,11 @@ Expected<HttpAnswer> ApiClient::Post(const std::string& path, const std::string&
   return ToAnswer(http_->Post(path, h, body, content_type), server_);
 }
 
+Expected<HttpAnswer> ApiClient::Patch(const std::string& path, const std::string& body,
+                                      const std::string& content_type) {
+  return ToAnswer(http_->Patch(path, body, content_type), server_);
+}
+
 Expected<HttpAnswer> ApiClient::Delete(const std::string& path) { return ToAnswer(http_->Delete(path), server_); }
 
 std::string DescribeError(const HttpAnswer& a) {

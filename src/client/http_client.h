@@ -43,6 +43,7 @@ class ApiClient {
   Expected<HttpAnswer> Get(const std::string& path);
   Expected<HttpAnswer> Post(const std::string& path, const std::string& body, const std::string& content_type,
                             const std::map<std::string, std::string>& headers = {});
+  Expected<HttpAnswer> Patch(const std::string& path, const std::string& body, const std::string& content_type);
   Expected<HttpAnswer> Delete(const std::string& path);
 
  private:

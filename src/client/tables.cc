@@ -109,6 +109,12 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
         return;
       }
     }
+    for (const auto& h : body.value("held", nlohmann::json::array())) {
+      if (Str(h, "id") == only_id) {
+        out << fmt::format("job {}: {}\n", only_id, Str(h, "reason"));
+        return;
+      }
+    }
     out << "job " << only_id << " is not waiting (see gantry job " << only_id << ")\n";
     return;
   }
@@ -124,6 +130,10 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
                        Str(q, "waiting_s"), why);
   }
   if (body["queue"].empty()) out << "(no job waits)\n";
+  for (const auto& h : body.value("held", nlohmann::json::array())) {
+    out << fmt::format("held {:<7} {:<10} {:<10} {}\n", Str(h, "id"), Trim(Str(h, "team"), 10),
+                       Trim(Str(h, "user"), 10), Str(h, "reason"));
+  }
 }
 
 void PrintNodes(std::ostream& out, const nlohmann::json& body) {

@@ -48,6 +48,10 @@ class Controller : public NodeReports {
   // A job being stopped (preempted, cancelled) says its checkpoint is saved: it is killed
   // now instead of at the end of its grace period.
   Answer CheckpointDone(const Actor& who, const std::string& id);
+  // Holds a pending job out of the queue, releases it, or changes it (ControllerState).
+  Answer Hold(const Actor& who, const std::string& id);
+  Answer Release(const Actor& who, const std::string& id);
+  Answer Update(const Actor& who, const std::string& id, const YAML::Node& changes);
   Answer GetJob(const Actor& who, const std::string& id);
   Answer ListJobs(const Actor& who, const JobFilter& filter);
   Answer Queue(const Actor& who);

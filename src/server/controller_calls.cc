@@ -30,6 +30,18 @@ Answer Controller::CheckpointDone(const Actor& who, const std::string& id) {
   return Call([&] { return state_.CheckpointDone(who, id); });
 }
 
+Answer Controller::Hold(const Actor& who, const std::string& id) {
+  return Call([&] { return state_.Hold(who, id); });
+}
+
+Answer Controller::Release(const Actor& who, const std::string& id) {
+  return Call([&] { return state_.Release(who, id); });
+}
+
+Answer Controller::Update(const Actor& who, const std::string& id, const YAML::Node& changes) {
+  return Call([&] { return state_.Update(who, id, changes); });
+}
+
 Answer Controller::GetJob(const Actor& who, const std::string& id) {
   return Call([&] { return state_.GetJob(who, id); });
 }

@@ -50,7 +50,9 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
     JobRecord& job = loaded->record;
     next_seq_ = std::max(next_seq_, job.seq + 1);
     const std::string& id = job.spec->id;
-    if (job.state == JobState::kPending) {
+    if (job.state == JobState::kPending && !job.hold.empty()) {
+      held_.insert(job.seq);
+    } else if (job.state == JobState::kPending) {
       snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions, loaded->nominated});
     } else if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
       RunningJob r{job.spec, job.start_ms, std::move(loaded->placement), job.submit_ms};

@@ -7,6 +7,8 @@
 // store and the committer, and calls one of these at a time.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -117,6 +119,13 @@ class ControllerState {
   Answer Cancel(const Actor& who, const std::string& id);
   Answer CheckpointDone(const Actor& who, const std::string& id);
   Answer SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
+  // A pending job held out of the queue, released back into it, or changed while it waits
+  // (controller_state_edits.cc). An admin's hold is released by admins only. `changes` is
+  // a map of spec fields (name, priority, time_limit, estimated_duration, gpu_types,
+  // cost_limit); of a running job only the time limit changes, and only admins extend it.
+  Answer Hold(const Actor& who, const std::string& id);
+  Answer Release(const Actor& who, const std::string& id);
+  Answer Update(const Actor& who, const std::string& id, const YAML::Node& changes);
   void RunStarted(const RunReport& started);
   void RunExited(const RunReport& exited);
   void MigChanged(const MigReport& change);
@@ -168,6 +177,13 @@ class ControllerState {
   Status CheckSubmitter(const Actor& who, JobSpec& spec) const;
   Status CheckTeamPermissions(const Actor& who, const JobSpec& spec) const;
   const TeamPolicy& TeamOf(const std::string& team) const;
+  // The job `id` if `who` may change it (jobs of the caller's team; admins: any); else the
+  // refusal, audited under `action`.
+  Expected<JobRecord*> JobToChange(const Actor& who, const std::string& action, const std::string& id);
+  // A pending job's entry is re-keyed (its priority may have changed); a running job's
+  // entry gets the new spec too, so the engine sees the new time limit.
+  void ReplaceSpec(JobRecord& job, JobSpecPtr spec);
+  Status CheckUpdate(const JobRecord& job, const YAML::Node& changes) const;
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                 const std::string& reason, TimeMs ended_ms = -1);
   void StartJob(const StartDecision& s, size_t running_index);
@@ -215,6 +231,8 @@ class ControllerState {
   void Reorder();
   QueueContext Context() const;
   void Nominate(const std::string& id);
+  // Moves a pending entry to the unordered tail (its key changed); returns it there.
+  PendingJob& MoveToTail(size_t pending_index);
   void DropStarted(const Plan& plan);
   // What follows from the accounting (controller_state_billing.cc).
   Status RecoverAccounting(std::vector<Allocation> open);
@@ -245,6 +263,7 @@ class ControllerState {
   std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
   std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running
   std::unordered_map<std::string, int> running_pos_;    // job id -> index in snap_.running
+  std::set<uint64_t> held_;                             // seqs of held jobs (an index; the hold is JobRecord::hold)
   std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
   std::map<std::string, std::string> meta_;
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).

@@ -145,13 +145,9 @@ Status ControllerState::CheckTeamPermissions(const Actor& who, const JobSpec& sp
 
 Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   std::string action = "DELETE /v1/jobs/" + id;
-  JobRecord* job = Find(id);
-  if (!job || !who.SeesTeam(job->spec->team)) {
-    return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
-  }
-  if (!who.admin() && who.role != Role::kTeamAdmin && job->spec->user != who.user && job->spec->team != who.team) {
-    return Refuse(who, action, id, Status::Denied("id", "not your team's job"));
-  }
+  auto found = JobToChange(who, action, id);
+  if (!found) return found.status();
+  JobRecord* job = *found;
   if (IsTerminal(job->state)) {
     return Refuse(who, action, id,
                   Status::Precondition("id", fmt::format("job {} is already {}", id, ToString(job->state))));
@@ -324,6 +320,8 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   job.end_ms = now_;
   job.reason = reason;
   job.stop_cause = StopCause::kNone;
+  job.hold.clear();
+  held_.erase(job.seq);
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
   Dirty(job);

@@ -72,16 +72,20 @@ void ControllerState::OrderPending(bool force_reorder) {
 void ControllerState::Nominate(const std::string& id) {
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     if (snap_.pending[i].spec->id != id || snap_.pending[i].nominated) continue;
-    PendingJob job = std::move(snap_.pending[i]);
-    job.nominated = true;  // first in its class: its key changes, so it goes to the tail
-    snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
-    if (i < ordered_) {
-      pending_keys_.erase(pending_keys_.begin() + static_cast<std::ptrdiff_t>(i));
-      --ordered_;
-    }
-    snap_.pending.push_back(std::move(job));
+    MoveToTail(i).nominated = true;  // first in its class: its key changes
     return;
   }
+}
+
+PendingJob& ControllerState::MoveToTail(size_t i) {
+  PendingJob job = std::move(snap_.pending[i]);
+  snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
+  if (i < ordered_) {
+    pending_keys_.erase(pending_keys_.begin() + static_cast<std::ptrdiff_t>(i));
+    --ordered_;
+  }
+  snap_.pending.push_back(std::move(job));
+  return snap_.pending.back();
 }
 
 void ControllerState::RemovePending(const std::string& id) {

@@ -74,7 +74,19 @@ Answer ControllerState::Queue(const Actor& who) {
   }
   nlohmann::json starting = nlohmann::json::array();
   for (const StartDecision& s : plan.starts) starting.push_back(s.job_id);
-  return nlohmann::json{{"queue", out}, {"starting_next_cycle", starting}};
+  // Held jobs are out of the line until released.
+  nlohmann::json held = nlohmann::json::array();
+  for (uint64_t seq : held_) {
+    const JobRecord& job = jobs_.at(seq);
+    if (!who.SeesTeam(job.spec->team)) continue;
+    held.push_back(
+        {{"id", job.spec->id},
+         {"user", job.spec->user},
+         {"name", job.spec->name},
+         {"held", job.hold},
+         {"reason", job.hold == "admin" ? "held by an admin" : "held (gantry release " + job.spec->id + ")"}});
+  }
+  return nlohmann::json{{"queue", out}, {"starting_next_cycle", starting}, {"held", held}};
 }
 
 Answer ControllerState::Cluster() const {

@@ -321,6 +321,24 @@ void HttpApi::Routes() {
            if (!OnlyParams(req, res, {})) return;
            Reply(res, controller_.CheckpointDone(who, req.matches[1]));
          }));
+  for (const char* verb : {"hold", "release"}) {
+    s.Post(fmt::format(R"(/v1/jobs/([^/]+)/{})", verb),
+           authed([this, hold = std::string(verb) == "hold"](const Actor& who, const httplib::Request& req,
+                                                             httplib::Response& res) {
+             if (!OnlyParams(req, res, {})) return;
+             Reply(res, hold ? controller_.Hold(who, req.matches[1]) : controller_.Release(who, req.matches[1]));
+           }));
+  }
+  s.Patch(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+            if (!OnlyParams(req, res, {})) return;
+            YAML::Node changes;
+            try {
+              changes = YAML::Load(req.body);
+            } catch (const YAML::Exception& e) {
+              return ReplyError(res, 400, "invalid_argument", std::string("not YAML or JSON: ") + e.what(), "body");
+            }
+            Reply(res, controller_.Update(who, req.matches[1], changes));
+          }));
   s.Get(R"(/v1/jobs/([^/]+)/events)",
         authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           Reply(res, controller_.Events(who, req.matches[1]));

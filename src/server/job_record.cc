@@ -109,6 +109,7 @@ nlohmann::json JobToDoc(const JobRecord& job, const JobSchedule& schedule, const
           {"closed_cost", job.closed_cost},
           {"cost_alert", job.cost_alert},
           {"idle_flagged", job.idle_flagged},
+          {"hold", job.hold},
           {"placement", placement}};
 }
 
@@ -141,6 +142,7 @@ Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<in
     j.closed_cost = doc.value("closed_cost", 0.0);  // absent in documents written before accounting
     j.cost_alert = doc.value("cost_alert", 0);
     j.idle_flagged = doc.value("idle_flagged", false);
+    j.hold = doc.value("hold", "");
     for (const nlohmann::json& ns : doc.at("placement")) {
       NodeShare share;
       share.node = node_index(ns.at("node").get<std::string>());
@@ -179,6 +181,7 @@ nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const
                       {"evictions", job.evictions},
                       {"spec", spec}};
   if (job.exit_code >= 0) j["exit_code"] = job.exit_code;
+  if (!job.hold.empty()) j["held"] = job.hold;
   if (!job.reason.empty()) j["reason"] = job.reason;
   if (job.state == JobState::kStopping) {
     j["stop_cause"] = ToString(job.stop_cause);

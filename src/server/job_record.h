@@ -44,6 +44,7 @@ struct JobRecord {
   int exit_code = -1;          // of the last run; -1: none
   std::string reason;          // why it ended, or why it is stopping
   StopCause stop_cause = StopCause::kNone;
+  std::string hold;               // pending and held out of the queue: "user" or "admin" (who may release)
   int64_t submit_steady_us = -1;  // monotonic submit time in this process (latency metric; not stored)
   double closed_cost = 0;         // cost of the runs that ended (the ledger's closed intervals)
   int cost_alert = 0;             // cost-limit alerts sent: 0, 80 or 100 (%)

@@ -187,6 +187,36 @@ TEST_F(HttpApi, TheCliTakesEverythingAfterDashesAsTheCommand) {
   EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 2u);
 }
 
+// gantry hold / queue / update / release, as a Slurm user runs scontrol hold, squeue,
+// scontrol update and scontrol release.
+TEST_F(HttpApi, TheCliHoldsChangesAndReleasesAPendingJob) {
+  int rc = 0;
+  Cli("submit -g 4 -t A100-80GB -- sleep 60", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out = Cli("submit -o json -g 4 -t A100-80GB --name waits -- sleep 60", kAliceToken, &rc);
+  std::string id = nlohmann::json::parse(out.substr(out.find('{')))["id"];
+  out = Cli("hold " + id, kAliceToken, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("job " + id + ": pending (held: user)"), std::string::npos) << out;
+  out = Cli("queue", kAliceToken, &rc);
+  EXPECT_NE(out.find("(no job waits)"), std::string::npos) << out;
+  EXPECT_NE(out.find("held " + id), std::string::npos) << out;
+  out = Cli("update " + id + " --time-limit 3h -p high --name renamed", kAliceToken, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  nlohmann::json job = Json(server_->Client(kAliceToken).Get("/v1/jobs/" + id));
+  EXPECT_EQ(job["name"], "renamed");
+  EXPECT_EQ(job["priority"], "high");
+  EXPECT_EQ(job["spec"]["time_limit"], "10800000ms");
+  // A refused change names the field and exits non-zero.
+  out = Cli("update " + id + " -t Z100", kAliceToken, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("gpu_types"), std::string::npos) << out;
+  out = Cli("release " + id, kAliceToken, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  out = Cli("queue --explain " + id, kAliceToken, &rc);
+  EXPECT_NE(out.find("position 1"), std::string::npos) << out;
+}
+
 TEST_F(HttpApi, AnInjectedXid79FencesTheGpuAndRequeuesItsJob) {
   auto alice = server_->Client(kAliceToken);
   auto root = server_->Client(kRootToken);

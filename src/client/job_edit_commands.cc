@@ -1,0 +1,95 @@
+// gantry hold / release / update: each posts to the job's endpoint and prints the job's
+// new state; several ids are changed one by one, and the exit status is non-zero if any
+// change was refused.
+#include "client/job_edit_commands.h"
+
+#include <fmt/format.h>
+
+#include <ostream>
+#include <vector>
+
+namespace gantry {
+
+namespace {
+
+// What `gantry update` may change, as flags; empty or negative: unchanged.
+struct UpdateFlags {
+  std::string name;
+  std::string priority;
+  std::string time_limit;
+  std::string estimate;
+  std::vector<std::string> gpu_types;
+  double cost_limit = -1;
+};
+
+nlohmann::json Changes(const UpdateFlags& f) {
+  nlohmann::json changes = nlohmann::json::object();
+  if (!f.name.empty()) changes["name"] = f.name;
+  if (!f.priority.empty()) changes["priority"] = f.priority;
+  if (!f.time_limit.empty()) changes["time_limit"] = f.time_limit;
+  if (!f.estimate.empty()) changes["estimated_duration"] = f.estimate;
+  if (!f.gpu_types.empty()) changes["gpu_types"] = f.gpu_types;
+  if (f.cost_limit >= 0) changes["cost_limit"] = f.cost_limit;
+  return changes;
+}
+
+void PrintJobLine(std::ostream& out, const nlohmann::json& job) {
+  std::string held = job.contains("held") ? fmt::format(" (held: {})", job["held"].get<std::string>()) : "";
+  out << fmt::format("job {}: {}{}\n", job.value("id", ""), job.value("state", ""), held);
+}
+
+}  // namespace
+
+void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& p) {
+  // Captured one by one: an action that held `p` whole would hold `chosen`, which holds it.
+  auto request = p.request;
+  auto chosen = p.chosen;
+  for (const char* verb : {"hold", "release"}) {
+    auto ids = std::make_shared<std::vector<std::string>>();
+    bool hold = std::string(verb) == "hold";
+    CLI::App* c = app.add_subcommand(verb, hold ? "Keep pending jobs out of the queue until released"
+                                                : "Return held jobs to the queue (an admin's hold: admins only)");
+    p.common(c);
+    c->add_option("ids", *ids, "Job ids")->required();
+    c->callback([=, &out] {
+      *chosen = [=, &out] {
+        int rc = 0;
+        for (const std::string& id : *ids) {
+          rc |= request([&](ApiClient& a) { return a.Post(fmt::format("/v1/jobs/{}/{}", id, verb), "", "text/plain"); },
+                        [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
+        }
+        return rc;
+      };
+    });
+  }
+
+  auto ids = std::make_shared<std::vector<std::string>>();
+  auto f = std::make_shared<UpdateFlags>();
+  CLI::App* update = app.add_subcommand(
+      "update", "Change pending jobs (name, priority, limits, estimate, GPU types); a running job's time limit");
+  p.common(update);
+  update->add_option("ids", *ids, "Job ids")->required();
+  update->add_option("--name", f->name, "Job name");
+  update->add_option("-p,--priority", f->priority, "Priority class (one your team may use)");
+  update->add_option("--time-limit", f->time_limit, "e.g. 4h (running jobs: only admins extend it)");
+  update->add_option("--estimate", f->estimate, "Estimated run time, e.g. 30m");
+  update->add_option("-t,--gpu-type", f->gpu_types, "Allowed GPU type (repeat for several; replaces the list)");
+  update->add_option("--cost-limit", f->cost_limit, "Stop the job once it has cost this much");
+  update->callback([=, &out] {
+    *chosen = [=, &out]() -> int {
+      nlohmann::json changes = Changes(*f);
+      if (changes.empty()) {
+        out << "gantry: update: nothing to change (give --time-limit, --priority, ...)\n";
+        return 2;
+      }
+      int rc = 0;
+      for (const std::string& id : *ids) {
+        rc |= request([&](ApiClient& a) { return a.Patch("/v1/jobs/" + id, changes.dump(), "application/json"); },
+                      [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
+      }
+      return rc;
+    };
+  });
+}
+
+}  // namespace gantry

@@ -1,0 +1,151 @@
+// Changing a job after its submit, as Slurm's scontrol hold/release/update do: a pending
+// job is held out of the queue (by its team or an admin) and released back into it; a
+// pending job's name, priority, limits, estimate and GPU types change, checked as a
+// submit is; a running job's time limit changes (only admins extend it). Every change is
+// audited and written with the job.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/spec_yaml.h"
+#include "server/controller_state.h"
+
+namespace gantry {
+
+namespace {
+
+const std::set<std::string>& PendingFields() {
+  static const std::set<std::string> kFields = {"name",      "priority",  "time_limit", "estimated_duration",
+                                                "gpu_types", "cost_limit"};
+  return kFields;
+}
+
+}  // namespace
+
+Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::string& action, const std::string& id) {
+  JobRecord* job = Find(id);
+  if (!job || !who.SeesTeam(job->spec->team)) {
+    return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
+  }
+  if (IsTerminal(job->state)) {
+    return Refuse(who, action, id,
+                  Status::Precondition("id", fmt::format("job {} is already {}", id, ToString(job->state))));
+  }
+  return job;
+}
+
+Answer ControllerState::Hold(const Actor& who, const std::string& id) {
+  std::string action = "POST /v1/jobs/" + id + "/hold";
+  auto found = JobToChange(who, action, id);
+  if (!found) return found.status();
+  JobRecord& job = **found;
+  if (job.state != JobState::kPending) {
+    return Refuse(who, action, id,
+                  Status::Precondition("id", fmt::format("job {} is {}: only a pending job is held (cancel stops "
+                                                         "a running one)",
+                                                         id, ToString(job.state))));
+  }
+  std::string hold = who.admin() ? "admin" : "user";
+  if (job.hold.empty()) RemovePending(id);
+  if (job.hold != hold && job.hold != "admin") {
+    job.hold = hold;
+    held_.insert(job.seq);
+    Event(job, "held", {{"by", who.user}, {"hold", hold}});
+    Dirty(job);
+    dirty_ = true;
+  }
+  Audit(who, action, id, "ok");
+  return ApiView(job, true);
+}
+
+Answer ControllerState::Release(const Actor& who, const std::string& id) {
+  std::string action = "POST /v1/jobs/" + id + "/release";
+  auto found = JobToChange(who, action, id);
+  if (!found) return found.status();
+  JobRecord& job = **found;
+  if (job.hold.empty()) {
+    return Refuse(who, action, id, Status::Precondition("id", fmt::format("job {} is not held", id)));
+  }
+  if (job.hold == "admin" && !who.admin()) {
+    return Refuse(who, action, id, Status::Denied("id", fmt::format("job {} was held by an admin", id)));
+  }
+  job.hold.clear();
+  held_.erase(job.seq);
+  snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions});
+  Event(job, "released_hold", {{"by", who.user}});
+  Audit(who, action, id, "ok");
+  Dirty(job);
+  dirty_ = true;
+  return ApiView(job, true);
+}
+
+Status ControllerState::CheckUpdate(const JobRecord& job, const YAML::Node& changes) const {
+  if (!changes.IsMap() || changes.size() == 0) {
+    return Status::Invalid("body", "expected a map of the fields to change, e.g. {time_limit: 4h}");
+  }
+  bool running = job.state != JobState::kPending;
+  for (const auto& kv : changes) {
+    std::string field = kv.first.as<std::string>();
+    if (running && field != "time_limit") {
+      return Status::Precondition(
+          field, fmt::format("job {} is {}: only its time_limit changes", job.spec->id, ToString(job.state)));
+    }
+    if (!PendingFields().count(field)) {
+      return Status::Invalid(
+          field, fmt::format("cannot be changed after submit (these can: {})", fmt::join(PendingFields(), ", ")));
+    }
+  }
+  return Status::Ok();
+}
+
+Answer ControllerState::Update(const Actor& who, const std::string& id, const YAML::Node& changes) {
+  std::string action = "PATCH /v1/jobs/" + id;
+  auto found = JobToChange(who, action, id);
+  if (!found) return found.status();
+  JobRecord& job = **found;
+  if (Status s = CheckUpdate(job, changes); !s.ok()) return Refuse(who, action, id, s);
+  YAML::Node merged = YAML::Load(SpecToJson(*job.spec).dump(-1, ' ', false, kReplaceBadUtf8));
+  for (const auto& kv : changes) merged[kv.first.as<std::string>()] = kv.second;
+  auto spec = ParseJobSpec(merged);
+  Status s = spec ? Status::Ok() : spec.status();
+  if (s.ok()) {
+    spec->id = id;
+    s = ValidateJobSpec(*spec, options_.config.catalog, options_.config.scheduler);
+  }
+  if (s.ok()) s = CheckTeamPermissions(who, *spec);
+  if (s.ok() && job.state == JobState::kPending && !snap_.nodes.empty()) {
+    s = CheckAdmissible(*spec, snap_.nodes, options_.config.catalog);
+  }
+  if (s.ok()) s = CheckQuotaAdmissible(*spec, *quotas_, options_.config.catalog);
+  if (s.ok() && job.state != JobState::kPending && spec->time_limit_ms > job.spec->time_limit_ms && !who.admin()) {
+    s = Status::Denied("time_limit", "only admins extend the time limit of a running job");
+  }
+  if (!s.ok()) return Refuse(who, action, id, s);
+  nlohmann::json changed = nlohmann::json::object();
+  for (const auto& kv : changes) {
+    std::string field = kv.first.as<std::string>();
+    changed[field] = SpecToJson(*spec).value(field, nlohmann::json());
+  }
+  ReplaceSpec(job, std::make_shared<const JobSpec>(std::move(*spec)));
+  Event(job, "updated", {{"by", who.user}, {"changes", changed}});
+  Audit(who, action, id, "ok", changed.dump(-1, ' ', false, kReplaceBadUtf8));
+  return ApiView(job, true);
+}
+
+void ControllerState::ReplaceSpec(JobRecord& job, JobSpecPtr spec) {
+  const std::string& id = job.spec->id;
+  if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
+    RunningOf(id).spec = spec;
+  } else if (job.hold.empty()) {
+    for (size_t i = 0; i < snap_.pending.size(); ++i) {
+      if (snap_.pending[i].spec->id == id) {
+        MoveToTail(i).spec = spec;
+        break;
+      }
+    }
+  }
+  job.spec = std::move(spec);
+  Dirty(job);
+  dirty_ = true;
+}
+
+}  // namespace gantry
