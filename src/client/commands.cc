@@ -85,8 +85,9 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (f.nodes >= 0) set("nodes", f.nodes);
   if (f.memory_gb >= 0) set("memory_gb", f.memory_gb);
   if (f.gpu_memory_gb >= 0) set("gpu_memory_gb", f.gpu_memory_gb);
-  if (!f.time_limit.empty()) set("time_limit", f.time_limit);
-  if (!f.estimate.empty()) set("estimated_duration", f.estimate);
+  // A flag replaces the file's time in either spelling (time_limit or time_limit_s).
+  if (!f.time_limit.empty()) spec.remove("time_limit_s"), set("time_limit", f.time_limit);
+  if (!f.estimate.empty()) spec.remove("estimated_duration_s"), set("estimated_duration", f.estimate);
   if (!f.workdir.empty()) set("working_dir", f.workdir);
   if (f.cost_limit >= 0) set("cost_limit", f.cost_limit);
   if (f.checkpointable) set("checkpointable", true);
@@ -186,8 +187,10 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   submit->add_option("--cpus", sf->cpus, "CPUs per node");
   submit->add_option("--memory-gb", sf->memory_gb, "Host memory per node");
   submit->add_option("--nodes", sf->nodes, "Spread over this many nodes");
-  submit->add_option("--time-limit", sf->time_limit, "e.g. 2h");
-  submit->add_option("--estimate", sf->estimate, "Estimated run time, e.g. 30m");
+  submit->add_option("--time-limit", sf->time_limit,
+                     "e.g. 2h, 90m, 2:00:00, 1-00:00:00; a bare number is minutes (as in Slurm)");
+  submit->add_option("--estimate", sf->estimate,
+                     "Estimated run time, e.g. 30m (backfill starts jobs that end in time)");
   submit->add_option("--cost-limit", sf->cost_limit, "Stop the job once it has cost this much (alert at 80%)");
   submit->add_option("--workdir", sf->workdir, "Working directory (absolute)");
   submit->add_option("-e,--env", sf->env, "NAME=VALUE (repeat)");

@@ -71,7 +71,8 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
   update->add_option("ids", *ids, "Job ids")->required();
   update->add_option("--name", f->name, "Job name");
   update->add_option("-p,--priority", f->priority, "Priority class (one your team may use)");
-  update->add_option("--time-limit", f->time_limit, "e.g. 4h (running jobs: only admins extend it)");
+  update->add_option("--time-limit", f->time_limit,
+                     "e.g. 4h, 4:00:00, 240 (minutes); running jobs: only admins extend it");
   update->add_option("--estimate", f->estimate, "Estimated run time, e.g. 30m");
   update->add_option("-t,--gpu-type", f->gpu_types, "Allowed GPU type (repeat for several; replaces the list)");
   update->add_option("--cost-limit", f->cost_limit, "Stop the job once it has cost this much");

@@ -25,44 +25,6 @@ std::string SchedulerConfig::ClassNames() const {
   return out;
 }
 
-Expected<DurationMs> ParseDuration(const std::string& text) {
-  if (text.empty()) return Status::Invalid("", "empty duration");
-  DurationMs total = 0;
-  size_t i = 0;
-  bool any = false;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
-    if (j == i) return Status::Invalid("", "bad duration '" + text + "' (use e.g. 90s, 15m, 2h, 1d)");
-    double value = std::stod(text.substr(i, j - i));
-    DurationMs unit = kSecondMs;
-    if (j < text.size()) {
-      char u = text[j++];
-      if (u == 'm' && j < text.size() && text[j] == 's') {
-        unit = 1;
-        ++j;
-      } else if (u == 's') {
-        unit = kSecondMs;
-      } else if (u == 'm') {
-        unit = kMinuteMs;
-      } else if (u == 'h') {
-        unit = kHourMs;
-      } else if (u == 'd') {
-        unit = 24 * kHourMs;
-      } else {
-        return Status::Invalid("", "bad duration unit in '" + text + "' (use s, m, h, d)");
-      }
-    } else if (any) {
-      return Status::Invalid("", "bad duration '" + text + "': number without unit");
-    }
-    if (value < 0 || value > 1e12) return Status::Invalid("", "duration out of range: '" + text + "'");
-    total += static_cast<DurationMs>(value * static_cast<double>(unit));
-    any = true;
-    i = j;
-  }
-  return total;
-}
-
 namespace {
 
 // Reads a duration field written as "2h" or as seconds.

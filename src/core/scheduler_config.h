@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/duration.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -88,8 +89,5 @@ struct SchedulerConfig {
   static Expected<SchedulerConfig> LoadFile(const std::string& path);
   static const SchedulerConfig& Builtin();  // compiled in from config/scheduler_config.yaml
 };
-
-// "90s", "15m", "2h", "1d", "1h30m" or a bare number of seconds.
-Expected<DurationMs> ParseDuration(const std::string& text);
 
 }  // namespace gantry

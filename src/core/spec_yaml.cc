@@ -18,10 +18,24 @@ Taint ParseTaint(const std::string& text) {
 
 namespace {
 
+// A job's time: `key` as people write it (units, Slurm's clock forms, a bare number of
+// minutes) or `key`_s, a number of seconds as the API writes it back; not both.
 DurationMs ReadDurationField(YamlReader& r, const std::string& key) {
   std::string text = r.Optional<std::string>(key, "");
+  double seconds = r.Optional<double>(key + "_s", -1.0);
+  if (!text.empty() && seconds >= 0) {
+    r.Fail(key + "_s", "give " + key + " or " + key + "_s, not both");
+    return 0;
+  }
+  if (seconds >= 0 || r.Child(key + "_s")) {
+    if (!std::isfinite(seconds) || seconds < 0 || seconds * kSecondMs > static_cast<double>(kMaxDurationMs)) {
+      r.Fail(key + "_s", fmt::format("must be a number of seconds within 0..{}", kMaxDurationMs / kSecondMs));
+      return 0;
+    }
+    return static_cast<DurationMs>(std::llround(seconds * kSecondMs));
+  }
   if (text.empty()) return 0;
-  auto d = ParseDuration(text);
+  auto d = ParseJobTime(text);
   if (!d) {
     r.Fail(key, d.status().message());
     return 0;

@@ -5,6 +5,16 @@
 
 namespace gantry {
 
+namespace {
+
+// A duration as a number of seconds: whole when it is, else with its milliseconds.
+nlohmann::json Seconds(DurationMs d) {
+  if (d % kSecondMs == 0) return d / kSecondMs;
+  return static_cast<double>(d) / kSecondMs;
+}
+
+}  // namespace
+
 nlohmann::json SpecToJson(const JobSpec& s) {
   const GpuRequest& q = s.request;
   nlohmann::json j = {
@@ -28,8 +38,8 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   for (const Taint& t : s.tolerations) j["tolerations"].push_back(t.value.empty() ? t.key : t.key + "=" + t.value);
   if (!s.preemptible) j["preemptible"] = false;
   if (s.checkpointable) j["checkpointable"] = true;
-  if (s.estimated_duration_ms > 0) j["estimated_duration"] = fmt::format("{}ms", s.estimated_duration_ms);
-  if (s.time_limit_ms > 0) j["time_limit"] = fmt::format("{}ms", s.time_limit_ms);
+  if (s.estimated_duration_ms > 0) j["estimated_duration_s"] = Seconds(s.estimated_duration_ms);
+  if (s.time_limit_ms > 0) j["time_limit_s"] = Seconds(s.time_limit_ms);
   if (!s.command.empty()) j["command"] = s.command;
   if (!s.working_dir.empty()) j["working_dir"] = s.working_dir;
   if (!s.env.empty()) j["env"] = s.env;

@@ -14,9 +14,23 @@ namespace gantry {
 namespace {
 
 const std::set<std::string>& PendingFields() {
-  static const std::set<std::string> kFields = {"name",      "priority",  "time_limit", "estimated_duration",
-                                                "gpu_types", "cost_limit"};
+  static const std::set<std::string> kFields = {"name",         "priority",           "time_limit",
+                                                "time_limit_s", "estimated_duration", "estimated_duration_s",
+                                                "gpu_types",    "cost_limit"};
   return kFields;
+}
+
+// A time field's two spellings ("time_limit" as people write it, "time_limit_s" in
+// seconds) are one field: the name the stored spec uses, and the one a change replaces.
+std::string StoredName(const std::string& field) {
+  if (field == "time_limit" || field == "estimated_duration") return field + "_s";
+  return field;
+}
+
+std::string OtherSpelling(const std::string& field) {
+  if (field == "time_limit" || field == "estimated_duration") return field + "_s";
+  if (field == "time_limit_s" || field == "estimated_duration_s") return field.substr(0, field.size() - 2);
+  return "";
 }
 
 }  // namespace
@@ -85,7 +99,7 @@ Status ControllerState::CheckUpdate(const JobRecord& job, const YAML::Node& chan
   bool running = job.state != JobState::kPending;
   for (const auto& kv : changes) {
     std::string field = kv.first.as<std::string>();
-    if (running && field != "time_limit") {
+    if (running && field != "time_limit" && field != "time_limit_s") {
       return Status::Precondition(
           field, fmt::format("job {} is {}: only its time_limit changes", job.spec->id, ToString(job.state)));
     }
@@ -104,7 +118,11 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   JobRecord& job = **found;
   if (Status s = CheckUpdate(job, changes); !s.ok()) return Refuse(who, action, id, s);
   YAML::Node merged = YAML::Load(SpecToJson(*job.spec).dump(-1, ' ', false, kReplaceBadUtf8));
-  for (const auto& kv : changes) merged[kv.first.as<std::string>()] = kv.second;
+  for (const auto& kv : changes) {
+    std::string field = kv.first.as<std::string>();
+    if (std::string other = OtherSpelling(field); !other.empty()) merged.remove(other);
+    merged[field] = kv.second;
+  }
   auto spec = ParseJobSpec(merged);
   Status s = spec ? Status::Ok() : spec.status();
   if (s.ok()) {
@@ -123,7 +141,7 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   nlohmann::json changed = nlohmann::json::object();
   for (const auto& kv : changes) {
     std::string field = kv.first.as<std::string>();
-    changed[field] = SpecToJson(*spec).value(field, nlohmann::json());
+    changed[StoredName(field)] = SpecToJson(*spec).value(StoredName(field), nlohmann::json());
   }
   ReplaceSpec(job, std::make_shared<const JobSpec>(std::move(*spec)));
   Event(job, "updated", {{"by", who.user}, {"changes", changed}});

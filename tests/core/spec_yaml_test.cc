@@ -97,9 +97,67 @@ TEST(Durations, ParseCommonForms) {
   EXPECT_EQ(*ParseDuration("15m"), 15 * kMinuteMs);
   EXPECT_EQ(*ParseDuration("1h30m"), 90 * kMinuteMs);
   EXPECT_EQ(*ParseDuration("2d"), 48 * kHourMs);
+  EXPECT_EQ(*ParseDuration("1.5h"), 90 * kMinuteMs);
   EXPECT_EQ(*ParseDuration("250ms"), 250);
-  EXPECT_FALSE(ParseDuration("abc").ok());
-  EXPECT_FALSE(ParseDuration("5y").ok());
+  EXPECT_EQ(*ParseDuration("1m30s250ms"), 90'250);
+}
+
+// Slurm's forms, with a bare number of minutes where a job's time is written.
+TEST(Durations, ParseSlurmsClockFormsAndBareMinutes) {
+  EXPECT_EQ(*ParseJobTime("30"), 30 * kMinuteMs);
+  EXPECT_EQ(*ParseJobTime("5:30"), 5 * kMinuteMs + 30 * kSecondMs);
+  EXPECT_EQ(*ParseJobTime("2:00:00"), 2 * kHourMs);
+  EXPECT_EQ(*ParseJobTime("1-00:00:00"), 24 * kHourMs);
+  EXPECT_EQ(*ParseJobTime("1-12"), 36 * kHourMs);
+  EXPECT_EQ(*ParseJobTime("2-03:04"), 51 * kHourMs + 4 * kMinuteMs);
+  EXPECT_EQ(*ParseJobTime("2h"), 2 * kHourMs);
+}
+
+TEST(Durations, RefuseWhatIsNotADuration) {
+  for (const char* bad : {"",
+                          "abc",
+                          "5y",
+                          "3 weeks",
+                          ".",
+                          "1..5h",
+                          "1.2.3",
+                          "5h3",
+                          "-5m",
+                          "1-",
+                          "1:2:3:4",
+                          "1:60",
+                          "1-1:1:1:1",
+                          "::",
+                          "33--6060",
+                          "1-+5",
+                          "1e5",
+                          "99999999999999999999d",
+                          "1000000000000000000",
+                          "h",
+                          "0x10"}) {
+    auto d = ParseJobTime(bad);
+    EXPECT_FALSE(d.ok()) << "'" << bad << "' gave " << (d ? *d : 0);
+    if (!d.ok()) {
+      EXPECT_NE(d.status().message().find("duration"), std::string::npos) << bad;
+    }
+  }
+}
+
+// In a job: time_limit as people write it, or time_limit_s in seconds as the API answers.
+TEST(Durations, AJobsTimeIsWrittenEitherWayButNotBoth) {
+  EXPECT_EQ(ParseJobSpecText("{user: a, team: t, time_limit: 30}")->time_limit_ms, 30 * kMinuteMs);
+  EXPECT_EQ(ParseJobSpecText("{user: a, team: t, time_limit: '1-00:00:00'}")->time_limit_ms, 24 * kHourMs);
+  EXPECT_EQ(ParseJobSpecText("{user: a, team: t, time_limit_s: 90}")->time_limit_ms, 90 * kSecondMs);
+  EXPECT_EQ(ParseJobSpecText("{user: a, team: t, estimated_duration_s: 0.5}")->estimated_duration_ms, 500);
+  auto both = ParseJobSpecText("{user: a, team: t, time_limit: 2h, time_limit_s: 7200}");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().field(), "time_limit_s");
+  auto negative = ParseJobSpecText("{user: a, team: t, time_limit_s: -1}");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().field(), "time_limit_s");
+  auto words = ParseJobSpecText("{user: a, team: t, estimated_duration_s: soon}");
+  ASSERT_FALSE(words.ok());
+  EXPECT_EQ(words.status().field(), "estimated_duration_s");
 }
 
 TEST(ClusterYaml, BuildsNodesFromGroups) {

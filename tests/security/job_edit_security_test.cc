@@ -47,7 +47,7 @@ TEST_F(JobEditBoundaries, AnotherTeamNeitherHoldsNorReleasesNorChangesAJob) {
   auto held = lead.Post("/v1/jobs/" + id + "/hold", "", "text/plain");
   ASSERT_EQ(held->status, 200) << held->body;
   EXPECT_EQ(Json(held)["held"], "user");
-  EXPECT_NE(Json(held)["spec"]["time_limit"], "60000ms");
+  EXPECT_NE(Json(held)["spec"]["time_limit_s"], 60);
   nlohmann::json audit = Json(server_->Client(kRootToken).Get("/v1/audit?limit=10"));
   int refused = 0;
   for (const auto& a : audit["audit"]) refused += a["user"] == "bob" && a["outcome"] == "not_found";
@@ -84,7 +84,7 @@ TEST_F(JobEditBoundaries, OnlyAdminsExtendARunningJobsTimeLimit) {
     EXPECT_EQ(longer->status, 403) << longer->body;
   }
   EXPECT_EQ(server_->Client(kRootToken).Patch("/v1/jobs/" + id, "time_limit: 2h", "application/yaml")->status, 200);
-  EXPECT_EQ(Json(alice.Get("/v1/jobs/" + id))["spec"]["time_limit"], "7200000ms");
+  EXPECT_EQ(Json(alice.Get("/v1/jobs/" + id))["spec"]["time_limit_s"], 7200);
 }
 
 }  // namespace

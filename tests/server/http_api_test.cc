@@ -175,6 +175,13 @@ TEST_F(HttpApi, TheCliTakesEverythingAfterDashesAsTheCommand) {
   nlohmann::json job = nlohmann::json::parse(out.substr(out.find('{')));
   EXPECT_EQ(job["spec"]["command"], "python3 train.py --lr 0.1");
   EXPECT_EQ(job["spec"]["gpu_types"], nlohmann::json::array({"A100-80GB"}));
+  // A bare --time-limit is minutes, as Slurm's -t; Slurm's clock forms are taken too.
+  EXPECT_EQ(job["spec"]["time_limit_s"], 24 * 3600);
+  out = Cli("submit -o json -g 1 --time-limit 30 --estimate 1-00:00 -- true", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  job = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(job["spec"]["time_limit_s"], 1800);
+  EXPECT_EQ(job["spec"]["estimated_duration_s"], 24 * 3600);
   out = Cli("submit -o json -g 1 -e WANDB_MODE=offline -- jupyter lab --port 8888", kAliceToken, &rc);
   ASSERT_EQ(rc, 0) << out;
   job = nlohmann::json::parse(out.substr(out.find('{')));
@@ -184,7 +191,7 @@ TEST_F(HttpApi, TheCliTakesEverythingAfterDashesAsTheCommand) {
   out = Cli("submit -g 1 echo -- hi", kAliceToken, &rc);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("command"), std::string::npos) << out;
-  EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 2u);
+  EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 3u);
 }
 
 // gantry hold / queue / update / release, as a Slurm user runs scontrol hold, squeue,
@@ -206,7 +213,7 @@ TEST_F(HttpApi, TheCliHoldsChangesAndReleasesAPendingJob) {
   nlohmann::json job = Json(server_->Client(kAliceToken).Get("/v1/jobs/" + id));
   EXPECT_EQ(job["name"], "renamed");
   EXPECT_EQ(job["priority"], "high");
-  EXPECT_EQ(job["spec"]["time_limit"], "10800000ms");
+  EXPECT_EQ(job["spec"]["time_limit_s"], 10800);
   // A refused change names the field and exits non-zero.
   out = Cli("update " + id + " -t Z100", kAliceToken, &rc);
   EXPECT_NE(rc, 0);

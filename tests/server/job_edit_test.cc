@@ -75,7 +75,7 @@ TEST(JobEdit, APendingJobsFieldsChangeCheckedAsASubmitIs) {
   ASSERT_EQ(changed.status, 200) << changed.body.dump();
   EXPECT_EQ(changed.body["priority"], "high");
   EXPECT_EQ(changed.body["name"], "sweep-7");
-  EXPECT_EQ(changed.body["spec"]["time_limit"], "7200000ms");
+  EXPECT_EQ(changed.body["spec"]["time_limit_s"], 7200);
   // Refusals name the field and change nothing.
   struct Case {
     const char* changes;
@@ -92,7 +92,7 @@ TEST(JobEdit, APendingJobsFieldsChangeCheckedAsASubmitIs) {
     EXPECT_EQ(r.status, c.status) << c.changes << " -> " << r.body.dump();
     EXPECT_EQ(r.body["error"]["field"], c.field) << c.changes << " -> " << r.body.dump();
   }
-  EXPECT_EQ(Api(h.controller->GetJob(kAlice, id)).body["spec"]["time_limit"], "7200000ms");
+  EXPECT_EQ(Api(h.controller->GetJob(kAlice, id)).body["spec"]["time_limit_s"], 7200);
   // A new GPU type list moves it to the free T4s at the next cycle.
   ASSERT_EQ(Api(h.controller->Update(kAlice, id, Changes("{gpu_types: [T4]}"))).status, 200);
   h.controller->Sync();
