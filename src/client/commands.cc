@@ -26,7 +26,7 @@ namespace {
 
 struct SubmitFlags {
   std::string file, jobs_file, profile, name, project, priority, sharing, mig, time_limit, estimate, workdir, key;
-  std::string user, team;
+  std::string user, team, array, dependency;
   int gpus = -1, cpus = -1, nodes = -1;
   double fraction = -1, memory_gb = -1, gpu_memory_gb = -1, cost_limit = -1;
   std::vector<std::string> gpu_types, env, command;
@@ -89,6 +89,8 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (!f.time_limit.empty()) spec.remove("time_limit_s"), set("time_limit", f.time_limit);
   if (!f.estimate.empty()) spec.remove("estimated_duration_s"), set("estimated_duration", f.estimate);
   if (!f.workdir.empty()) set("working_dir", f.workdir);
+  if (!f.array.empty()) set("array", f.array);
+  if (!f.dependency.empty()) set("dependency", f.dependency);
   if (f.cost_limit >= 0) set("cost_limit", f.cost_limit);
   if (f.checkpointable) set("checkpointable", true);
   if (f.not_preemptible) set("preemptible", false);
@@ -196,6 +198,12 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   submit->add_option("-e,--env", sf->env, "NAME=VALUE (repeat)");
   submit->add_flag("--checkpointable", sf->checkpointable, "The job saves and resumes from GANTRY_CHECKPOINT_DIR");
   submit->add_flag("--not-preemptible", sf->not_preemptible, "Never evict this job");
+  submit->add_option("-a,--array", sf->array,
+                     "A job array: 0-99, 1,5,9, 0-99:2; %8 runs at most 8 at once. Each task gets "
+                     "GANTRY_ARRAY_TASK_ID (and SLURM_ARRAY_TASK_ID)");
+  submit->add_option("-d,--dependency", sf->dependency,
+                     "Start after other jobs: afterok:ID[:ID], afternotok:, afterany:, after:, aftercorr:ARRAY, "
+                     "singleton; several joined by ','");
   submit->add_option("--idempotency-key", sf->key, "Retries with the same key never make two jobs");
   submit->add_option("command", sf->command, "The command (after --)");
   // Not the shared_ptr: cmds->run holds what this callback makes (a cycle).
@@ -259,8 +267,13 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
           all.push_back(a->body);
         } else {
           const nlohmann::json& j = a->body;
-          out << fmt::format("submitted job {} ({}){}\n", j.value("id", ""), j.value("state", ""),
-                             j.contains("placement") ? " on " + PlacementSummary(j["placement"]) : "");
+          if (j.contains("array")) {
+            out << fmt::format("submitted array job {} ({} tasks: {}_[{}])\n", j.value("id", ""),
+                               j["array"].value("tasks", 0), j.value("id", ""), j["array"].value("task_ids", ""));
+          } else {
+            out << fmt::format("submitted job {} ({}){}\n", j.value("id", ""), j.value("state", ""),
+                               j.contains("placement") ? " on " + PlacementSummary(j["placement"]) : "");
+          }
         }
       }
       if (*output == "json") out << (specs.size() == 1 && all.size() == 1 ? all[0] : all).dump(2) << "\n";

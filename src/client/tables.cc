@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <ostream>
+
+#include "core/job_arrays.h"
 
 namespace gantry {
 
@@ -12,6 +16,41 @@ namespace {
 std::string Str(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return "";
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+// One line of a table: an item, or the tasks of one array that read alike.
+struct Row {
+  const nlohmann::json* item = nullptr;
+  std::vector<int> tasks;
+};
+
+// Items of one array side by side with the same `key` (state, reason) become one row;
+// an empty key keeps an item on its own row.
+std::vector<Row> GroupTasks(const nlohmann::json& items, const std::function<std::string(const nlohmann::json&)>& key) {
+  std::vector<Row> rows;
+  for (const auto& item : items) {
+    bool task = item.contains("array_job_id");
+    if (task && !rows.empty()) {
+      const nlohmann::json& last = *rows.back().item;
+      std::string k = key(item);
+      if (!k.empty() && last.value("array_job_id", "") == item["array_job_id"] && key(last) == k) {
+        rows.back().tasks.push_back(item.value("array_task_id", 0));
+        continue;
+      }
+    }
+    rows.push_back({&item, task ? std::vector<int>{item.value("array_task_id", 0)} : std::vector<int>{}});
+  }
+  return rows;
+}
+
+// "7", "12_4", or "12_[0-99:2]" for several tasks.
+std::string DisplayId(const Row& row) {
+  const nlohmann::json& j = *row.item;
+  if (row.tasks.empty()) return j.value("id", "");
+  if (row.tasks.size() == 1) return fmt::format("{}_{}", j.value("array_job_id", ""), row.tasks[0]);
+  std::vector<int> tasks = row.tasks;
+  std::sort(tasks.begin(), tasks.end());
+  return fmt::format("{}_[{}]", j.value("array_job_id", ""), FormatTaskList(tasks));
 }
 
 std::string Request(const nlohmann::json& spec) {
@@ -57,11 +96,15 @@ void PrintJobs(std::ostream& out, const nlohmann::json& body) {
     out << "(no jobs)\n";
     return;
   }
-  out << fmt::format("{:<7} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", "ID", "NAME", "USER", "TEAM", "PRIORITY",
+  out << fmt::format("{:<12} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", "ID", "NAME", "USER", "TEAM", "PRIORITY",
                      "STATE", "REQUEST", "WHERE / WHY");
-  for (const auto& j : body["jobs"]) {
+  auto same = [](const nlohmann::json& j) {
+    return j.contains("placement") ? "" : Str(j, "state") + "\n" + Str(j, "reason") + "\n" + Str(j, "held");
+  };
+  for (const Row& row : GroupTasks(body["jobs"], same)) {
+    const nlohmann::json& j = *row.item;
     std::string where = j.contains("placement") ? PlacementSummary(j["placement"]) : Str(j, "reason");
-    out << fmt::format("{:<7} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", Str(j, "id"), Trim(Str(j, "name"), 16),
+    out << fmt::format("{:<12} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", DisplayId(row), Trim(Str(j, "name"), 16),
                        Trim(Str(j, "user"), 10), Trim(Str(j, "team"), 10), Str(j, "priority"), Str(j, "state"),
                        Trim(Request(j["spec"]), 22), where);
   }
@@ -95,8 +138,12 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
 
 void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id) {
   if (!only_id.empty()) {
+    auto is = [&](const nlohmann::json& q) {
+      return Str(q, "id") == only_id ||
+             (q.contains("array_job_id") && Str(q, "array_job_id") + "_" + Str(q, "array_task_id") == only_id);
+    };
     for (const auto& q : body["queue"]) {
-      if (Str(q, "id") != only_id) continue;
+      if (!is(q)) continue;
       out << fmt::format("job {}: position {} in the queue, waiting {}s\n", only_id, Str(q, "position"),
                          Str(q, "waiting_s"));
       out << fmt::format("  why:  {} ({})\n", Str(q, "reason"), Str(q, "code"));
@@ -109,8 +156,8 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
         return;
       }
     }
-    for (const auto& h : body.value("held", nlohmann::json::array())) {
-      if (Str(h, "id") == only_id) {
+    for (const auto& h : body.value("blocked", nlohmann::json::array())) {
+      if (is(h)) {
         out << fmt::format("job {}: {}\n", only_id, Str(h, "reason"));
         return;
       }
@@ -118,21 +165,26 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
     out << "job " << only_id << " is not waiting (see gantry job " << only_id << ")\n";
     return;
   }
-  out << fmt::format("{:<4} {:<7} {:<10} {:<10} {:<8} {:>6} {:>8}  {}\n", "POS", "ID", "TEAM", "USER", "PRIORITY",
+  out << fmt::format("{:<4} {:<12} {:<10} {:<10} {:<8} {:>6} {:>8}  {}\n", "POS", "ID", "TEAM", "USER", "PRIORITY",
                      "GPUS", "WAITED", "WHY (ESTIMATED START)");
-  for (const auto& q : body["queue"]) {
+  auto same = [](const nlohmann::json& q) { return Str(q, "code") + "\n" + Str(q, "reason"); };
+  for (const Row& row : GroupTasks(body["queue"], same)) {
+    const nlohmann::json& q = *row.item;
     std::string why = Str(q, "reason");
     if (q.contains("estimated_start") && why.find(Str(q, "estimated_start")) == std::string::npos) {
       why += " (starts by " + Str(q, "estimated_start") + ")";
     }
-    out << fmt::format("{:<4} {:<7} {:<10} {:<10} {:<8} {:>6.3g} {:>7}s  {}\n", Str(q, "position"), Str(q, "id"),
+    out << fmt::format("{:<4} {:<12} {:<10} {:<10} {:<8} {:>6.3g} {:>7}s  {}\n", Str(q, "position"), DisplayId(row),
                        Trim(Str(q, "team"), 10), Trim(Str(q, "user"), 10), Str(q, "priority"), q.value("gpus", 0.0),
                        Str(q, "waiting_s"), why);
   }
   if (body["queue"].empty()) out << "(no job waits)\n";
-  for (const auto& h : body.value("held", nlohmann::json::array())) {
-    out << fmt::format("held {:<7} {:<10} {:<10} {}\n", Str(h, "id"), Trim(Str(h, "team"), 10),
-                       Trim(Str(h, "user"), 10), Str(h, "reason"));
+  const nlohmann::json blocked = body.value("blocked", nlohmann::json::array());  // rows point into it
+  for (const Row& row : GroupTasks(blocked, same)) {
+    const nlohmann::json& h = *row.item;
+    out << fmt::format("{:<4} {:<12} {:<10} {:<10} {:<8} {:>6} {:>8}  {}\n", "-", DisplayId(row),
+                       Trim(Str(h, "team"), 10), Trim(Str(h, "user"), 10), Str(h, "priority"), "", "",
+                       Str(h, "reason"));
   }
 }
 

@@ -68,6 +68,11 @@ struct JobSpec {
   int max_retries = 3;                     // restarts after a node or GPU fault
   int retries_on_failure = 0;              // restarts after the command exits non-zero
   double cost_limit = 0;                   // currency; 0: none. Alert at 80%, stopped at 100%
+
+  // Workflow (the controller's, not the engine's): an array spec at submit ("0-99%8"; each
+  // task becomes a job and has none) and the dependency list ("afterok:12,singleton").
+  std::string array;
+  std::string dependency;
 };
 
 // Job specs are immutable once accepted and shared: a snapshot copies pointers, not specs.

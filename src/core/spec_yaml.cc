@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/job_arrays.h"
 #include "core/scheduler_config.h"
 #include "core/yaml_util.h"
 
@@ -97,11 +98,19 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.max_retries = r.Optional<int>("max_retries", 3);
   j.retries_on_failure = r.Optional<int>("retries_on_failure", 0);
   j.cost_limit = r.Optional<double>("cost_limit", 0.0);
+  j.array = r.Optional<std::string>("array", "");
+  j.dependency = r.Optional<std::string>("dependency", "");
   Status s = r.Finish();
   if (!s.ok()) {
     std::string f = s.field();
     if (!f.empty() && f[0] == '.') f = f.substr(1);
     return Status::Invalid(f, s.message());
+  }
+  if (!j.array.empty()) {
+    if (auto a = ParseArraySpec(j.array); !a) return a.status();
+  }
+  if (!j.dependency.empty()) {
+    if (auto d = ParseDependency(j.dependency); !d) return d.status();
   }
   bool has_fraction = node["gpu_fraction"] && !node["gpu_fraction"].IsNull();
   if (!std::isfinite(fraction) || fraction < 0 || fraction > 1 || (has_fraction && fraction == 0)) {

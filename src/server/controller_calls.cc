@@ -139,7 +139,7 @@ std::string Controller::Metrics() {
 Answer Controller::Events(const Actor& who, const std::string& id) {
   Answer visible = GetJob(who, id);
   if (!visible) return visible;
-  auto events = store_->Events(id);
+  auto events = store_->Events(visible->value("id", id));  // "12_4" names the task's own job
   if (!events) return events.status();
   nlohmann::json out = nlohmann::json::array();
   for (const JobEvent& e : *events) {

@@ -50,8 +50,9 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
     JobRecord& job = loaded->record;
     next_seq_ = std::max(next_seq_, job.seq + 1);
     const std::string& id = job.spec->id;
-    if (job.state == JobState::kPending && !job.hold.empty()) {
-      held_.insert(job.seq);
+    if (job.array_id > 0) arrays_[job.array_id][job.array_task] = job.seq;
+    if (job.state == JobState::kPending && (!job.hold.empty() || !job.after.empty() || job.array_limit > 0)) {
+      kept_out_.insert(job.seq);  // AdmitKeptOut queues it at the first cycle if it may be
     } else if (job.state == JobState::kPending) {
       snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions, loaded->nominated});
     } else if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
@@ -227,7 +228,9 @@ JobSchedule ControllerState::ScheduleOf(const JobRecord& job) const {
 }
 
 nlohmann::json ControllerState::ApiView(const JobRecord& job, bool full) const {
-  return JobToApi(job, ScheduleOf(job), snap_.nodes, options_.config.catalog, full);
+  nlohmann::json view = JobToApi(job, ScheduleOf(job), snap_.nodes, options_.config.catalog, full);
+  if (full && job.array_id == job.seq) view["array"] = ArraySummary(job.array_id);
+  return view;
 }
 
 JobRecord* ControllerState::Find(const std::string& id) {
@@ -237,6 +240,12 @@ JobRecord* ControllerState::Find(const std::string& id) {
 const JobRecord* ControllerState::Find(const std::string& id) const {
   uint64_t seq = 0;
   auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), seq);
+  if (ec == std::errc() && ptr != id.data() + id.size() && *ptr == '_') {  // "12_4": task 4 of array 12
+    int task = -1;
+    auto [end, tec] = std::from_chars(ptr + 1, id.data() + id.size(), task);
+    if (tec != std::errc() || end != id.data() + id.size()) return nullptr;
+    return FindTask(seq, task);
+  }
   if (ec != std::errc() || ptr != id.data() + id.size()) return nullptr;
   auto it = jobs_.find(seq);
   return it == jobs_.end() ? nullptr : &it->second;

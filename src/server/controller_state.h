@@ -91,6 +91,15 @@ struct ControllerOptions {
   std::shared_ptr<const UserDirectory> users;
 };
 
+// Where a new job sits in its array, and whether it goes straight into the queue (an
+// array gates its own tasks: the first `limit` are queued, the rest kept out).
+struct ArrayPlace {
+  uint64_t array_id = 0;
+  int task = -1;
+  int limit = 0;
+  bool queue = true;
+};
+
 class ControllerState {
  public:
   // `options.now` and `options.log` are not used here: the time comes through SetTime, and
@@ -184,6 +193,44 @@ class ControllerState {
   // entry gets the new spec too, so the engine sees the new time limit.
   void ReplaceSpec(JobRecord& job, JobSpecPtr spec);
   Status CheckUpdate(const JobRecord& job, const YAML::Node& changes) const;
+  void HoldOne(const Actor& who, JobRecord& job);
+  void ReleaseOne(const Actor& who, JobRecord& job);
+  // A new job from an accepted spec: recorded, queued or kept out (Gate), dirty.
+  JobRecord& AddJob(const Actor& who, JobSpec spec, const ArrayPlace& place = {});
+  // Pending jobs kept out of the scheduler's queue and arrays (controller_state_gates.cc).
+  // Why a pending job is kept out (code "" when it may be queued): held, a dependency not
+  // yet met ("dependency"; never: it can no longer be met), its array at its limit.
+  struct Blocker {
+    std::string code;
+    std::string reason;
+    bool never = false;
+  };
+  // What one pass over the kept-out jobs computes once: per array, its tasks queued or
+  // running; per (user, name), the oldest job not ended (singleton).
+  struct GateScan {
+    std::unordered_map<uint64_t, int> array_active;
+    std::map<std::pair<std::string, std::string>, uint64_t> oldest_by_name;
+    bool names_scanned = false;
+  };
+  Blocker WhyKeptOut(const JobRecord& job, GateScan& scan) const;
+  Blocker TermBlocker(const JobRecord& job, const DependencyTerm& term, GateScan& scan) const;
+  // Queues a pending job, or keeps it out while WhyKeptOut says so.
+  void Gate(JobRecord& job);
+  // Each cycle: queues the kept-out jobs that may now run, fails those that never can.
+  void AdmitKeptOut();
+  // The dependency's jobs exist and are the caller's team's; aftercorr names arrays; a
+  // changed job (`self`) does not come to wait for itself.
+  Status ResolveDependency(const Actor& who, const JobSpec& spec, const JobRecord* self = nullptr) const;
+  // Whether `from` is `seq` or waits for it through dependencies of jobs not ended.
+  bool Reaches(const JobRecord& from, uint64_t seq, std::set<uint64_t>& seen) const;
+  const JobRecord* FindTask(uint64_t array_id, int task) const;
+  // A dependency target's jobs: the job, one task, or every task of an array.
+  std::vector<const JobRecord*> TargetsOf(const DependencyTarget& t) const;
+  // An array's tasks, one job each (their seqs); ArraySummary counts them by state.
+  std::vector<uint64_t> AddArray(const Actor& who, const JobSpec& spec);
+  nlohmann::json ArraySummary(uint64_t array_id) const;
+  // The tasks of array `id` when `id` names a whole array ("12", not "12_4"); else empty.
+  std::vector<JobRecord*> WholeArray(const std::string& id);
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                 const std::string& reason, TimeMs ended_ms = -1);
   void StartJob(const StartDecision& s, size_t running_index);
@@ -193,6 +240,8 @@ class ControllerState {
   void Finish(JobRecord& job, JobState state, const std::string& reason);
   void RemoveRunning(const std::string& id);
   void RemovePending(const std::string& id);
+  void RemovePending(const std::set<std::string>& ids);
+  void CancelOne(JobRecord& job, const std::string& why);
   void AdvanceFairShare();
   void Dirty(const JobRecord& job) { dirty_jobs_.insert(job.seq); }
   // The scheduler's entry of a running or stopping job: the owner of its placement and kill
@@ -263,7 +312,9 @@ class ControllerState {
   std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
   std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running
   std::unordered_map<std::string, int> running_pos_;    // job id -> index in snap_.running
-  std::set<uint64_t> held_;                             // seqs of held jobs (an index; the hold is JobRecord::hold)
+  std::set<uint64_t> kept_out_;  // seqs of pending jobs not in snap_.pending (WhyKeptOut says why)
+  bool gates_dirty_ = true;      // a job started, ended or was released: AdmitKeptOut has work
+  std::unordered_map<uint64_t, std::map<int, uint64_t>> arrays_;            // array id -> task -> seq
   std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
   std::map<std::string, std::string> meta_;
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).

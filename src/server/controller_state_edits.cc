@@ -16,7 +16,7 @@ namespace {
 const std::set<std::string>& PendingFields() {
   static const std::set<std::string> kFields = {"name",         "priority",           "time_limit",
                                                 "time_limit_s", "estimated_duration", "estimated_duration_s",
-                                                "gpu_types",    "cost_limit"};
+                                                "gpu_types",    "cost_limit",         "dependency"};
   return kFields;
 }
 
@@ -47,26 +47,44 @@ Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::s
   return job;
 }
 
+void ControllerState::HoldOne(const Actor& who, JobRecord& job) {
+  std::string hold = who.admin() ? "admin" : "user";
+  if (job.hold == hold || job.hold == "admin") return;  // an owner's hold does not weaken an admin's
+  if (!kept_out_.count(job.seq)) RemovePending(job.spec->id);
+  kept_out_.insert(job.seq);
+  job.hold = hold;
+  Event(job, "held", {{"by", who.user}, {"hold", hold}});
+  Dirty(job);
+  dirty_ = true;
+}
+
+void ControllerState::ReleaseOne(const Actor& who, JobRecord& job) {
+  job.hold.clear();
+  gates_dirty_ = true;  // queued at the next cycle unless a dependency or its array's limit keeps it out
+  Event(job, "released_hold", {{"by", who.user}});
+  Dirty(job);
+  dirty_ = true;
+}
+
 Answer ControllerState::Hold(const Actor& who, const std::string& id) {
   std::string action = "POST /v1/jobs/" + id + "/hold";
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord& job = **found;
+  if (std::vector<JobRecord*> tasks = WholeArray(id); !tasks.empty()) {
+    for (JobRecord* t : tasks) {
+      if (t->state == JobState::kPending) HoldOne(who, *t);
+    }
+    Audit(who, action, id, "ok", "array");
+    return ApiView(job, true);
+  }
   if (job.state != JobState::kPending) {
     return Refuse(who, action, id,
                   Status::Precondition("id", fmt::format("job {} is {}: only a pending job is held (cancel stops "
                                                          "a running one)",
                                                          id, ToString(job.state))));
   }
-  std::string hold = who.admin() ? "admin" : "user";
-  if (job.hold.empty()) RemovePending(id);
-  if (job.hold != hold && job.hold != "admin") {
-    job.hold = hold;
-    held_.insert(job.seq);
-    Event(job, "held", {{"by", who.user}, {"hold", hold}});
-    Dirty(job);
-    dirty_ = true;
-  }
+  HoldOne(who, job);
   Audit(who, action, id, "ok");
   return ApiView(job, true);
 }
@@ -76,19 +94,21 @@ Answer ControllerState::Release(const Actor& who, const std::string& id) {
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord& job = **found;
-  if (job.hold.empty()) {
-    return Refuse(who, action, id, Status::Precondition("id", fmt::format("job {} is not held", id)));
+  std::vector<JobRecord*> tasks = WholeArray(id);
+  if (tasks.empty()) tasks.push_back(&job);
+  bool admin_hold = false, any_held = false;
+  for (JobRecord* t : tasks) {
+    any_held |= !t->hold.empty();
+    admin_hold |= t->hold == "admin";
   }
-  if (job.hold == "admin" && !who.admin()) {
+  if (!any_held) return Refuse(who, action, id, Status::Precondition("id", fmt::format("job {} is not held", id)));
+  if (admin_hold && !who.admin()) {
     return Refuse(who, action, id, Status::Denied("id", fmt::format("job {} was held by an admin", id)));
   }
-  job.hold.clear();
-  held_.erase(job.seq);
-  snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions});
-  Event(job, "released_hold", {{"by", who.user}});
+  for (JobRecord* t : tasks) {
+    if (!t->hold.empty()) ReleaseOne(who, *t);
+  }
   Audit(who, action, id, "ok");
-  Dirty(job);
-  dirty_ = true;
   return ApiView(job, true);
 }
 
@@ -134,6 +154,7 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
     s = CheckAdmissible(*spec, snap_.nodes, options_.config.catalog);
   }
   if (s.ok()) s = CheckQuotaAdmissible(*spec, *quotas_, options_.config.catalog);
+  if (s.ok()) s = ResolveDependency(who, *spec, &job);
   if (s.ok() && job.state != JobState::kPending && spec->time_limit_ms > job.spec->time_limit_ms && !who.admin()) {
     s = Status::Denied("time_limit", "only admins extend the time limit of a running job");
   }
@@ -153,15 +174,14 @@ void ControllerState::ReplaceSpec(JobRecord& job, JobSpecPtr spec) {
   const std::string& id = job.spec->id;
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
     RunningOf(id).spec = spec;
-  } else if (job.hold.empty()) {
-    for (size_t i = 0; i < snap_.pending.size(); ++i) {
-      if (snap_.pending[i].spec->id == id) {
-        MoveToTail(i).spec = spec;
-        break;
-      }
-    }
+    job.spec = std::move(spec);
+  } else {
+    // Queued again at the tail of its class, or kept out if its new dependency says so.
+    if (!kept_out_.erase(job.seq)) RemovePending(id);
+    job.spec = std::move(spec);
+    job.after = job.spec->dependency.empty() ? std::vector<DependencyTerm>{} : *ParseDependency(job.spec->dependency);
+    Gate(job);
   }
-  job.spec = std::move(spec);
   Dirty(job);
   dirty_ = true;
 }

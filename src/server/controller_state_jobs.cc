@@ -63,27 +63,50 @@ Expected<Submitted> ControllerState::Submit(const Actor& who, JobSpec spec, cons
   if (s.ok()) s = CheckTeamPermissions(who, spec);
   if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
+  if (s.ok()) s = ResolveDependency(who, spec);
   if (!s.ok()) return Refuse(who, action, "", s);
 
+  std::string id;
+  if (spec.array.empty()) {
+    id = AddJob(who, std::move(spec)).spec->id;
+    Audit(who, action, id, "created");
+  } else {
+    std::vector<uint64_t> tasks = AddArray(who, spec);
+    id = std::to_string(tasks.front());
+    Audit(who, action, id, "created", fmt::format("array of {} tasks", tasks.size()));
+  }
+  if (!key.empty()) {
+    idempotency_[who.user + "\n" + key] = {id, hash};
+    batch_.idempotency.push_back({who.user, key, id, hash, now_});
+  }
+  return Submitted{nlohmann::json{{"id", id}}, true};
+}
+
+JobRecord& ControllerState::AddJob(const Actor& who, JobSpec spec, const ArrayPlace& place) {
   JobRecord job;
   job.seq = next_seq_++;
+  job.array_id = place.array_id;
+  job.array_task = place.task;
+  job.array_limit = place.limit;
+  if (place.array_id > 0) arrays_[place.array_id][place.task] = job.seq;
   spec.id = std::to_string(job.seq);
+  if (!spec.dependency.empty()) job.after = *ParseDependency(spec.dependency);
   job.spec = std::make_shared<const JobSpec>(std::move(spec));
   job.submit_ms = now_;
   job.submit_steady_us = steady_us_;
-  const std::string& id = job.spec->id;
-  snap_.pending.push_back({job.spec, job.submit_ms});
-  if (!key.empty()) {
-    idempotency_[who.user + "\n" + key] = {id, hash};
-    batch_.idempotency.push_back({who.user, key, id, hash, job.submit_ms});
-  }
   Event(job, "submitted", {{"by", who.user}});
-  Audit(who, action, id, "created");
   counters_["submitted"]++;
   dirty_ = true;
   JobRecord& stored = jobs_.emplace(job.seq, std::move(job)).first->second;
+  if (place.array_id == 0) {
+    Gate(stored);
+  } else if (place.queue) {
+    snap_.pending.push_back({stored.spec, stored.submit_ms});
+  } else {
+    kept_out_.insert(stored.seq);
+  }
   Dirty(stored);
-  return Submitted{nlohmann::json{{"id", id}}, true};
+  return stored;
 }
 
 const TeamPolicy& ControllerState::TeamOf(const std::string& team) const {
@@ -152,26 +175,37 @@ Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
     return Refuse(who, action, id,
                   Status::Precondition("id", fmt::format("job {} is already {}", id, ToString(job->state))));
   }
-  std::string why = "cancelled by " + who.user;
-  if (job->state == JobState::kPending) {
-    RemovePending(id);
-    Finish(*job, JobState::kCancelled, why);
-  } else if (job->state == JobState::kRunning) {
-    StopRunning(*job, StopCause::kCancel, why, options_.kill_wait_ms);
-  } else {
-    job->stop_cause = StopCause::kCancel;  // was being preempted: do not requeue it
-    job->reason = why;
-    Dirty(*job);
+  std::vector<JobRecord*> tasks = WholeArray(id);  // "12" of an array: every task
+  if (tasks.empty()) tasks.push_back(job);
+  std::set<std::string> dequeued;
+  for (JobRecord* t : tasks) {
+    if (t->state == JobState::kPending && !kept_out_.count(t->seq)) dequeued.insert(t->spec->id);
   }
-  Audit(who, action, id, "ok");
+  RemovePending(dequeued);
+  std::string why = "cancelled by " + who.user;
+  for (JobRecord* t : tasks) CancelOne(*t, why);
+  Audit(who, action, id, "ok", tasks.size() > 1 ? fmt::format("array of {} tasks", tasks.size()) : "");
   dirty_ = true;
   return ApiView(*job, true);
+}
+
+void ControllerState::CancelOne(JobRecord& job, const std::string& why) {
+  if (job.state == JobState::kPending) {
+    Finish(job, JobState::kCancelled, why);
+  } else if (job.state == JobState::kRunning) {
+    StopRunning(job, StopCause::kCancel, why, options_.kill_wait_ms);
+  } else if (job.state == JobState::kStopping) {
+    job.stop_cause = StopCause::kCancel;  // was being preempted: do not requeue it
+    job.reason = why;
+    Dirty(job);
+  }
 }
 
 void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   JobRecord& job = *Find(s.job_id);
   TimeMs now = now_;
   job.state = JobState::kRunning;
+  gates_dirty_ = true;  // jobs waiting for it to start (after:) may go
   job.start_ms = now;
   job.runs++;
   job.exit_code = -1;
@@ -321,7 +355,8 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   job.reason = reason;
   job.stop_cause = StopCause::kNone;
   job.hold.clear();
-  held_.erase(job.seq);
+  kept_out_.erase(job.seq);
+  gates_dirty_ = true;
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
   Dirty(job);
@@ -366,6 +401,7 @@ void ControllerState::AdvanceFairShare() {
 void ControllerState::Cycle() {
   dirty_ = false;
   snap_.now_ms = now_;
+  AdmitKeptOut();
   AdvanceFairShare();
   if (!quotas_->teams.empty()) {
     UsageTracker usage(snap_, options_.config.catalog, *quotas_);

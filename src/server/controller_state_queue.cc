@@ -88,16 +88,21 @@ PendingJob& ControllerState::MoveToTail(size_t i) {
   return snap_.pending.back();
 }
 
-void ControllerState::RemovePending(const std::string& id) {
+void ControllerState::RemovePending(const std::string& id) { RemovePending(std::set<std::string>{id}); }
+
+void ControllerState::RemovePending(const std::set<std::string>& ids) {
+  if (ids.empty()) return;
+  // One pass keeping the order (and the keys of the ordered part): a whole array at once.
+  size_t kept = 0, kept_ordered = 0;
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
-    if (snap_.pending[i].spec->id != id) continue;
-    snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
-    if (i < ordered_) {
-      pending_keys_.erase(pending_keys_.begin() + static_cast<std::ptrdiff_t>(i));
-      --ordered_;
-    }
-    return;
+    if (ids.count(snap_.pending[i].spec->id)) continue;
+    if (i < ordered_) pending_keys_[kept_ordered++] = pending_keys_[i];
+    if (kept != i) snap_.pending[kept] = std::move(snap_.pending[i]);
+    ++kept;
   }
+  snap_.pending.resize(kept);
+  pending_keys_.resize(kept_ordered);
+  ordered_ = kept_ordered;
 }
 
 // ApplyPlan removes started jobs from snap_.pending keeping the order; the keys follow.

@@ -43,6 +43,16 @@ Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
   return nlohmann::json{{"jobs", out}};
 }
 
+namespace {
+
+void AddArrayIds(const JobRecord& job, nlohmann::json& e) {
+  if (job.array_id == 0) return;
+  e["array_job_id"] = std::to_string(job.array_id);
+  e["array_task_id"] = job.array_task;
+}
+
+}  // namespace
+
 Answer ControllerState::Queue(const Actor& who) {
   if (queue_cache_version_ != version_ || !queue_cache_) {
     snap_.now_ms = now_;
@@ -70,23 +80,31 @@ Answer ControllerState::Queue(const Actor& who) {
                         {"code", ToString(w.code)},
                         {"reason", plan.reason(w)}};
     if (w.estimated_start_ms != kNever) e["estimated_start"] = FormatUtc(w.estimated_start_ms);
+    AddArrayIds(*job, e);
     out.push_back(std::move(e));
   }
   nlohmann::json starting = nlohmann::json::array();
   for (const StartDecision& s : plan.starts) starting.push_back(s.job_id);
-  // Held jobs are out of the line until released.
-  nlohmann::json held = nlohmann::json::array();
-  for (uint64_t seq : held_) {
+  // Held jobs, jobs waiting on a dependency and tasks over their array's limit are out of
+  // the line until that changes.
+  nlohmann::json blocked = nlohmann::json::array();
+  GateScan scan;
+  for (uint64_t seq : kept_out_) {
     const JobRecord& job = jobs_.at(seq);
     if (!who.SeesTeam(job.spec->team)) continue;
-    held.push_back(
-        {{"id", job.spec->id},
-         {"user", job.spec->user},
-         {"name", job.spec->name},
-         {"held", job.hold},
-         {"reason", job.hold == "admin" ? "held by an admin" : "held (gantry release " + job.spec->id + ")"}});
+    Blocker b = WhyKeptOut(job, scan);
+    nlohmann::json e = {{"id", job.spec->id},
+                        {"team", job.spec->team},
+                        {"user", job.spec->user},
+                        {"name", job.spec->name},
+                        {"priority", job.spec->priority_class},
+                        {"code", b.code.empty() ? "queued_next_cycle" : b.code},
+                        {"reason", b.code.empty() ? "queued at the next cycle" : b.reason}};
+    if (!job.hold.empty()) e["held"] = job.hold;
+    AddArrayIds(job, e);
+    blocked.push_back(std::move(e));
   }
-  return nlohmann::json{{"queue", out}, {"starting_next_cycle", starting}, {"held", held}};
+  return nlohmann::json{{"queue", out}, {"starting_next_cycle", starting}, {"blocked", blocked}};
 }
 
 Answer ControllerState::Cluster() const {

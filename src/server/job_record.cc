@@ -110,6 +110,9 @@ nlohmann::json JobToDoc(const JobRecord& job, const JobSchedule& schedule, const
           {"cost_alert", job.cost_alert},
           {"idle_flagged", job.idle_flagged},
           {"hold", job.hold},
+          {"array_id", job.array_id},
+          {"array_task", job.array_task},
+          {"array_limit", job.array_limit},
           {"placement", placement}};
 }
 
@@ -143,6 +146,14 @@ Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<in
     j.cost_alert = doc.value("cost_alert", 0);
     j.idle_flagged = doc.value("idle_flagged", false);
     j.hold = doc.value("hold", "");
+    j.array_id = doc.value("array_id", uint64_t{0});
+    j.array_task = doc.value("array_task", -1);
+    j.array_limit = doc.value("array_limit", 0);
+    if (!j.spec->dependency.empty()) {
+      auto after = ParseDependency(j.spec->dependency);
+      if (!after) return Status::Internal(fmt::format("stored job {}: {}", j.seq, after.status().ToString()));
+      j.after = std::move(*after);
+    }
     for (const nlohmann::json& ns : doc.at("placement")) {
       NodeShare share;
       share.node = node_index(ns.at("node").get<std::string>());
@@ -182,6 +193,10 @@ nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const
                       {"spec", spec}};
   if (job.exit_code >= 0) j["exit_code"] = job.exit_code;
   if (!job.hold.empty()) j["held"] = job.hold;
+  if (job.array_id > 0) {
+    j["array_job_id"] = std::to_string(job.array_id);
+    j["array_task_id"] = job.array_task;
+  }
   if (!job.reason.empty()) j["reason"] = job.reason;
   if (job.state == JobState::kStopping) {
     j["stop_cause"] = ToString(job.stop_cause);

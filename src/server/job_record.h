@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/gpu_catalog.h"
+#include "core/job_arrays.h"
 #include "core/node.h"
 #include "protocol/spec_json.h"
 #include "sched/plan.h"
@@ -44,12 +45,16 @@ struct JobRecord {
   int exit_code = -1;          // of the last run; -1: none
   std::string reason;          // why it ended, or why it is stopping
   StopCause stop_cause = StopCause::kNone;
-  std::string hold;               // pending and held out of the queue: "user" or "admin" (who may release)
-  int64_t submit_steady_us = -1;  // monotonic submit time in this process (latency metric; not stored)
-  double closed_cost = 0;         // cost of the runs that ended (the ledger's closed intervals)
-  int cost_alert = 0;             // cost-limit alerts sent: 0, 80 or 100 (%)
-  bool idle_flagged = false;      // the current run holds GPUs it does not use
-  TimeMs last_exit_ms = -1;       // the latest exit reported for the current run (not stored)
+  std::string hold;                   // pending and held out of the queue: "user" or "admin" (who may release)
+  uint64_t array_id = 0;              // a task of array `array_id` (its first task's seq); 0: not in an array
+  int array_task = -1;                // the task index (SLURM_ARRAY_TASK_ID)
+  int array_limit = 0;                // at most this many of the array's tasks queued or running; 0: any
+  std::vector<DependencyTerm> after;  // spec->dependency, parsed
+  int64_t submit_steady_us = -1;      // monotonic submit time in this process (latency metric; not stored)
+  double closed_cost = 0;             // cost of the runs that ended (the ledger's closed intervals)
+  int cost_alert = 0;                 // cost-limit alerts sent: 0, 80 or 100 (%)
+  bool idle_flagged = false;          // the current run holds GPUs it does not use
+  TimeMs last_exit_ms = -1;           // the latest exit reported for the current run (not stored)
 };
 
 // What the job's scheduler entry holds, as the JSON forms need it: the placement (node

@@ -4,25 +4,18 @@
 // time limit is extended by admins only. Every refusal is audited.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "security/security_util.h"
+#include "server/server_fixture.h"
 
 namespace gantry::testing {
 namespace {
 
-class JobEditBoundaries : public ::testing::Test {
+class JobEditBoundaries : public ServerTest {
  protected:
-  void SetUp() override {
-    std::string dir = TempPath("srv");
-    std::filesystem::remove_all(dir);
-    server_ = std::make_unique<ServerProcess>(dir);
-    server_->WriteUsers(
-        "teams:\n"
-        "  vision: {priorities: [high, medium, low], unix_account: nobody}\n"
-        "  nlp: {priorities: [critical, high, medium, low], unix_account: nobody}\n"
-        "  ops: {allow_root: true}\n");
-    server_->Start();
+  std::string Teams() const override {
+    return "teams:\n"
+           "  vision: {priorities: [high, medium, low], unix_account: nobody}\n"
+           "  nlp: {priorities: [critical, high, medium, low], unix_account: nobody}\n"
+           "  ops: {allow_root: true}\n";
   }
   // A pending vision job of alice's: all GPUs are taken by a first one.
   std::string PendingJobOfAlice() {
@@ -33,7 +26,6 @@ class JobEditBoundaries : public ::testing::Test {
     EXPECT_EQ(Json(r)["state"], "pending") << r->body;
     return Json(r)["id"];
   }
-  std::unique_ptr<ServerProcess> server_;
 };
 
 TEST_F(JobEditBoundaries, AnotherTeamNeitherHoldsNorReleasesNorChangesAJob) {

@@ -126,6 +126,15 @@ struct Harness {
   std::unique_ptr<Controller> controller;
 };
 
+// Ends a running job's run with `code` as its agent would report it, and lets the
+// controller act on it.
+inline void ExitRun(Harness& h, const std::string& id, int code) {
+  ApiAnswer job = Api(h.controller->GetJob(Actor{"root", "ops", Role::kAdmin}, id));
+  ASSERT_EQ(job.body["state"], "running") << id << ": " << job.body.dump();
+  h.controller->RunExited(ExitReport(job.body["id"], job.body["runs"], job.body["placement"][0]["node"], code, ""));
+  h.controller->Sync();
+}
+
 inline const Actor kAdmin{"root", "ops", Role::kAdmin};
 inline const Actor kAlice{"alice", "vision", Role::kUser};
 inline const Actor kBob{"bob", "nlp", Role::kUser};

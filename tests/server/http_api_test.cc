@@ -207,7 +207,7 @@ TEST_F(HttpApi, TheCliHoldsChangesAndReleasesAPendingJob) {
   EXPECT_NE(out.find("job " + id + ": pending (held: user)"), std::string::npos) << out;
   out = Cli("queue", kAliceToken, &rc);
   EXPECT_NE(out.find("(no job waits)"), std::string::npos) << out;
-  EXPECT_NE(out.find("held " + id), std::string::npos) << out;
+  EXPECT_NE(out.find("held (gantry release " + id + ")"), std::string::npos) << out;
   out = Cli("update " + id + " --time-limit 3h -p high --name renamed", kAliceToken, &rc);
   EXPECT_EQ(rc, 0) << out;
   nlohmann::json job = Json(server_->Client(kAliceToken).Get("/v1/jobs/" + id));

@@ -25,8 +25,8 @@ TEST(JobEdit, AHeldJobWaitsOutsideTheQueueUntilReleased) {
   EXPECT_EQ(held.body["held"], "user");
   ApiAnswer queue = Api(h.controller->Queue(kAlice));
   EXPECT_TRUE(queue.body["queue"].empty()) << queue.body.dump();
-  ASSERT_EQ(queue.body["held"].size(), 1u);
-  EXPECT_EQ(queue.body["held"][0]["id"], second);
+  ASSERT_EQ(queue.body["blocked"].size(), 1u);
+  EXPECT_EQ(queue.body["blocked"][0]["id"], second);
   // The GPUs free up; the held job does not take them.
   h.controller->RunExited(ExitReport(first, 1, "n1", 0, ""));
   h.controller->Sync();

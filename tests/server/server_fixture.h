@@ -17,8 +17,11 @@ class ServerTest : public ::testing::Test {
     std::string dir = TempPath("srv");
     std::filesystem::remove_all(dir);
     server_ = std::make_unique<ServerProcess>(dir);
+    server_->WriteUsers(Teams());
     server_->Start();
   }
+  // The `teams:` section of the server's users.yaml.
+  virtual std::string Teams() const { return kTestTeams; }
   // Polls a job until it reaches `state` (or 10 s pass); returns the last state seen.
   std::string WaitFor(const std::string& id, const std::string& state, const char* token = kAliceToken) {
     auto c = server_->Client(token);
