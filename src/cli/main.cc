@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
 
   // Everything after the first "--" is a job's command, never options.
-  std::vector<const char*> args = gantry::SplitAtDashes(argc, argv, &client->command);
+  std::vector<const char*> args = gantry::SplitAtDashes(argc, argv, client->command.get());
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {

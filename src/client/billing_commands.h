@@ -20,6 +20,11 @@ struct ClientPlumbing {
   std::function<int(std::function<Expected<HttpAnswer>(ApiClient&)>, std::function<void(const nlohmann::json&)>)>
       request;
   std::shared_ptr<std::function<int()>> chosen;
+  // For commands that talk to the server more than once: the resolved-on-use config, the
+  // output format, and the words after "--" (a job's command).
+  std::shared_ptr<ClientConfig> cfg;
+  std::shared_ptr<std::string> output;
+  std::shared_ptr<std::vector<std::string>> command;
 };
 
 void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& plumbing);

@@ -18,7 +18,7 @@ struct ClientCommands {
   std::function<int()> run;
   // The words after the first "--" on the command line (SplitAtDashes): a job's command,
   // never options, whatever comes before.
-  std::vector<std::string> command;
+  std::shared_ptr<std::vector<std::string>> command = std::make_shared<std::vector<std::string>>();
 };
 std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err);
 

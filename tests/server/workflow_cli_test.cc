@@ -37,5 +37,44 @@ TEST_F(WorkflowCli, AnArrayThenAJobAfterIt) {
   EXPECT_NE(out.find(array + "_[0-3]"), std::string::npos) << out;
 }
 
+// srun's contract: the output as it comes, and the job's exit code as the command's.
+TEST_F(WorkflowCli, RunStreamsTheOutputAndExitsWithTheJobsCode) {
+  int rc = 0;
+  std::string out = Cli("run -g 1 -t T4 -- sh -c 'echo to-stdout; echo to-stderr >&2; exit 3'", kAliceToken, &rc);
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_NE(out.find("to-stdout"), std::string::npos) << out;
+  EXPECT_NE(out.find("to-stderr"), std::string::npos) << out;
+  std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  // wait and logs -f say the same of the ended job.
+  out = Cli("wait " + id, kAliceToken, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("job " + id + ": failed"), std::string::npos) << out;
+  out = Cli("logs -f " + id, kAliceToken, &rc);
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_EQ(Cli("run -g 1 -t T4 -- true", kAliceToken, &rc).find("gantry: job"), 0u);
+  EXPECT_EQ(rc, 0);
+  // A run without a command is refused before anything is submitted.
+  out = Cli("run -g 1", kAliceToken, &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("command"), std::string::npos) << out;
+}
+
+TEST_F(WorkflowCli, CtrlCDuringRunCancelsTheJob) {
+  std::string out;
+  // A background job of a script ignores SIGINT until the CLI installs its handler: wait
+  // until the job runs before pressing Ctrl-C.
+  int rc = RunCommand(
+      fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} run -g 1 -t T4 -- sleep 60 2>&1 & pid=$!; "
+                  "for i in $(seq 100); do sleep 0.1; "
+                  "GANTRY_SERVER={} GANTRY_TOKEN={} {} jobs --state running | grep -q ' running ' && break; "
+                  "done; kill -INT $pid; wait $pid",
+                  server_->address(), kAliceToken, GANTRY_BINARY, server_->address(), kAliceToken, GANTRY_BINARY),
+      &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("cancelling job"), std::string::npos) << out;
+  std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  EXPECT_EQ(WaitFor(id, "cancelled"), "cancelled");
+}
+
 }  // namespace
 }  // namespace gantry::testing

@@ -1,0 +1,248 @@
+// gantry run / wait / logs: following jobs to their end. Output is read from the job's
+// log endpoint by offset (nothing is lost or printed twice across polls); a job has ended
+// when its state says so and nothing is left to read.
+#include "client/run_commands.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+#include <vector>
+
+#include "client/submit_spec.h"
+#include "core/duration.h"
+
+namespace gantry {
+
+namespace {
+
+std::atomic<int> g_interrupts{0};
+void OnInterrupt(int) { g_interrupts.fetch_add(1); }
+
+// Counts Ctrl-C presses while it lives (instead of dying at the first).
+class InterruptCounter {
+ public:
+  InterruptCounter() {
+    g_interrupts = 0;
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptCounter() { sigaction(SIGINT, &old_, nullptr); }
+  int count() const { return g_interrupts.load(); }
+
+ private:
+  struct sigaction old_ {};
+};
+
+bool Ended(const std::string& state) { return state == "succeeded" || state == "failed" || state == "cancelled"; }
+
+// Sleeps up to `ms`, waking early at a Ctrl-C.
+void Nap(int ms, int interrupts_seen) {
+  for (int waited = 0; waited < ms && g_interrupts.load() == interrupts_seen; waited += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Which of the job's streams go where; whether to follow it to its end.
+struct FollowOptions {
+  std::vector<std::pair<std::string, std::ostream*>> streams;  // "stdout"/"stderr", printed to
+  bool follow = true;
+  bool cancel_on_interrupt = false;  // gantry run: Ctrl-C cancels the job; twice stops waiting
+};
+
+// Prints a job's output until it has ended and all of it is read; returns the exit status
+// (ExitStatusOf the job; 130 when a second Ctrl-C stopped the wait; 1 on an error).
+int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std::ostream& err) {
+  std::vector<int64_t> offsets(o.streams.size(), 0);
+  int handled = 0;
+  for (;;) {
+    bool quiet = true;
+    std::string state;
+    for (size_t s = 0; s < o.streams.size(); ++s) {
+      auto a = api.Get(fmt::format("/v1/jobs/{}/logs?stream={}&offset={}", id, o.streams[s].first, offsets[s]));
+      if (!a || a->status != 200) {
+        err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+        return 1;
+      }
+      *o.streams[s].second << a->text << std::flush;
+      offsets[s] = std::stoll(a->headers["X-Log-Offset"]);
+      state = a->headers["X-Job-State"];
+      quiet = quiet && a->text.empty();
+    }
+    if (!o.follow) return 0;
+    if (Ended(state) && quiet) break;
+    int pressed = g_interrupts.load();
+    if (o.cancel_on_interrupt && pressed > handled) {
+      if (pressed > 1) {
+        err << "gantry: stopped waiting; job " << id << " is " << state << "\n";
+        return 130;
+      }
+      handled = pressed;
+      auto c = api.Delete("/v1/jobs/" + id);
+      err << "gantry: cancelling job " << id
+          << (c && c->status < 300 ? " (Ctrl-C again to stop waiting)" : ": " + (c ? DescribeError(*c) : "")) << "\n";
+    }
+    if (quiet) Nap(300, pressed);
+  }
+  auto job = api.Get("/v1/jobs/" + id);
+  if (!job || job->status != 200) return 1;
+  return ExitStatusOf(job->body);
+}
+
+// Whether a job (or every task of an array) has ended, and how: "" while not.
+std::string EndOf(const nlohmann::json& job) {
+  if (job.contains("array")) {
+    const nlohmann::json& states = job["array"]["states"];
+    for (const char* live : {"pending", "running", "stopping"}) {
+      if (states.value(live, 0) > 0) return "";
+    }
+    int tasks = job["array"].value("tasks", 0);
+    int ok = states.value("succeeded", 0);
+    return ok == tasks ? "succeeded" : fmt::format("{} of {} tasks did not succeed", tasks - ok, tasks);
+  }
+  std::string state = job.value("state", "");
+  if (!Ended(state)) return "";
+  if (state == "succeeded") return state;
+  return state + (job.contains("reason") ? " (" + job["reason"].get<std::string>() + ")" : "");
+}
+
+// Polls until every job has ended (or the timeout passes: 124, as timeout(1)).
+int WaitForJobs(ApiClient& api, const std::vector<std::string>& ids, DurationMs timeout_ms, std::ostream& out,
+                std::ostream& err) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<bool> done(ids.size(), false);
+  int rc = 0, pending = static_cast<int>(ids.size()), delay_ms = 200;
+  while (pending > 0) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (done[i]) continue;
+      auto a = api.Get("/v1/jobs/" + ids[i]);
+      if (!a || a->status != 200) {
+        err << "gantry: " << ids[i] << ": " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+        return 1;
+      }
+      std::string end = EndOf(a->body);
+      if (end.empty()) continue;
+      done[i] = true;
+      --pending;
+      out << "job " << ids[i] << ": " << end << "\n" << std::flush;
+      if (end != "succeeded") rc = 1;
+    }
+    if (pending == 0) break;
+    if (timeout_ms > 0 && std::chrono::steady_clock::now() >= deadline) {
+      err << "gantry: wait: " << pending << " job(s) still running after " << FormatDuration(timeout_ms) << "\n";
+      return 124;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    delay_ms = std::min(delay_ms * 2, 2000);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int ExitStatusOf(const nlohmann::json& job) {
+  std::string state = job.value("state", "");
+  if (state == "succeeded") return 0;
+  int code = job.value("exit_code", -1);
+  return state == "failed" && code > 0 && code < 256 ? code : 1;
+}
+
+void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const ClientPlumbing& p) {
+  auto cfg = p.cfg;
+  auto chosen = p.chosen;
+  auto command = p.command;
+
+  auto rf = std::make_shared<SubmitFlags>();
+  CLI::App* run = app.add_subcommand(
+      "run", "Submit a job, print its output as it runs, exit with its exit code (like srun); Ctrl-C cancels it");
+  p.common(run);
+  AddSubmitOptions(run, *rf);
+  run->callback([=, &out, &err] {
+    *chosen = [=, &out, &err]() -> int {
+      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+        err << "gantry: " << s.ToString() << "\n";
+        return 2;
+      }
+      SubmitFlags f = *rf;
+      if (!command->empty()) f.command = *command;
+      if (f.command.empty() && f.file.empty() && f.profile.empty()) {
+        err << "gantry: run: command: give the command after --, e.g. gantry run -g 1 -- python train.py\n";
+        return 2;
+      }
+      auto spec = BuildSpec(f, *cfg);
+      if (!spec) {
+        err << "gantry: " << spec.status().ToString() << "\n";
+        return 2;
+      }
+      std::error_code ec;
+      if (!(*spec)["working_dir"]) (*spec)["working_dir"] = std::filesystem::current_path(ec).string();
+      YAML::Emitter e;
+      e << *spec;
+      ApiClient api(*cfg);
+      auto a = PostJob(api, e.c_str(), RandomKey());
+      if (!a || a->status >= 300) {
+        err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+        return 1;
+      }
+      std::string id = a->body.value("id", "");
+      err << "gantry: job " << id << " submitted (" << a->body.value("state", "") << ")\n";
+      InterruptCounter interrupts;
+      return FollowJob(api, id, {{{"stdout", &out}, {"stderr", &err}}, true, true}, err);
+    };
+  });
+
+  auto wait_ids = std::make_shared<std::vector<std::string>>();
+  auto timeout = std::make_shared<std::string>();
+  CLI::App* wait =
+      app.add_subcommand("wait", "Block until jobs (or whole arrays) end; non-zero if one did not succeed");
+  p.common(wait);
+  wait->add_option("ids", *wait_ids, "Job ids (an array's id waits for all its tasks)")->required();
+  wait->add_option("--timeout", *timeout, "Give up after this long (exit 124), e.g. 2h; a bare number is minutes");
+  wait->callback([=, &out, &err] {
+    *chosen = [=, &out, &err]() -> int {
+      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+        err << "gantry: " << s.ToString() << "\n";
+        return 2;
+      }
+      DurationMs limit = 0;
+      if (!timeout->empty()) {
+        auto d = ParseJobTime(*timeout);
+        if (!d) {
+          err << "gantry: --timeout: " << d.status().message() << "\n";
+          return 2;
+        }
+        limit = *d;
+      }
+      ApiClient api(*cfg);
+      return WaitForJobs(api, *wait_ids, limit, out, err);
+    };
+  });
+
+  auto id = std::make_shared<std::string>();
+  auto follow = std::make_shared<bool>(false);
+  auto use_stderr = std::make_shared<bool>(false);
+  CLI::App* logs = app.add_subcommand("logs", "A job's output (-f: until it ends, exiting with its status)");
+  p.common(logs);
+  logs->add_option("id", *id, "Job id")->required();
+  logs->add_flag("-f,--follow", *follow, "Keep printing until the job ends; exit with its exit code");
+  logs->add_flag("--stderr", *use_stderr, "The error stream instead of stdout");
+  logs->callback([=, &out, &err] {
+    *chosen = [=, &out, &err]() -> int {
+      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+        err << "gantry: " << s.ToString() << "\n";
+        return 2;
+      }
+      ApiClient api(*cfg);
+      // The chosen stream goes to stdout either way, so `gantry logs --stderr 7 > err.txt` works.
+      return FollowJob(api, *id, {{{*use_stderr ? "stderr" : "stdout", &out}}, *follow, false}, err);
+    };
+  });
+}
+
+}  // namespace gantry

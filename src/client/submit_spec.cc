@@ -1,0 +1,133 @@
+// The job flags of submit and run, and the spec they build.
+#include "client/submit_spec.h"
+
+#include <fmt/format.h>
+#include <openssl/rand.h>
+
+#include <chrono>
+#include <thread>
+
+#include "client/jobs_file.h"
+#include "core/yaml_util.h"
+
+namespace gantry {
+
+void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
+  c->add_option("-f,--file", f.file, "Job spec file (YAML or JSON)")->check(CLI::ExistingFile);
+  c->add_option("--profile", f.profile, "Named job profile (profiles.yaml)");
+  c->add_option("--name", f.name, "Job name");
+  c->add_option("--user", f.user, "Submit for this user (team admins)");
+  c->add_option("--team", f.team, "Team (admins)");
+  c->add_option("--project", f.project, "Project to bill");
+  c->add_option("-p,--priority", f.priority, "Priority class");
+  c->add_option("-g,--gpus", f.gpus, "Whole GPUs");
+  c->add_option("--gpu-fraction", f.fraction, "A fraction of one GPU (time-slice or MPS)");
+  c->add_option("--mig", f.mig, "MIG profile, e.g. 3g.40gb");
+  c->add_option("--sharing", f.sharing, "exclusive, time-slice, mps or mig");
+  c->add_option("-t,--gpu-type", f.gpu_types, "Allowed GPU type (repeat for several)");
+  c->add_option("--gpu-memory-gb", f.gpu_memory_gb, "Minimum GPU memory (or the MPS limit)");
+  c->add_option("--cpus", f.cpus, "CPUs per node");
+  c->add_option("--memory-gb", f.memory_gb, "Host memory per node");
+  c->add_option("--nodes", f.nodes, "Spread over this many nodes");
+  c->add_option("--time-limit", f.time_limit,
+                "e.g. 2h, 90m, 2:00:00, 1-00:00:00; a bare number is minutes (as in Slurm)");
+  c->add_option("--estimate", f.estimate, "Estimated run time, e.g. 30m (backfill starts jobs that end in time)");
+  c->add_option("--cost-limit", f.cost_limit, "Stop the job once it has cost this much (alert at 80%)");
+  c->add_option("--workdir", f.workdir, "Working directory (absolute)");
+  c->add_option("-e,--env", f.env, "NAME=VALUE (repeat)");
+  c->add_flag("--checkpointable", f.checkpointable, "The job saves and resumes from GANTRY_CHECKPOINT_DIR");
+  c->add_flag("--not-preemptible", f.not_preemptible, "Never evict this job");
+  c->add_option("-a,--array", f.array,
+                "A job array: 0-99, 1,5,9, 0-99:2; %8 runs at most 8 at once. Each task gets "
+                "GANTRY_ARRAY_TASK_ID (and SLURM_ARRAY_TASK_ID)");
+  c->add_option("-d,--dependency", f.dependency,
+                "Start after other jobs: afterok:ID[:ID], afternotok:, afterany:, after:, aftercorr:ARRAY, "
+                "singleton; several joined by ','");
+  c->add_option("command", f.command, "The command (after --)");
+}
+
+std::string RandomKey() {
+  unsigned char b[12];
+  RAND_bytes(b, sizeof(b));
+  std::string k;
+  for (unsigned char c : b) k += fmt::format("{:02x}", c);
+  return k;
+}
+
+Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
+  YAML::Node spec(YAML::NodeType::Map);
+  if (!f.profile.empty()) {
+    auto text = ReadTextFile(cfg.profiles);
+    if (!text) return Status::Invalid("profile", "no profiles file at " + cfg.profiles + " (set GANTRY_PROFILES)");
+    auto loaded = LoadYaml(*text, cfg.profiles);
+    if (!loaded) return loaded.status();
+    YAML::Node all = *loaded;
+    YAML::Node p = all["profiles"] ? all["profiles"][f.profile] : YAML::Node();
+    if (!p || !p.IsMap())
+      return Status::Invalid("profile", fmt::format("no profile '{}' in {}", f.profile, cfg.profiles));
+    for (const auto& kv : p) spec[kv.first.as<std::string>()] = kv.second;
+  }
+  if (!f.file.empty()) {
+    auto text = ReadTextFile(f.file);
+    if (!text) return text.status();
+    auto loaded = LoadYaml(*text, f.file);
+    if (!loaded) return loaded.status();
+    YAML::Node file = *loaded;
+    if (!file.IsMap()) return Status::Invalid(f.file, "a job file holds one map of fields");
+    for (const auto& kv : file) spec[kv.first.as<std::string>()] = kv.second;
+  }
+  auto set = [&](const char* key, const auto& value) { spec[key] = value; };
+  if (!f.name.empty()) set("name", f.name);
+  if (!f.user.empty()) set("user", f.user);
+  if (!f.team.empty()) set("team", f.team);
+  if (!f.project.empty()) set("project", f.project);
+  if (!f.priority.empty()) set("priority", f.priority);
+  if (f.gpus >= 0 || f.fraction >= 0 || !f.mig.empty()) {
+    spec.remove("gpus");
+    spec.remove("gpu_fraction");
+    spec.remove("gpu_milli");
+    spec.remove("mig_profile");
+  }
+  if (f.gpus >= 0) set("gpus", f.gpus);
+  if (f.fraction >= 0) set("gpu_fraction", f.fraction);
+  if (!f.mig.empty()) set("mig_profile", f.mig);
+  if (!f.sharing.empty()) set("sharing", f.sharing);
+  if (!f.gpu_types.empty()) set("gpu_types", f.gpu_types);
+  if (f.cpus >= 0) set("cpus", f.cpus);
+  if (f.nodes >= 0) set("nodes", f.nodes);
+  if (f.memory_gb >= 0) set("memory_gb", f.memory_gb);
+  if (f.gpu_memory_gb >= 0) set("gpu_memory_gb", f.gpu_memory_gb);
+  // A flag replaces the file's time in either spelling (time_limit or time_limit_s).
+  if (!f.time_limit.empty()) spec.remove("time_limit_s"), set("time_limit", f.time_limit);
+  if (!f.estimate.empty()) spec.remove("estimated_duration_s"), set("estimated_duration", f.estimate);
+  if (!f.workdir.empty()) set("working_dir", f.workdir);
+  if (!f.array.empty()) set("array", f.array);
+  if (!f.dependency.empty()) set("dependency", f.dependency);
+  if (f.cost_limit >= 0) set("cost_limit", f.cost_limit);
+  if (f.checkpointable) set("checkpointable", true);
+  if (f.not_preemptible) set("preemptible", false);
+  for (const std::string& kv : f.env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return Status::Invalid("env", "expected NAME=VALUE, got '" + kv + "'");
+    spec["env"][kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!f.command.empty()) {
+    std::string cmd;
+    for (const std::string& a : f.command)
+      cmd += (cmd.empty() ? "" : " ") + (f.command.size() == 1 ? a : ShellQuote(a));
+    set("command", cmd);
+  }
+  return spec;
+}
+
+Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& body, const std::string& key) {
+  Expected<HttpAnswer> a = Status::Internal("not sent");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    a = api.Post("/v1/jobs", body, "application/yaml", {{"Idempotency-Key", key}});
+    if (a) return a;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+  }
+  return a;
+}
+
+}  // namespace gantry

@@ -1,0 +1,34 @@
+// What `gantry submit` and `gantry run` share: the job's flags, the spec they build (a
+// profile, then a job file, then the flags, each overriding the one before), and the
+// submit request, retried with one Idempotency-Key.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "client/http_client.h"
+
+namespace gantry {
+
+// A job as flags; empty or negative: not given.
+struct SubmitFlags {
+  std::string file, jobs_file, profile, name, project, priority, sharing, mig, time_limit, estimate, workdir, key;
+  std::string user, team, array, dependency;
+  int gpus = -1, cpus = -1, nodes = -1;
+  double fraction = -1, memory_gb = -1, gpu_memory_gb = -1, cost_limit = -1;
+  std::vector<std::string> gpu_types, env, command;
+  bool checkpointable = false, not_preemptible = false;
+};
+
+void AddSubmitOptions(CLI::App* c, SubmitFlags& f);
+// The spec as YAML (ready for POST /v1/jobs), or the error naming the flag or file at fault.
+Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg);
+// A random Idempotency-Key.
+std::string RandomKey();
+// Posts one spec; a lost connection is retried with the same Idempotency-Key.
+Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& body, const std::string& key);
+
+}  // namespace gantry
