@@ -17,7 +17,7 @@
 #include "client/job_edit_commands.h"
 #include "client/jobs_file.h"
 #include "client/run_commands.h"
-#include "client/submit_spec.h"
+#include "client/submit_command.h"
 #include "client/tables.h"
 #include "core/encoding.h"
 #include "core/yaml_util.h"
@@ -69,89 +69,6 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     }
     return 0;
   };
-
-  // submit
-  auto sf = std::make_shared<SubmitFlags>();
-  CLI::App* submit = app.add_subcommand("submit", "Submit a job (flags, -f job.yaml, --profile, or --jobs-file)");
-  common(submit);
-  AddSubmitOptions(submit, *sf);
-  submit->add_option("--jobs-file", sf->jobs_file, "One job per line: priority,script,conda_env,arguments,allowed_gpus")
-      ->check(CLI::ExistingFile);
-  submit->add_option("--idempotency-key", sf->key, "Retries with the same key never make two jobs");
-  // Not the shared_ptr: cmds->run holds what this callback makes (a cycle).
-  ClientCommands* parsed = cmds.get();
-  submit->callback([=, &out, &err] {
-    *chosen = [=, &out, &err]() -> int {
-      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
-        err << "gantry: " << s.ToString() << "\n";
-        return 2;
-      }
-      if (!parsed->command->empty()) {
-        if (!sf->command.empty()) {
-          err << "gantry: command: give it once, after -- (found '" << sf->command.front() << "' before --)\n";
-          return 2;
-        }
-        sf->command = *parsed->command;
-      }
-      std::vector<std::pair<std::string, YAML::Node>> specs;  // label, spec
-      if (!sf->jobs_file.empty()) {
-        auto lines = ParseJobsFile(sf->jobs_file);
-        if (!lines) {
-          err << "gantry: " << lines.status().ToString() << "\n";
-          return 2;
-        }
-        for (auto& l : *lines) {
-          // Who and what to bill apply to every line.
-          if (!sf->user.empty()) l.spec["user"] = sf->user;
-          if (!sf->team.empty()) l.spec["team"] = sf->team;
-          if (!sf->project.empty()) l.spec["project"] = sf->project;
-          specs.emplace_back(fmt::format("{}:{}", sf->jobs_file, l.line), l.spec);
-        }
-      } else {
-        auto spec = BuildSpec(*sf, *cfg);
-        if (!spec) {
-          err << "gantry: " << spec.status().ToString() << "\n";
-          return 2;
-        }
-        specs.emplace_back("job", *spec);
-      }
-      // Like sbatch: a job runs where it was submitted from unless it says otherwise.
-      std::error_code ec;
-      std::string cwd = std::filesystem::current_path(ec).string();
-      for (auto& [label, spec] : specs) {
-        if (!spec["working_dir"] && !cwd.empty()) spec["working_dir"] = cwd;
-      }
-      ApiClient api(*cfg);
-      std::string batch = RandomKey();
-      int failed = 0;
-      nlohmann::json all = nlohmann::json::array();
-      for (size_t i = 0; i < specs.size(); ++i) {
-        YAML::Emitter e;
-        e << specs[i].second;
-        std::string key = sf->key.empty() ? fmt::format("{}-{}", batch, i) : sf->key;
-        auto a = PostJob(api, e.c_str(), key);
-        if (!a || a->status >= 300) {
-          ++failed;
-          err << "gantry: " << specs[i].first << ": " << (a ? DescribeError(*a) : a.status().message()) << "\n";
-          continue;
-        }
-        if (*output == "json") {
-          all.push_back(a->body);
-        } else {
-          const nlohmann::json& j = a->body;
-          if (j.contains("array")) {
-            out << fmt::format("submitted array job {} ({} tasks: {}_[{}])\n", j.value("id", ""),
-                               j["array"].value("tasks", 0), j.value("id", ""), j["array"].value("task_ids", ""));
-          } else {
-            out << fmt::format("submitted job {} ({}){}\n", j.value("id", ""), j.value("state", ""),
-                               j.contains("placement") ? " on " + PlacementSummary(j["placement"]) : "");
-          }
-        }
-      }
-      if (*output == "json") out << (specs.size() == 1 && all.size() == 1 ? all[0] : all).dump(2) << "\n";
-      return failed ? 1 : 0;
-    };
-  });
 
   // jobs
   auto jf = std::make_shared<std::array<std::string, 3>>();
@@ -296,6 +213,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   AddBillingCommands(app, out, plumbing);
   AddJobEditCommands(app, out, plumbing);
   AddRunCommands(app, out, err, plumbing);
+  AddSubmitCommand(app, out, err, plumbing);
   return cmds;
 }
 

@@ -185,7 +185,7 @@ void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const C
       YAML::Emitter e;
       e << *spec;
       ApiClient api(*cfg);
-      auto a = PostJob(api, e.c_str(), RandomKey());
+      auto a = PostJob(api, "/v1/jobs", e.c_str(), RandomKey());
       if (!a || a->status >= 300) {
         err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
         return 1;

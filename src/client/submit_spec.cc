@@ -120,10 +120,10 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   return spec;
 }
 
-Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& body, const std::string& key) {
+Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& path, const std::string& body, const std::string& key) {
   Expected<HttpAnswer> a = Status::Internal("not sent");
   for (int attempt = 0; attempt < 3; ++attempt) {
-    a = api.Post("/v1/jobs", body, "application/yaml", {{"Idempotency-Key", key}});
+    a = api.Post(path, body, "application/yaml", {{"Idempotency-Key", key}});
     if (a) return a;
     std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
   }

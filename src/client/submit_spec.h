@@ -28,7 +28,8 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f);
 Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg);
 // A random Idempotency-Key.
 std::string RandomKey();
-// Posts one spec; a lost connection is retried with the same Idempotency-Key.
-Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& body, const std::string& key);
+// Posts a spec (POST /v1/jobs) or a batch (/v1/jobs/batch); a lost connection is retried
+// with the same Idempotency-Key.
+Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& path, const std::string& body, const std::string& key);
 
 }  // namespace gantry

@@ -44,6 +44,10 @@ class Controller : public NodeReports {
 
   // Called from HTTP threads: each blocks until applied and durable.
   Expected<Submitted> Submit(const Actor& who, JobSpec spec, const std::string& idempotency_key);
+  // A jobs file: all the jobs or none (ControllerState::SubmitBatch); answered {"jobs": [...]}.
+  Expected<Submitted> SubmitBatch(const Actor& who, std::vector<JobSpec> specs, const std::string& idempotency_key);
+  // What submitting these would do now; nothing changes.
+  Answer DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs);
   Answer Cancel(const Actor& who, const std::string& id);
   // A job being stopped (preempted, cancelled) says its checkpoint is saved: it is killed
   // now instead of at the end of its grace period.

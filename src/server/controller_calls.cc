@@ -22,6 +22,29 @@ Expected<Submitted> Controller::Submit(const Actor& who, JobSpec spec, const std
   return std::move(*result);
 }
 
+Expected<Submitted> Controller::SubmitBatch(const Actor& who, std::vector<JobSpec> specs,
+                                            const std::string& idempotency_key) {
+  std::string hash;
+  if (!idempotency_key.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const JobSpec& spec : specs) all.push_back(SpecToJson(spec));
+    hash = Sha256Hex(all.dump(-1, ' ', false, kReplaceBadUtf8));
+  }
+  std::optional<Expected<Submitted>> result;
+  Enqueue([&] { result.emplace(state_.SubmitBatch(who, std::move(specs), idempotency_key, hash, true)); },
+          [&] {
+            if (!result->ok() || !(*result)->created) return;
+            Submitted& s = result->value();
+            s.job = state_.SubmittedView(s.job["ids"].get<std::vector<std::string>>(), true);
+          })
+      .get();
+  return std::move(*result);
+}
+
+Answer Controller::DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs) {
+  return Call([&]() -> Answer { return state_.DryRun(who, std::move(specs)); });
+}
+
 Answer Controller::Cancel(const Actor& who, const std::string& id) {
   return Call([&] { return state_.Cancel(who, id); });
 }

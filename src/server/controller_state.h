@@ -125,6 +125,16 @@ class ControllerState {
   // Inputs. Each runs to completion; what it changed goes out with the next TakeOutput.
   Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs);
   Expected<Submitted> Submit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
+  // A batch (a jobs file): every job is checked first and all are made, or none (the
+  // refusal names the job: "jobs[2].gpus"). The answer lists their ids; `batch` false
+  // answers one job as Submit does. (controller_state_submit.cc)
+  Expected<Submitted> SubmitBatch(const Actor& who, std::vector<JobSpec> specs, const std::string& key,
+                                  const std::string& hash, bool batch);
+  // What submitting these would do now, changing nothing: per job, the refusal, or where
+  // it would start, or why it would wait.
+  nlohmann::json DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs);
+  // The answer of a submit once it is durable: the job's view, or {"jobs": [views]}.
+  nlohmann::json SubmittedView(const std::vector<std::string>& ids, bool batch);
   Answer Cancel(const Actor& who, const std::string& id);
   Answer CheckpointDone(const Actor& who, const std::string& id);
   Answer SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
@@ -183,6 +193,10 @@ class ControllerState {
 
  private:
   // Jobs (controller_state_jobs.cc).
+  // Every check of a new job (controller_state_submit.cc); fills in its user, team and
+  // defaults.
+  Status CheckNewJob(const Actor& who, JobSpec& spec) const;
+  static nlohmann::json SubmittedIds(const std::vector<std::string>& ids, bool batch);
   Status CheckSubmitter(const Actor& who, JobSpec& spec) const;
   Status CheckTeamPermissions(const Actor& who, const JobSpec& spec) const;
   const TeamPolicy& TeamOf(const std::string& team) const;

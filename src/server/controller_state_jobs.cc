@@ -40,48 +40,6 @@ void ControllerState::RunExited(const RunReport& e) {
   DoExited(e.job_id, e.run, e.node_id, e.exit_code, e.reason, e.ended_ms);
 }
 
-Expected<Submitted> ControllerState::Submit(const Actor& who, JobSpec spec, const std::string& key,
-                                            const std::string& hash) {
-  const char* action = "POST /v1/jobs";
-  if (!key.empty()) {
-    auto it = idempotency_.find(who.user + "\n" + key);
-    if (it != idempotency_.end()) {
-      if (it->second.second != hash) {
-        return Refuse(
-            who, action, "",
-            {StatusCode::kKeyReused, "Idempotency-Key was used before with a different job spec", "Idempotency-Key"});
-      }
-      JobRecord* job = Find(it->second.first);
-      Submitted replay{ApiView(*job, true), false};
-      replay.job["idempotent_replay"] = true;
-      return replay;
-    }
-  }
-  if (!spec.id.empty()) return Refuse(who, action, "", Status::Invalid("id", "is assigned by the server"));
-  Status s = CheckSubmitter(who, spec);
-  if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
-  if (s.ok()) s = CheckTeamPermissions(who, spec);
-  if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
-  if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
-  if (s.ok()) s = ResolveDependency(who, spec);
-  if (!s.ok()) return Refuse(who, action, "", s);
-
-  std::string id;
-  if (spec.array.empty()) {
-    id = AddJob(who, std::move(spec)).spec->id;
-    Audit(who, action, id, "created");
-  } else {
-    std::vector<uint64_t> tasks = AddArray(who, spec);
-    id = std::to_string(tasks.front());
-    Audit(who, action, id, "created", fmt::format("array of {} tasks", tasks.size()));
-  }
-  if (!key.empty()) {
-    idempotency_[who.user + "\n" + key] = {id, hash};
-    batch_.idempotency.push_back({who.user, key, id, hash, now_});
-  }
-  return Submitted{nlohmann::json{{"id", id}}, true};
-}
-
 JobRecord& ControllerState::AddJob(const Actor& who, JobSpec spec, const ArrayPlace& place) {
   JobRecord job;
   job.seq = next_seq_++;

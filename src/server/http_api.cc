@@ -14,6 +14,7 @@
 #include "billing/report.h"
 #include "core/log_window.h"
 #include "core/spec_yaml.h"
+#include "core/yaml_util.h"
 #include "server/agent_hub.h"
 
 namespace gantry {
@@ -79,6 +80,26 @@ void ReplyError(httplib::Response& res, int status, const std::string& code, con
 }
 
 // Refuses query parameters the route does not know, naming the first one.
+bool DryRunAsked(const httplib::Request& req) {
+  std::string v = req.get_param_value("dry_run");
+  return v == "true" || v == "1";
+}
+
+// {"jobs": [spec, ...]} as JSON or YAML: each spec parsed on its own (a bad one is
+// reported for its index, the others still parsed for a dry run).
+Expected<std::vector<Expected<JobSpec>>> ParseBatch(const std::string& body) {
+  if (body.empty()) return Status::Invalid("body", "the request body is empty");
+  auto loaded = LoadYaml(body, "body", "malformed YAML/JSON");
+  if (!loaded) return loaded.status();
+  YAML::Node root = *loaded;
+  if (!root.IsMap() || !root["jobs"] || !root["jobs"].IsSequence() || root.size() != 1) {
+    return Status::Invalid("jobs", "expected {jobs: [job, ...]}");
+  }
+  std::vector<Expected<JobSpec>> specs;
+  for (const YAML::Node& job : root["jobs"]) specs.push_back(ParseJobSpec(job));
+  return specs;
+}
+
 bool OnlyParams(const httplib::Request& req, httplib::Response& res, std::initializer_list<const char*> known) {
   std::set<std::string> ok(known.begin(), known.end());
   for (const auto& [k, v] : req.params) {
@@ -234,6 +255,15 @@ void HttpApi::Shutdown() {
   if (server_) server_->Shutdown();
 }
 
+bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
+                             std::string* key) {
+  *key = req.get_header_value("Idempotency-Key");
+  if (key->size() <= 255) return true;
+  controller_.RecordAudit(who, action, "", "invalid_argument", "Idempotency-Key longer than 255 characters");
+  ReplyError(res, 400, "invalid_argument", "longer than 255 characters", "Idempotency-Key");
+  return false;
+}
+
 void HttpApi::Routes() {
   httplib::Server& s = *server_;
   // Authenticates (401 without a valid bearer token) and runs `fn` with the caller.
@@ -281,19 +311,47 @@ void HttpApi::Routes() {
         }));
 
   s.Post("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+           if (!OnlyParams(req, res, {"dry_run"})) return;
            if (req.body.empty()) return ReplyError(res, 400, "invalid_argument", "the request body is empty", "body");
            auto spec = ParseJobSpecText(req.body);
+           if (DryRunAsked(req)) {
+             std::vector<Expected<JobSpec>> one;
+             one.push_back(std::move(spec));
+             return Reply(res, controller_.DryRun(who, std::move(one)));
+           }
            if (!spec) {
              controller_.RecordAudit(who, "POST /v1/jobs", "", "invalid_argument", spec.status().ToString());
              return Reply(res, spec.status());
            }
-           std::string key = req.get_header_value("Idempotency-Key");
-           if (key.size() > 255) {
-             controller_.RecordAudit(who, "POST /v1/jobs", "", "invalid_argument",
-                                     "Idempotency-Key longer than 255 characters");
-             return ReplyError(res, 400, "invalid_argument", "longer than 255 characters", "Idempotency-Key");
-           }
+           std::string key;
+           if (!IdempotencyKey(who, req, res, "POST /v1/jobs", &key)) return;
            auto submitted = controller_.Submit(who, std::move(*spec), key);
+           if (!submitted) return Reply(res, submitted.status());
+           Send(res, submitted->created ? 201 : 200, submitted->job);
+         }));
+  s.Post("/v1/jobs/batch", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+           if (!OnlyParams(req, res, {"dry_run"})) return;
+           auto specs = ParseBatch(req.body);
+           if (!specs) {
+             controller_.RecordAudit(who, "POST /v1/jobs/batch", "", "invalid_argument", specs.status().ToString());
+             return Reply(res, specs.status());
+           }
+           if (DryRunAsked(req)) return Reply(res, controller_.DryRun(who, std::move(*specs)));
+           std::vector<JobSpec> jobs;
+           for (size_t i = 0; i < specs->size(); ++i) {
+             Expected<JobSpec>& spec = (*specs)[i];
+             if (!spec) {
+               Status s = spec.status();
+               Status named(s.code(), fmt::format("job {} of the batch: {}", i + 1, s.message()),
+                            fmt::format("jobs[{}]{}", i, s.field().empty() ? "" : "." + s.field()));
+               controller_.RecordAudit(who, "POST /v1/jobs/batch", "", "invalid_argument", named.ToString());
+               return Reply(res, named);
+             }
+             jobs.push_back(std::move(*spec));
+           }
+           std::string key;
+           if (!IdempotencyKey(who, req, res, "POST /v1/jobs/batch", &key)) return;
+           auto submitted = controller_.SubmitBatch(who, std::move(jobs), key);
            if (!submitted) return Reply(res, submitted.status());
            Send(res, submitted->created ? 201 : 200, submitted->job);
          }));

@@ -45,6 +45,10 @@ class HttpApi {
 
  private:
   void Routes();
+  // The request's Idempotency-Key (empty when none); false after answering 400 (audited)
+  // for one longer than 255 characters.
+  bool IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
+                      std::string* key);
   // The caller of a request, or null without a valid bearer token.
   const Actor* Caller(const httplib::Request& req) const;
   // Answers 401 (audited when the call would change something).

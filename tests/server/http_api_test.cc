@@ -194,6 +194,27 @@ TEST_F(HttpApi, TheCliTakesEverythingAfterDashesAsTheCommand) {
   EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 3u);
 }
 
+// A batch is taken whole or not at all; a retry with its key gets the same jobs back.
+TEST_F(HttpApi, ABatchIsAllOrNothingAndReplaysByKey) {
+  auto c = server_->Client(kAliceToken);
+  auto bad =
+      c.Post("/v1/jobs/batch", R"({"jobs": [{"gpus": 1, "command": "true"}, {"gpus": 1, "gpu_types": ["Z100"]}]})",
+             "application/json");
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_EQ(Json(bad)["error"]["field"], "jobs[1].gpu_types");
+  EXPECT_TRUE(Json(c.Get("/v1/jobs"))["jobs"].empty());
+  EXPECT_EQ(Json(c.Post("/v1/jobs/batch", "jobs: 3", "application/yaml"))["error"]["field"], "jobs");
+  std::string two = R"({"jobs": [{"gpus": 1, "command": "true"}, {"gpus": 2, "command": "true", "name": "b"}]})";
+  auto made = c.Post("/v1/jobs/batch", httplib::Headers{{"Idempotency-Key", "k1"}}, two, "application/json");
+  ASSERT_EQ(made->status, 201) << made->body;
+  ASSERT_EQ(Json(made)["jobs"].size(), 2u);
+  EXPECT_EQ(Json(made)["jobs"][1]["name"], "b");
+  auto again = c.Post("/v1/jobs/batch", httplib::Headers{{"Idempotency-Key", "k1"}}, two, "application/json");
+  EXPECT_EQ(again->status, 200);
+  EXPECT_EQ(Json(again)["jobs"][1]["id"], Json(made)["jobs"][1]["id"]);
+  EXPECT_EQ(Json(c.Get("/v1/jobs"))["jobs"].size(), 2u);
+}
+
 // gantry hold / queue / update / release, as a Slurm user runs scontrol hold, squeue,
 // scontrol update and scontrol release.
 TEST_F(HttpApi, TheCliHoldsChangesAndReleasesAPendingJob) {

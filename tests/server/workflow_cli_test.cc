@@ -3,6 +3,8 @@
 // tables that show an array as one row.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "server_fixture.h"
 
 namespace gantry::testing {
@@ -74,6 +76,52 @@ TEST_F(WorkflowCli, CtrlCDuringRunCancelsTheJob) {
   EXPECT_NE(out.find("cancelling job"), std::string::npos) << out;
   std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
   EXPECT_EQ(WaitFor(id, "cancelled"), "cancelled");
+}
+
+// The half-submitted file: lines 1 and 3 good, 2, 4 and 5 bad. Now every bad line
+// is listed (those the client reads and those only the server can judge) and nothing is
+// submitted.
+TEST_F(WorkflowCli, AJobsFileIsSubmittedWholeOrNotAtAll) {
+  std::string file = TempPath("jobs.txt");
+  std::ofstream(file) << "2,train.py,,,A100-80GB\n"
+                      << "1,,,,T4\n"
+                      << "0,eval.sh,,,T4\n"
+                      << "1,x.sh,,\n"
+                      << "1,pin.sh,,,0;1\n";
+  int rc = 0;
+  std::string out = Cli("submit --jobs-file " + file, kAliceToken, &rc);
+  EXPECT_EQ(rc, 2) << out;
+  for (const char* line : {"line 2: script", "line 4", "line 5: allowed_gpus"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << " in " << out;
+  }
+  EXPECT_NE(out.find("reads as GPU indices"), std::string::npos) << out;
+  // A line only the server can judge: the whole file is refused, the line named.
+  std::ofstream(file) << "2,train.py,,,A100-80GB\n"
+                      << "0,eval.sh,,,Z100\n"
+                      << "1,go.sh,,,T4\n";
+  out = Cli("submit --jobs-file " + file, kAliceToken, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(file + ":2: refused: gpu_types"), std::string::npos) << out;
+  EXPECT_NE(out.find("nothing was submitted"), std::string::npos) << out;
+  EXPECT_TRUE(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].empty());
+}
+
+TEST_F(WorkflowCli, DryRunSaysWhatWouldHappenAndSubmitsNothing) {
+  int rc = 0;
+  std::string out = Cli("submit --dry-run -g 1 -t T4 -- true", kAliceToken, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("job: would start now on t4-0["), std::string::npos) << out;
+  out = Cli("submit --dry-run -g 64 -t A100-80GB -- true", kAliceToken, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("job: refused: gpus"), std::string::npos) << out;
+  std::string file = TempPath("jobs.txt");
+  std::ofstream(file) << "1,a.sh,,,A100-80GB\n"
+                      << "1,b.sh,,,8\n";
+  out = Cli("submit --dry-run --jobs-file " + file, kAliceToken, &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(file + ":1: would start now on a100-80gb-0["), std::string::npos) << out;
+  EXPECT_NE(out.find(file + ":2: refused"), std::string::npos) << out;
+  EXPECT_TRUE(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].empty());
 }
 
 }  // namespace

@@ -1,0 +1,182 @@
+// gantry submit. A jobs file goes as one batch that the server takes whole or not at all;
+// when it is refused, a dry run of the same batch lists every bad line.
+#include "client/submit_command.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+
+#include "client/jobs_file.h"
+#include "client/submit_spec.h"
+#include "client/tables.h"
+
+namespace gantry {
+
+namespace {
+
+struct LabeledSpec {
+  std::string label;  // "job", or "jobs.txt:4"
+  YAML::Node spec;
+};
+
+// The specs a submit sends: the jobs file's lines (with who and what to bill applied to
+// each), or the one job the flags, file and profile make. Each runs where it was submitted
+// from unless it says otherwise, as with sbatch.
+Expected<std::vector<LabeledSpec>> CollectSpecs(const SubmitFlags& f, const ClientConfig& cfg) {
+  std::vector<LabeledSpec> specs;
+  if (!f.jobs_file.empty()) {
+    auto lines = ParseJobsFile(f.jobs_file);
+    if (!lines) return lines.status();
+    for (auto& l : *lines) {
+      if (!f.user.empty()) l.spec["user"] = f.user;
+      if (!f.team.empty()) l.spec["team"] = f.team;
+      if (!f.project.empty()) l.spec["project"] = f.project;
+      specs.push_back({fmt::format("{}:{}", f.jobs_file, l.line), l.spec});
+    }
+  } else {
+    auto spec = BuildSpec(f, cfg);
+    if (!spec) return spec.status();
+    specs.push_back({"job", *spec});
+  }
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  for (LabeledSpec& s : specs) {
+    if (!s.spec["working_dir"] && !cwd.empty()) s.spec["working_dir"] = cwd;
+  }
+  return specs;
+}
+
+std::string Emit(const YAML::Node& node) {
+  YAML::Emitter e;
+  e << node;
+  return e.c_str();
+}
+
+std::string BatchBody(const std::vector<LabeledSpec>& specs) {
+  YAML::Node root;
+  for (const LabeledSpec& s : specs) root["jobs"].push_back(s.spec);
+  return Emit(root);
+}
+
+// One line per job of a dry run; returns how many were refused.
+int PrintVerdicts(std::ostream& out, const nlohmann::json& body, const std::vector<LabeledSpec>& specs) {
+  int refused = 0;
+  for (const auto& v : body["jobs"]) {
+    size_t i = v.value("index", size_t{0});
+    std::string label = i < specs.size() ? specs[i].label : std::to_string(i);
+    if (!v.value("ok", false)) {
+      ++refused;
+      const nlohmann::json& e = v["error"];
+      out << fmt::format("{}: refused: {}{}\n", label, e.value("field", "").empty() ? "" : e.value("field", "") + ": ",
+                         e.value("message", ""));
+    } else if (v.value("would_start", false)) {
+      out << fmt::format("{}: would start now on {}\n", label, PlacementSummary(v["placement"]));
+    } else {
+      std::string when = v.contains("estimated_start") ? " (start by " + v.value("estimated_start", "") + ")" : "";
+      out << fmt::format("{}: would wait: {}{}\n", label, v.value("reason", ""), when);
+    }
+  }
+  return refused;
+}
+
+void PrintSubmitted(std::ostream& out, const nlohmann::json& j) {
+  if (j.contains("array")) {
+    out << fmt::format("submitted array job {} ({} tasks: {}_[{}])\n", j.value("id", ""), j["array"].value("tasks", 0),
+                       j.value("id", ""), j["array"].value("task_ids", ""));
+  } else {
+    out << fmt::format("submitted job {} ({}){}\n", j.value("id", ""), j.value("state", ""),
+                       j.contains("placement") ? " on " + PlacementSummary(j["placement"]) : "");
+  }
+}
+
+// Submits; a refused jobs file is dry-run to list every bad line. Returns the exit status.
+int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>& specs, bool json, std::ostream& out,
+           std::ostream& err) {
+  bool batch = !f.jobs_file.empty();
+  std::string body = batch ? BatchBody(specs) : Emit(specs[0].spec);
+  auto a = PostJob(api, batch ? "/v1/jobs/batch" : "/v1/jobs", body, f.key.empty() ? RandomKey() : f.key);
+  if (!a) {
+    err << "gantry: " << a.status().message() << "\n";
+    return 1;
+  }
+  if (a->status >= 300) {
+    err << "gantry: " << (batch ? f.jobs_file : specs[0].label) << ": " << DescribeError(*a) << "\n";
+    if (batch && a->status < 500) {
+      auto dry = api.Post("/v1/jobs/batch?dry_run=true", body, "application/yaml");
+      if (dry && dry->status == 200) {
+        std::ostringstream lines;
+        PrintVerdicts(lines, dry->body, specs);
+        std::istringstream in(lines.str());
+        for (std::string line; std::getline(in, line);) {
+          if (line.find(": refused: ") != std::string::npos) err << "  " << line << "\n";
+        }
+      }
+      err << "gantry: nothing was submitted\n";
+    }
+    return 1;
+  }
+  if (json) {
+    out << a->body.dump(2) << "\n";
+  } else if (batch) {
+    for (const auto& j : a->body["jobs"]) PrintSubmitted(out, j);
+  } else {
+    PrintSubmitted(out, a->body);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddSubmitCommand(CLI::App& app, std::ostream& out, std::ostream& err, const ClientPlumbing& p) {
+  auto cfg = p.cfg;
+  auto chosen = p.chosen;
+  auto command = p.command;
+  auto output = p.output;
+  auto sf = std::make_shared<SubmitFlags>();
+  auto dry_run = std::make_shared<bool>(false);
+  CLI::App* submit = app.add_subcommand("submit", "Submit a job (flags, -f job.yaml, --profile, or --jobs-file)");
+  p.common(submit);
+  AddSubmitOptions(submit, *sf);
+  submit->add_option("--jobs-file", sf->jobs_file, "One job per line: priority,script,conda_env,arguments,allowed_gpus")
+      ->check(CLI::ExistingFile);
+  submit->add_option("--idempotency-key", sf->key, "Retries with the same key never make two jobs");
+  submit->add_flag("--dry-run", *dry_run, "Check and say where it would run now; submit nothing");
+  submit->callback([=, &out, &err] {
+    *chosen = [=, &out, &err]() -> int {
+      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+        err << "gantry: " << s.ToString() << "\n";
+        return 2;
+      }
+      SubmitFlags f = *sf;
+      if (!command->empty()) {
+        if (!f.command.empty()) {
+          err << "gantry: command: give it once, after -- (found '" << f.command.front() << "' before --)\n";
+          return 2;
+        }
+        f.command = *command;
+      }
+      auto specs = CollectSpecs(f, *cfg);
+      if (!specs) {
+        err << "gantry: " << specs.status().ToString() << "\n";
+        return 2;
+      }
+      ApiClient api(*cfg);
+      if (!*dry_run) return Submit(api, f, *specs, *output == "json", out, err);
+      auto a = api.Post("/v1/jobs/batch?dry_run=true", BatchBody(*specs), "application/yaml");
+      if (!a || a->status != 200) {
+        err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+        return 1;
+      }
+      if (*output == "json") {
+        out << a->body.dump(2) << "\n";
+        return 0;
+      }
+      return PrintVerdicts(out, a->body, *specs) > 0 ? 1 : 0;
+    };
+  });
+}
+
+}  // namespace gantry

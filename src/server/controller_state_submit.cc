@@ -1,0 +1,154 @@
+// Submits: one job or a batch (a jobs file), all or none, checked as one; the replay of a
+// retried submit (Idempotency-Key); and the dry run that says what a submit would do now:
+// refused and why, or where the job would start, or why it would wait.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "server/controller_state.h"
+
+namespace gantry {
+
+namespace {
+
+// A refusal of the batch's job `i`, naming it: "jobs[2].gpus".
+Status OfBatchJob(size_t i, const Status& s) {
+  std::string field = s.field().empty() ? fmt::format("jobs[{}]", i) : fmt::format("jobs[{}].{}", i, s.field());
+  return Status(s.code(), fmt::format("job {} of the batch: {}", i + 1, s.message()), field);
+}
+
+std::vector<std::string> SplitIds(const std::string& ids) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= ids.size()) {
+    size_t comma = ids.find(',', start);
+    out.push_back(ids.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
+  if (!spec.id.empty()) return Status::Invalid("id", "is assigned by the server");
+  Status s = CheckSubmitter(who, spec);
+  if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
+  if (s.ok()) s = CheckTeamPermissions(who, spec);
+  if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
+  if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
+  if (s.ok()) s = ResolveDependency(who, spec);
+  return s;
+}
+
+Expected<Submitted> ControllerState::Submit(const Actor& who, JobSpec spec, const std::string& key,
+                                            const std::string& hash) {
+  std::vector<JobSpec> one;
+  one.push_back(std::move(spec));
+  return SubmitBatch(who, std::move(one), key, hash, false);
+}
+
+Expected<Submitted> ControllerState::SubmitBatch(const Actor& who, std::vector<JobSpec> specs, const std::string& key,
+                                                 const std::string& hash, bool batch) {
+  const char* action = batch ? "POST /v1/jobs/batch" : "POST /v1/jobs";
+  if (!key.empty()) {
+    auto it = idempotency_.find(who.user + "\n" + key);
+    if (it != idempotency_.end()) {
+      if (it->second.second != hash) {
+        return Refuse(
+            who, action, "",
+            {StatusCode::kKeyReused, "Idempotency-Key was used before with a different job spec", "Idempotency-Key"});
+      }
+      Submitted replay{SubmittedView(SplitIds(it->second.first), batch), false};
+      replay.job["idempotent_replay"] = true;
+      return replay;
+    }
+  }
+  if (specs.empty() || specs.size() > static_cast<size_t>(kMaxArrayTasks)) {
+    return Refuse(who, action, "", Status::Invalid("jobs", fmt::format("a batch holds 1..{} jobs", kMaxArrayTasks)));
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (Status s = CheckNewJob(who, specs[i]); !s.ok()) return Refuse(who, action, "", batch ? OfBatchJob(i, s) : s);
+  }
+  std::vector<std::string> ids;
+  for (JobSpec& spec : specs) {
+    if (spec.array.empty()) {
+      ids.push_back(AddJob(who, std::move(spec)).spec->id);
+      Audit(who, action, ids.back(), "created");
+    } else {
+      std::vector<uint64_t> tasks = AddArray(who, spec);
+      ids.push_back(std::to_string(tasks.front()));
+      Audit(who, action, ids.back(), "created", fmt::format("array of {} tasks", tasks.size()));
+    }
+  }
+  if (!key.empty()) {
+    std::string joined = fmt::format("{}", fmt::join(ids, ","));
+    idempotency_[who.user + "\n" + key] = {joined, hash};
+    batch_.idempotency.push_back({who.user, key, joined, hash, now_});
+  }
+  return Submitted{SubmittedIds(ids, batch), true};
+}
+
+nlohmann::json ControllerState::SubmittedIds(const std::vector<std::string>& ids, bool batch) {
+  return batch ? nlohmann::json{{"ids", ids}} : nlohmann::json{{"id", ids.front()}};
+}
+
+nlohmann::json ControllerState::SubmittedView(const std::vector<std::string>& ids, bool batch) {
+  if (!batch) return JobView(ids.front());
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const std::string& id : ids) jobs.push_back(JobView(id));
+  return nlohmann::json{{"jobs", jobs}};
+}
+
+nlohmann::json ControllerState::DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs) {
+  OrderPending();
+  Snapshot what_if = snap_;
+  what_if.now_ms = now_;
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<size_t> queued;  // out index of each job added to what_if.pending
+  for (size_t i = 0; i < specs.size(); ++i) {
+    nlohmann::json verdict = {{"index", i}};
+    Status s = specs[i] ? CheckNewJob(who, *specs[i]) : specs[i].status();
+    if (!s.ok()) {
+      verdict["ok"] = false;
+      verdict["error"] = {{"field", s.field()}, {"message", s.message()}};
+      out.push_back(std::move(verdict));
+      continue;
+    }
+    JobSpec& spec = *specs[i];
+    verdict["ok"] = true;
+    verdict["spec"] = SpecToJson(spec);
+    if (!spec.array.empty()) verdict["tasks"] = ParseArraySpec(spec.array)->tasks.size();
+    if (!spec.dependency.empty()) {
+      verdict["would_start"] = false;
+      verdict["reason"] = "waits for its dependency: " + spec.dependency;
+    } else {
+      spec.id = fmt::format("dry-run-{}", i);
+      what_if.pending.push_back({std::make_shared<const JobSpec>(std::move(spec)), now_});
+      queued.push_back(out.size());
+    }
+    out.push_back(std::move(verdict));
+  }
+  if (!queued.empty()) {
+    Plan plan = engine_->Schedule(what_if, {.explain = true, .pending_in_order = false});
+    std::map<std::string, size_t> slot;
+    for (size_t q = 0; q < queued.size(); ++q)
+      slot[fmt::format("dry-run-{}", out[queued[q]]["index"].get<size_t>())] = queued[q];
+    for (const StartDecision& d : plan.starts) {
+      auto it = slot.find(d.job_id);
+      if (it == slot.end()) continue;
+      out[it->second]["would_start"] = true;
+      out[it->second]["placement"] = PlacementToJson(d.placement, what_if.nodes, options_.config.catalog);
+    }
+    for (const WaitingJob& w : plan.waiting) {
+      auto it = slot.find(w.job_id);
+      if (it == slot.end()) continue;
+      out[it->second]["would_start"] = false;
+      out[it->second]["reason"] = plan.reason(w);
+      if (w.estimated_start_ms != kNever) out[it->second]["estimated_start"] = FormatUtc(w.estimated_start_ms);
+    }
+  }
+  return nlohmann::json{{"dry_run", true}, {"jobs", out}};
+}
+
+}  // namespace gantry
