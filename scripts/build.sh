@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs missing Debian packages, then configures and builds Gantry.
 # Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
+# GANTRY_TARGETS (e.g. "gantry") builds only those targets; default: everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -10,4 +11,5 @@ shift || true
 if [ ! -f "$dir/build.ninja" ] || [ $# -gt 0 ]; then
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 fi
-ninja -C "$dir" ${GANTRY_NINJA_FLAGS:-}
+# shellcheck disable=SC2086  # both are word lists
+ninja -C "$dir" ${GANTRY_NINJA_FLAGS:-} ${GANTRY_TARGETS:-}

@@ -301,6 +301,12 @@ bool LocalAgent::PrepareJobDirs(const StartOrder& o, const Account& account) {
       return false;
     }
   }
+  // A working directory that is not there fails the start with that reason (the process
+  // would only say so on its stderr).
+  if (!o.spec->working_dir.empty() && !fs::is_directory(o.spec->working_dir, ec)) {
+    FailStart(o, 127, fmt::format("working_dir: no directory {} on node {}", o.spec->working_dir, o.node_id));
+    return false;
+  }
   return true;
 }
 

@@ -143,9 +143,8 @@ Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
   ControllerOptions copts;
   copts.pricing = std::move(*pricing);
   copts.config = std::move(*config);
-  if (!o.config_dir.empty() && fs::exists(o.config_dir + "/team_quotas.yaml")) {
-    copts.quotas_path = o.config_dir + "/team_quotas.yaml";
-  }
+  // Watched even before it exists: a team_quotas.yaml written later applies at once.
+  if (!o.config_dir.empty()) copts.quotas_path = o.config_dir + "/team_quotas.yaml";
   copts.node_timeout_ms = static_cast<DurationMs>(o.node_timeout_s * 1000);
   return copts;
 }

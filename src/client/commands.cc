@@ -109,8 +109,16 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   CLI::App* queue = app.add_subcommand("queue", "The queue in order, with why each job waits");
   common(queue);
   queue->add_option("--explain", *explain, "Only this job, in full");
-  queue->callback([=, &out] {
-    *chosen = [=, &out] {
+  queue->callback([=, &out, &err] {
+    *chosen = [=, &out, &err] {
+      // A job that does not exist (or is another team's) is an error, not "not waiting".
+      if (!explain->empty() && ResolveClientConfig(*cfg).ok()) {
+        auto job = ApiClient(*cfg).Get("/v1/jobs/" + *explain);
+        if (job && job->status == 404) {
+          err << "gantry: " << DescribeError(*job) << "\n";
+          return 1;
+        }
+      }
       return request([](ApiClient& a) { return a.Get("/v1/queue"); },
                      [&out, explain](const nlohmann::json& b) { PrintQueue(out, b, *explain); });
     };

@@ -5,7 +5,9 @@
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "core/config_dir.h"
@@ -26,6 +28,37 @@ std::string FirstLine(const std::string& path) {
   std::getline(in, line);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line;
+}
+
+// "~/tok" as a shell would read it.
+std::string ExpandHome(const std::string& path) {
+  if (path == "~" || path.rfind("~/", 0) == 0) return Env("HOME") + path.substr(1);
+  return path;
+}
+
+// The token in a file the user named: a file that cannot be read, or holds no token, is
+// an error (not a silent 401 later).
+Expected<std::string> TokenFromFile(const std::string& path, const std::string& named_by) {
+  std::ifstream in(path);
+  if (!in)
+    return Status::Invalid(named_by, fmt::format("cannot read the token file {}: {}", path, std::strerror(errno)));
+  std::string token = FirstLine(path);
+  if (token.empty()) return Status::Invalid(named_by, fmt::format("the token file {} is empty", path));
+  return token;
+}
+
+// Why a request got no answer, in words.
+std::string Unreachable(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "connection refused or unreachable";
+    case httplib::Error::ConnectionTimeout: return "no connection within 5 s";
+    case httplib::Error::Read: return "the connection broke while reading the answer";
+    case httplib::Error::Write: return "the connection broke while sending the request";
+    case httplib::Error::SSLConnection: return "the TLS handshake failed";
+    case httplib::Error::SSLServerVerification:
+      return "the server's certificate is not trusted (set ca_cert in the config or GANTRY_CA_CERT)";
+    default: return httplib::to_string(e);
+  }
 }
 
 }  // namespace
@@ -55,11 +88,22 @@ Status ResolveClientConfig(ClientConfig& c) {
     }
   };
   pick(c.server, {Env("GANTRY_SERVER"), from_file.server, "http://127.0.0.1:8080"});
+  std::string token_file_source = !c.token_file.empty()               ? "--token-file"
+                                  : !Env("GANTRY_TOKEN_FILE").empty() ? "GANTRY_TOKEN_FILE"
+                                                                      : file + ": token_file";
   pick(c.token_file, {Env("GANTRY_TOKEN_FILE"), from_file.token_file});
-  pick(c.token, {Env("GANTRY_TOKEN"), c.token_file.empty() ? "" : FirstLine(c.token_file), from_file.token,
-                 FirstLine(DefaultDataDir() + "/admin.token")});
+  c.token_file = ExpandHome(c.token_file);
+  std::string from_token_file;
+  if (c.token.empty() && Env("GANTRY_TOKEN").empty() && !c.token_file.empty()) {
+    auto token = TokenFromFile(c.token_file, token_file_source);
+    if (!token) return token.status();
+    from_token_file = *token;
+  }
+  pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token, FirstLine(DefaultDataDir() + "/admin.token")});
   pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
   pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
+  c.profiles = ExpandHome(c.profiles);
+  c.ca_cert = ExpandHome(c.ca_cert);
   if (c.server.find("://") == std::string::npos) c.server = "http://" + c.server;
   return Status::Ok();
 }
@@ -82,7 +126,7 @@ Expected<HttpAnswer> ToAnswer(const httplib::Result& r, const std::string& serve
   if (!r) {
     return Status::Invalid("server", fmt::format("cannot reach {}: {} (is `gantry server` running? set --server "
                                                  "or GANTRY_SERVER)",
-                                                 server, httplib::to_string(r.error())));
+                                                 server, Unreachable(r.error())));
   }
   HttpAnswer a;
   a.status = r->status;

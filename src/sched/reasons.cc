@@ -28,6 +28,12 @@ std::string NeedText(const Demand& d) {
   return "";
 }
 
+int HealthyGpus(const Node& node) {
+  int healthy = 0;
+  for (const Gpu& g : node.gpus) healthy += g.health == GpuHealth::kHealthy && !g.fenced ? 1 : 0;
+  return healthy;
+}
+
 // GPUs of node n the demand could use if the node were empty.
 int UsableGpus(const Node& node, const Demand& d) {
   int usable = 0;
@@ -54,7 +60,10 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
     std::string names;
     for (GpuTypeId t : d.type_order) names += (names.empty() ? "" : ", ") + state.catalog().Get(t).name;
     out.code = WaitCode::kNeverFits;
-    if (with_text) out.text = fmt::format("{}; no node has type {}", need, names);
+    // Memory narrows the types a job may use: say so, or the user hunts for a type they never asked for.
+    std::string memory =
+        d.gpu_memory_mib > 0 ? fmt::format(" with {:g} GB of GPU memory", d.gpu_memory_mib / 1024.0) : std::string();
+    if (with_text) out.text = fmt::format("{}{}; no node has type {}", need, memory, names);
     return out;
   }
   std::vector<GangShape> shapes = d.gang_shapes;
@@ -63,9 +72,14 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
   // Nodes turned away, per static filter (by index) and per capacity shortage.
   size_t filter_count = 0;
   const FilterPlugin* filters = StaticFilters(&filter_count);
-  enum Shortage { kFewHealthy, kFewCpus, kLittleMemory, kFewFreeGpus, kNoRoom, kShortages };
-  static constexpr const char* kShortageText[kShortages] = {
-      "too few healthy GPUs", "too few free CPUs", "too little free memory", "too few free GPUs", "no GPU with room"};
+  enum Shortage { kFewHealthy, kMigMode, kFewCpus, kLittleMemory, kFewFreeGpus, kNoRoom, kShortages };
+  const char* shortage_text[kShortages] = {
+      "too few healthy GPUs",
+      d.mode == SharingMode::kMig ? "GPUs not in MIG mode" : "GPUs in MIG mode (only MIG jobs use them)",
+      "too few free CPUs",
+      "too little free memory",
+      "too few free GPUs",
+      "no GPU with room"};
   std::vector<int> by_filter(filter_count, 0);
   int shortages[kShortages] = {};
   // Nodes that pass the static filters, by usable GPUs, split by whether they are up.
@@ -81,7 +95,7 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
     }
     int usable = UsableGpus(nodes[n], d);
     if (usable < smallest_part) {
-      shortages[kFewHealthy]++;
+      shortages[HealthyGpus(nodes[n]) >= smallest_part ? kMigMode : kFewHealthy]++;
       continue;
     }
     all_sizes.push_back(usable);
@@ -105,7 +119,7 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
     if (c > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", c, what);
   };
   for (size_t f = 0; f < filter_count; ++f) count(by_filter[f], filters[f].failure);
-  for (int k = 0; k < kShortages; ++k) count(shortages[k], kShortageText[k]);
+  for (int k = 0; k < kShortages; ++k) count(shortages[k], shortage_text[k]);
   auto some_shape_fits = [&](const std::vector<int>& sizes) {
     for (const GangShape& shape : shapes) {
       int hosts = 0;

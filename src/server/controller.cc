@@ -234,6 +234,7 @@ void Controller::Tick() {
 void Controller::RefreshQuotas() {
   if (!quota_file_) return;
   Status s = quota_file_->Refresh();
+  if (s.code() == StatusCode::kNotFound && !quota_file_->current()) return;  // not written yet
   if (!s.ok()) {
     std::fprintf(stderr, "gantry: keeping the last good quotas: %s\n", s.ToString().c_str());
     return;

@@ -170,6 +170,24 @@ TEST(Engine, KeepsMultiGpuJobsInOneNvlinkGroup) {
   EXPECT_EQ(Where(snap, FindStart(plan, "two")->placement), "n:2,3");
 }
 
+// The reasons name what narrowed the choice: the memory asked for (not just the one type
+// that has it), and GPUs that are healthy but in MIG mode (not "too few healthy GPUs").
+TEST(Engine, ReasonsNameMemoryAndMigModeForWhatTheyAre) {
+  Snapshot snap;
+  snap.nodes = {MakeNode("a", "A100-80GB", 8), MakeMigNode("h", "H100-80GB", 1, {0}, {"7g.80gb"})};
+  snap.running = {Running(MakeJob("r").Gpus(8), 0, {0, 1, 2, 3, 4, 5, 6, 7})};
+  snap.pending = {Pending(MakeJob("big-memory").GpuMemoryMib(100 * 1024), 0),
+                  Pending(MakeJob("whole").Types({"H100-80GB"}), 1)};
+  Plan plan = Schedule(snap);
+  EXPECT_NE(
+      plan.reason(*FindWaiting(plan, "big-memory")).find("with 100 GB of GPU memory; no node has type H200-141GB"),
+      std::string::npos)
+      << plan.reason(*FindWaiting(plan, "big-memory"));
+  std::string whole = plan.reason(*FindWaiting(plan, "whole"));
+  EXPECT_NE(whole.find("1 GPUs in MIG mode"), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("healthy"), std::string::npos) << whole;
+}
+
 TEST(Engine, PreferredLabelsWeighIn) {
   Snapshot snap;
   snap.nodes = {MakeNode("a", "A100-80GB", 8), MakeNode("b", "A100-80GB", 8)};

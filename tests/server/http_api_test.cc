@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "server_fixture.h"
 
 namespace gantry::testing {
@@ -192,6 +195,25 @@ TEST_F(HttpApi, TheCliTakesEverythingAfterDashesAsTheCommand) {
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("command"), std::string::npos) << out;
   EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 3u);
+}
+
+// A team_quotas.yaml written after the server started applies without a restart.
+TEST_F(HttpApi, AQuotaFileWrittenLaterApplies) {
+  ASSERT_FALSE(std::filesystem::exists(server_->dir() + "/config/team_quotas.yaml"));
+  auto c = server_->Client(kAliceToken);
+  auto verdict = [&] {
+    return Json(c.Post("/v1/jobs?dry_run=true", R"({"gpus": 2, "gpu_types": ["T4"]})", "application/json"))["jobs"][0];
+  };
+  ASSERT_TRUE(verdict()["ok"].get<bool>());
+  std::ofstream(server_->dir() + "/config/team_quotas.yaml") << "teams:\n  vision: {max_gpus: 1}\n";
+  nlohmann::json v;
+  for (int i = 0; i < 100; ++i) {
+    v = verdict();
+    if (!v["ok"].get<bool>()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(v["ok"].get<bool>()) << v.dump();
+  EXPECT_EQ(v["error"]["field"], "gpus") << v.dump();
 }
 
 // A batch is taken whole or not at all; a retry with its key gets the same jobs back.

@@ -3,6 +3,7 @@
 // tables that show an array as one row.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "server_fixture.h"
@@ -122,6 +123,38 @@ TEST_F(WorkflowCli, DryRunSaysWhatWouldHappenAndSubmitsNothing) {
   EXPECT_NE(out.find(file + ":1: would start now on a100-80gb-0["), std::string::npos) << out;
   EXPECT_NE(out.find(file + ":2: refused"), std::string::npos) << out;
   EXPECT_TRUE(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].empty());
+}
+
+// The errors the issue found misleading, each now saying what is wrong.
+TEST_F(WorkflowCli, ErrorsSayWhatIsWrong) {
+  std::string home = TempPath("home");
+  std::filesystem::create_directories(home + "/.config/gantry");
+  std::ofstream(home + "/tok") << kAliceToken << "\n";
+  std::ofstream(home + "/.config/gantry/config.yaml") << "token_file: ~/tok\n";
+  auto gantry = [&](const std::string& env, const std::string& args, int* rc) {
+    std::string out;
+    *rc = RunCommand(fmt::format("env -u GANTRY_TOKEN -u GANTRY_TOKEN_FILE HOME={} GANTRY_SERVER={} {} {} {} 2>&1",
+                                 home, server_->address(), env, GANTRY_BINARY, args),
+                     &out);
+    return out;
+  };
+  int rc = 0;
+  std::string out = gantry("", "jobs", &rc);  // token_file: ~/tok, from the config file
+  EXPECT_EQ(rc, 0) << out;
+  out = gantry("GANTRY_TOKEN_FILE=/nonexistent", "jobs", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("GANTRY_TOKEN_FILE: cannot read the token file /nonexistent"), std::string::npos) << out;
+  out = gantry("GANTRY_SERVER=http://127.0.0.1:9", "jobs", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("connection refused or unreachable"), std::string::npos) << out;
+  out = gantry("", "run -g 1 -t T4 --workdir /nonexistent -- true", &rc);
+  EXPECT_EQ(rc, 127) << out;
+  std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  out = gantry("", "job " + id, &rc);
+  EXPECT_NE(out.find("working_dir: no directory /nonexistent"), std::string::npos) << out;
+  out = gantry("", "queue --explain 999", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("no job 999"), std::string::npos) << out;
 }
 
 }  // namespace
