@@ -13,6 +13,12 @@ namespace {
 
 using WorkflowCli = ServerTest;
 
+// The id in the CLI's "submitted job 7 (...)" or "gantry: job 7 submitted" line.
+std::string JobIdIn(const std::string& out) {
+  size_t at = out.find("job ") + 4;
+  return out.substr(at, out.find(' ', at) - at);
+}
+
 TEST_F(WorkflowCli, AnArrayThenAJobAfterIt) {
   int rc = 0;
   std::string out =
@@ -23,7 +29,7 @@ TEST_F(WorkflowCli, AnArrayThenAJobAfterIt) {
   std::string array = nlohmann::json::parse(out.substr(out.find('{')))["id"];
   out = Cli("submit -g 1 -t T4 -d afterok:" + array + " --name merge -- echo merged", kAliceToken, &rc);
   ASSERT_EQ(rc, 0) << out;
-  std::string merge = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  std::string merge = JobIdIn(out);
   // A queue while the array runs (each task takes a second) lists the dependent job with
   // its reason.
   out = Cli("queue", kAliceToken, &rc);
@@ -47,7 +53,7 @@ TEST_F(WorkflowCli, RunStreamsTheOutputAndExitsWithTheJobsCode) {
   EXPECT_EQ(rc, 3) << out;
   EXPECT_NE(out.find("to-stdout"), std::string::npos) << out;
   EXPECT_NE(out.find("to-stderr"), std::string::npos) << out;
-  std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  std::string id = JobIdIn(out);
   // wait and logs -f say the same of the ended job.
   out = Cli("wait " + id, kAliceToken, &rc);
   EXPECT_EQ(rc, 1) << out;
@@ -75,7 +81,7 @@ TEST_F(WorkflowCli, CtrlCDuringRunCancelsTheJob) {
       &out);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("cancelling job"), std::string::npos) << out;
-  std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  std::string id = JobIdIn(out);
   EXPECT_EQ(WaitFor(id, "cancelled"), "cancelled");
 }
 
@@ -149,7 +155,7 @@ TEST_F(WorkflowCli, ErrorsSayWhatIsWrong) {
   EXPECT_NE(out.find("connection refused or unreachable"), std::string::npos) << out;
   out = gantry("", "run -g 1 -t T4 --workdir /nonexistent -- true", &rc);
   EXPECT_EQ(rc, 127) << out;
-  std::string id = out.substr(out.find("job ") + 4, out.find(' ', out.find("job ") + 4) - out.find("job ") - 4);
+  std::string id = JobIdIn(out);
   out = gantry("", "job " + id, &rc);
   EXPECT_NE(out.find("working_dir: no directory /nonexistent"), std::string::npos) << out;
   out = gantry("", "queue --explain 999", &rc);
