@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     if (!fsync) args.push_back("--no-fsync");
     Server s = StartServer(dir, args);
     double cpu0 = CpuSeconds(s.pid);
-    Result r = Submit(s, clients, jobs, R"({"gpus": 1, "name": "bench"})");
+    Result r = Submit(s, clients, jobs, R"({"gpus": 1, "name": "bench", "hold_gpus": "1d"})");
     double cpu_us = (CpuSeconds(s.pid) - cpu0) * 1e6 / std::max(1, r.ok);
     fmt::print("{:<58} {:>10.0f} {:>9.2f} {:>9.2f} {:>9} {:>12.0f}\n",
                fmt::format("{} submits, {} clients, queue grows to {}{}", jobs, clients, jobs - 512,

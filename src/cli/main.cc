@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3600));
   server_cmd->add_option("--idle-timeout", server.idle_timeout_s, "Seconds an idle keep-alive connection is kept")
       ->check(CLI::Range(1, 86400));
+  server_cmd->add_option("--public-url", server.public_url,
+                         "The server's address as users reach it, for links in job notifications (default: --listen)");
+  server_cmd->add_option("--sendmail", server.sendmail, "Program job notification mail goes through")
+      ->default_str(server.sendmail);
   bool metrics_auth = false;
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;

@@ -243,6 +243,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   }
   auto copts = ControllerOptionsFrom(o);
   if (!copts) return fail(copts.status(), 2);
+  copts->sendmail = o.sendmail;
+  copts->public_url = o.public_url;
+  if (copts->public_url.empty() && port != 0) {
+    bool any = host == "0.0.0.0" || host == "::" || host == "[::]";
+    copts->public_url = fmt::format("{}://{}:{}", o.tls_cert.empty() ? "http" : "https", any ? Hostname() : host, port);
+  }
+  while (!copts->public_url.empty() && copts->public_url.back() == '/') copts->public_url.pop_back();
   std::error_code ec;
   // Absolute: jobs run in their own working directories and the shim writes under it.
   std::string data_dir =

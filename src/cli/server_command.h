@@ -27,6 +27,8 @@ struct ServerOptions {
   int idle_timeout_s = 60;                // idle keep-alive connections are closed after this
   JobRunnerFlags runner;                  // standalone: the shim, run-as, cgroups; the log cap (remote logs too)
   bool open_metrics = true;               // false: /metrics needs a token too
+  std::string public_url;                 // links in job notifications; empty: from --listen
+  std::string sendmail = "/usr/sbin/sendmail";
 };
 
 int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);

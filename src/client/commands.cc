@@ -70,29 +70,50 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     return 0;
   };
 
+  // Times show in local time unless --utc.
+  auto utc = std::make_shared<bool>(false);
+  auto timed = [common, utc](CLI::App* c) {
+    common(c);
+    c->add_flag("--utc", *utc, "Show times in UTC (default: local time)");
+  };
+
   // jobs
-  auto jf = std::make_shared<std::array<std::string, 3>>();
+  auto jf = std::make_shared<std::array<std::string, 5>>();
   auto limit = std::make_shared<int>(100);
   CLI::App* jobs = app.add_subcommand("jobs", "List jobs of your team (admins: all)");
-  common(jobs);
+  timed(jobs);
   jobs->add_option("--state", (*jf)[0], "pending, running, stopping, succeeded, failed, cancelled or active");
   jobs->add_option("--team", (*jf)[1], "Only this team");
   jobs->add_option("--user", (*jf)[2], "Only this user");
+  jobs->add_option("-S,--since", (*jf)[3], "Only jobs not ended before this: 2h (ago), 2026-11-26, '2026-11-26 14:00'");
+  jobs->add_option("-E,--until", (*jf)[4], "Only jobs submitted before this (same forms)");
   jobs->add_option("--limit", *limit, "At most this many (newest first)");
-  jobs->callback([=, &out] {
-    *chosen = [=, &out] {
+  jobs->callback([=, &out, &err] {
+    *chosen = [=, &out, &err] {
+      TimeStyle style = CurrentTimeStyle(*utc);
       std::string q = fmt::format("/v1/jobs?limit={}", *limit);
-      const char* names[] = {"state", "team", "user"};
-      for (int i = 0; i < 3; ++i) {
-        if (!(*jf)[i].empty()) q += fmt::format("&{}={}", names[i], (*jf)[i]);
+      const char* names[] = {"state", "team", "user", "since", "until"};
+      for (int i = 0; i < 5; ++i) {
+        std::string value = (*jf)[i];
+        if (value.empty()) continue;
+        if (i >= 3) {
+          auto when = ParseWhen(std::string("--") + names[i], value, style);
+          if (!when) {
+            err << "gantry: " << when.status().ToString() << "\n";
+            return 2;
+          }
+          value = *when;
+        }
+        q += fmt::format("&{}={}", names[i], UrlEncode(value));
       }
-      return request([q](ApiClient& a) { return a.Get(q); }, [&out](const nlohmann::json& b) { PrintJobs(out, b); });
+      return request([q](ApiClient& a) { return a.Get(q); },
+                     [&out, style](const nlohmann::json& b) { PrintJobs(out, b, style); });
     };
   });
 
   auto id = std::make_shared<std::string>();
   CLI::App* job = app.add_subcommand("job", "Show one job and its history");
-  common(job);
+  timed(job);
   job->add_option("id", *id, "Job id")->required();
   job->callback([=, &out] {
     *chosen = [=, &out] {
@@ -100,14 +121,15 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
       int rc = request([id](ApiClient& a) { return a.Get("/v1/jobs/" + *id); },
                        [&detail](const nlohmann::json& b) { detail = b; });
       if (rc != 0 || *output == "json") return rc;
-      return request([id](ApiClient& a) { return a.Get("/v1/jobs/" + *id + "/events"); },
-                     [&out, &detail](const nlohmann::json& b) { PrintJob(out, detail, b); });
+      return request(
+          [id](ApiClient& a) { return a.Get("/v1/jobs/" + *id + "/events"); },
+          [&out, &detail, utc](const nlohmann::json& b) { PrintJob(out, detail, b, CurrentTimeStyle(*utc)); });
     };
   });
 
   auto explain = std::make_shared<std::string>();
   CLI::App* queue = app.add_subcommand("queue", "The queue in order, with why each job waits");
-  common(queue);
+  timed(queue);
   queue->add_option("--explain", *explain, "Only this job, in full");
   queue->callback([=, &out, &err] {
     *chosen = [=, &out, &err] {
@@ -119,8 +141,9 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
           return 1;
         }
       }
-      return request([](ApiClient& a) { return a.Get("/v1/queue"); },
-                     [&out, explain](const nlohmann::json& b) { PrintQueue(out, b, *explain); });
+      return request(
+          [](ApiClient& a) { return a.Get("/v1/queue"); },
+          [&out, explain, utc](const nlohmann::json& b) { PrintQueue(out, b, *explain, CurrentTimeStyle(*utc)); });
     };
   });
 
@@ -185,12 +208,12 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
 
   auto audit_limit = std::make_shared<int>(50);
   CLI::App* audit = app.add_subcommand("audit", "Who changed what, newest first (admins)");
-  common(audit);
+  timed(audit);
   audit->add_option("--limit", *audit_limit, "Records");
   audit->callback([=, &out] {
     *chosen = [=, &out] {
       return request([audit_limit](ApiClient& a) { return a.Get(fmt::format("/v1/audit?limit={}", *audit_limit)); },
-                     [&out](const nlohmann::json& b) { PrintAudit(out, b); });
+                     [&out, utc](const nlohmann::json& b) { PrintAudit(out, b, CurrentTimeStyle(*utc)); });
     };
   });
 

@@ -53,5 +53,7 @@ class ApiClient {
 
 // "error (400): gpus: must be >= 1" from an error answer.
 std::string DescribeError(const HttpAnswer& a);
+// A query parameter's value, percent-encoded (RFC 3986 unreserved characters stay).
+std::string UrlEncode(const std::string& value);
 
 }  // namespace gantry

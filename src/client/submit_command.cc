@@ -92,6 +92,17 @@ void PrintSubmitted(std::ostream& out, const nlohmann::json& j) {
   }
 }
 
+// A job with neither estimate nor time limit is planned at the default limit: backfill
+// keeps GPUs free for it that long ahead, and it cannot backfill itself.
+void HintWithoutTime(const YAML::Node& spec, std::ostream& err) {
+  for (const char* key :
+       {"time_limit", "time_limit_s", "estimated_duration", "estimated_duration_s", "hold_gpus", "hold_gpus_s"}) {
+    if (spec[key]) return;
+  }
+  err << "hint: no --estimate or --time-limit: the scheduler plans this job at the default time limit, so it "
+         "cannot backfill and may hold back others; give --estimate (e.g. --estimate 2h)\n";
+}
+
 // Submits; a refused jobs file is dry-run to list every bad line. Returns the exit status.
 int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>& specs, bool json, std::ostream& out,
            std::ostream& err) {
@@ -124,6 +135,7 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
     for (const auto& j : a->body["jobs"]) PrintSubmitted(out, j);
   } else {
     PrintSubmitted(out, a->body);
+    HintWithoutTime(specs[0].spec, err);
   }
   return 0;
 }

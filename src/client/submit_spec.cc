@@ -4,7 +4,12 @@
 #include <fmt/format.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "client/jobs_file.h"
@@ -43,6 +48,21 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("-d,--dependency", f.dependency,
                 "Start after other jobs: afterok:ID[:ID], afternotok:, afterany:, after:, aftercorr:ARRAY, "
                 "singleton; several joined by ','");
+  c->add_option("--hold-gpus", f.hold_gpus,
+                "No command: hold the GPUs this long for interactive use (e.g. 2h), then release them");
+  c->add_option("--mps-thread-percent", f.mps_thread_percent,
+                "MPS: the share of the GPU's SMs (default: the fraction)");
+  c->add_flag("--prefer-listed-order", f.prefer_listed_order, "Try the --gpu-type types in the order given");
+  c->add_option("--node-selector", f.node_selector, "Run only on nodes with this label: KEY=VALUE (repeat)");
+  c->add_option("--prefer-label", f.prefer_labels, "Prefer nodes with this label: KEY=VALUE[:WEIGHT] (repeat)");
+  c->add_option("--toleration", f.tolerations, "Tolerate a node taint: KEY or KEY=VALUE (repeat)");
+  c->add_option("--retries", f.retries, "Run again up to N times when the command exits non-zero");
+  c->add_option("--max-fault-retries", f.fault_retries, "Requeue up to N times after a node or GPU fault (default 3)");
+  c->add_option("--notify", f.notify, "Events to hear of: start, end, fail, preempt, all (e.g. end,fail)");
+  c->add_option("--mail-type", f.mail_type, "As sbatch: BEGIN, END, FAIL, REQUEUE, ALL (joined by ',')");
+  c->add_option("--webhook", f.webhook, "POST the job's events here (a host the team may use)");
+  c->add_option("--notify-format", f.notify_format, "Webhook payload: json (default) or slack");
+  c->add_option("--mail-user", f.mail_user, "Mail the job's events here (through the server's sendmail)");
   c->add_option("command", f.command, "The command (after --)");
 }
 
@@ -53,6 +73,85 @@ std::string RandomKey() {
   for (unsigned char c : b) k += fmt::format("{:02x}", c);
   return k;
 }
+
+namespace {
+
+// KEY=VALUE -> {key, value}; errors name the flag.
+Expected<std::pair<std::string, std::string>> SplitKeyValue(const std::string& flag, const std::string& kv) {
+  size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) return Status::Invalid(flag, "expected KEY=VALUE, got '" + kv + "'");
+  return std::pair{kv.substr(0, eq), kv.substr(eq + 1)};
+}
+
+// --mail-type's Slurm names as Gantry's events.
+Expected<std::string> MailTypeEvents(const std::string& text) {
+  static const std::map<std::string, std::string> kNames = {
+      {"begin", "start"}, {"end", "end"}, {"fail", "fail"}, {"requeue", "preempt"}, {"all", "all"}};
+  std::string events;
+  std::stringstream in(text);
+  for (std::string name; std::getline(in, name, ',');) {
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    auto it = kNames.find(name);
+    if (it == kNames.end()) {
+      return Status::Invalid("--mail-type", "unknown type '" + name + "' (BEGIN, END, FAIL, REQUEUE, ALL)");
+    }
+    events += (events.empty() ? "" : ",") + it->second;
+  }
+  return events;
+}
+
+Status SetNotify(const SubmitFlags& f, YAML::Node& spec) {
+  if (!f.notify.empty() && !f.mail_type.empty()) {
+    return Status::Invalid("--mail-type", "give --notify or --mail-type, not both");
+  }
+  if (!f.notify.empty()) spec["notify"] = f.notify;
+  if (!f.mail_type.empty()) {
+    auto events = MailTypeEvents(f.mail_type);
+    if (!events) return events.status();
+    spec["notify"] = *events;
+  }
+  if (!f.webhook.empty()) spec["webhook"] = f.webhook;
+  if (!f.notify_format.empty()) spec["notify_format"] = f.notify_format;
+  if (!f.mail_user.empty()) spec["mail_user"] = f.mail_user;
+  return Status::Ok();
+}
+
+// Node selection, preferences, tolerations, retries, MPS share.
+Status SetPlacementFlags(const SubmitFlags& f, YAML::Node& spec) {
+  for (const std::string& kv : f.node_selector) {
+    auto pair = SplitKeyValue("--node-selector", kv);
+    if (!pair) return pair.status();
+    spec["node_selector"][pair->first] = pair->second;
+  }
+  for (const std::string& text : f.prefer_labels) {
+    size_t colon = text.rfind(':');
+    std::string kv = colon == std::string::npos ? text : text.substr(0, colon);
+    auto pair = SplitKeyValue("--prefer-label", kv);
+    if (!pair) return pair.status();
+    YAML::Node pref;
+    pref["key"] = pair->first;
+    pref["value"] = pair->second;
+    if (colon != std::string::npos) {
+      int weight = 0;
+      std::string w = text.substr(colon + 1);
+      auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), weight);
+      if (ec != std::errc() || end != w.data() + w.size()) {
+        return Status::Invalid("--prefer-label", "the weight after ':' must be a whole number, got '" + w + "'");
+      }
+      pref["weight"] = weight;
+    }
+    spec["preferred_labels"].push_back(pref);
+  }
+  for (const std::string& t : f.tolerations) spec["tolerations"].push_back(t);
+  if (f.prefer_listed_order) spec["prefer_listed_order"] = true;
+  if (f.retries >= 0) spec["retries_on_failure"] = f.retries;
+  if (f.fault_retries >= 0) spec["max_retries"] = f.fault_retries;
+  if (f.mps_thread_percent >= 0) spec["mps_thread_percent"] = f.mps_thread_percent;
+  if (!f.hold_gpus.empty()) spec["hold_gpus"] = f.hold_gpus;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   YAML::Node spec(YAML::NodeType::Map);
@@ -106,6 +205,8 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (f.cost_limit >= 0) set("cost_limit", f.cost_limit);
   if (f.checkpointable) set("checkpointable", true);
   if (f.not_preemptible) set("preemptible", false);
+  if (Status s = SetNotify(f, spec); !s.ok()) return s;
+  if (Status s = SetPlacementFlags(f, spec); !s.ok()) return s;
   for (const std::string& kv : f.env) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) return Status::Invalid("env", "expected NAME=VALUE, got '" + kv + "'");

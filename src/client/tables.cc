@@ -91,34 +91,39 @@ std::string PlacementSummary(const nlohmann::json& placement) {
   return out;
 }
 
-void PrintJobs(std::ostream& out, const nlohmann::json& body) {
+void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& style) {
   if (body["jobs"].empty()) {
     out << "(no jobs)\n";
     return;
   }
-  out << fmt::format("{:<12} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", "ID", "NAME", "USER", "TEAM", "PRIORITY",
-                     "STATE", "REQUEST", "WHERE / WHY");
+  const char* row_format = "{:<12} {:<16} {:<10} {:<10} {:<8} {:<10} {:<20} {:>9} {:>9} {:>8}  {}\n";
+  out << fmt::format(fmt::runtime(row_format), "ID", "NAME", "USER", "TEAM", "PRIORITY", "STATE", "REQUEST",
+                     "SUBMITTED", "STARTED", "ELAPSED", "WHERE / WHY");
   auto same = [](const nlohmann::json& j) {
     return j.contains("placement") ? "" : Str(j, "state") + "\n" + Str(j, "reason") + "\n" + Str(j, "held");
   };
   for (const Row& row : GroupTasks(body["jobs"], same)) {
     const nlohmann::json& j = *row.item;
     std::string where = j.contains("placement") ? PlacementSummary(j["placement"]) : Str(j, "reason");
-    out << fmt::format("{:<12} {:<16} {:<10} {:<10} {:<8} {:<10} {:<22} {}\n", DisplayId(row), Trim(Str(j, "name"), 16),
-                       Trim(Str(j, "user"), 10), Trim(Str(j, "team"), 10), Str(j, "priority"), Str(j, "state"),
-                       Trim(Request(j["spec"]), 22), where);
+    out << fmt::format(fmt::runtime(row_format), DisplayId(row), Trim(Str(j, "name"), 16), Trim(Str(j, "user"), 10),
+                       Trim(Str(j, "team"), 10), Str(j, "priority"), Str(j, "state"), Trim(Request(j["spec"]), 20),
+                       Age(Str(j, "submitted_at"), style), Age(Str(j, "started_at"), style), Elapsed(j, style), where);
   }
 }
 
-void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& events) {
+void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& events, const TimeStyle& style) {
+  auto when = [&](const char* key) {
+    return fmt::format("{} ({})", ShowTime(Str(j, key), style), Age(Str(j, key), style));
+  };
   out << fmt::format("job {} {}\n", Str(j, "id"), j.value("name", "").empty() ? "" : "(" + Str(j, "name") + ")");
   out << fmt::format("  state      {}{}\n", Str(j, "state"), j.contains("reason") ? ": " + Str(j, "reason") : "");
   out << fmt::format("  owner      {} / {}{}\n", Str(j, "user"), Str(j, "team"),
                      j.value("project", "").empty() ? "" : " / " + Str(j, "project"));
   out << fmt::format("  priority   {}\n  request    {}\n", Str(j, "priority"), Request(j["spec"]));
-  out << fmt::format("  submitted  {}\n", Str(j, "submitted_at"));
-  if (!Str(j, "started_at").empty()) out << fmt::format("  started    {}\n", Str(j, "started_at"));
-  if (!Str(j, "ended_at").empty()) out << fmt::format("  ended      {}\n", Str(j, "ended_at"));
+  out << fmt::format("  submitted  {}\n", when("submitted_at"));
+  if (!Str(j, "started_at").empty()) out << fmt::format("  started    {}\n", when("started_at"));
+  if (!Str(j, "ended_at").empty()) out << fmt::format("  ended      {}\n", when("ended_at"));
+  if (!Elapsed(j, style).empty()) out << fmt::format("  elapsed    {}\n", Elapsed(j, style));
   if (j.contains("placement")) out << fmt::format("  placement  {}\n", PlacementSummary(j["placement"]));
   if (j.contains("exit_code")) out << fmt::format("  exit code  {}\n", Str(j, "exit_code"));
   out << fmt::format("  runs       {} (evicted {} times)\n", Str(j, "runs"), Str(j, "evictions"));
@@ -132,11 +137,11 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   out << "  history\n";
   for (const auto& e : events["events"]) {
     std::string detail = e["detail"].is_object() && !e["detail"].empty() ? e["detail"].dump() : "";
-    out << fmt::format("    {}  {:<10} {}\n", Str(e, "at"), Str(e, "kind"), Trim(detail, 100));
+    out << fmt::format("    {}  {:<10} {}\n", ShowTime(Str(e, "at"), style), Str(e, "kind"), Trim(detail, 100));
   }
 }
 
-void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id) {
+void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id, const TimeStyle& style) {
   if (!only_id.empty()) {
     auto is = [&](const nlohmann::json& q) {
       return Str(q, "id") == only_id ||
@@ -144,10 +149,13 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
     };
     for (const auto& q : body["queue"]) {
       if (!is(q)) continue;
-      out << fmt::format("job {}: position {} in the queue, waiting {}s\n", only_id, Str(q, "position"),
-                         Str(q, "waiting_s"));
+      out << fmt::format("job {}: position {} in the queue, waiting {}\n", only_id, Str(q, "position"),
+                         FormatDuration(q.value("waiting_s", int64_t{0}) * kSecondMs));
       out << fmt::format("  why:  {} ({})\n", Str(q, "reason"), Str(q, "code"));
-      if (q.contains("estimated_start")) out << fmt::format("  estimated start: {}\n", Str(q, "estimated_start"));
+      if (q.contains("estimated_start")) {
+        out << fmt::format("  estimated start: {} ({})\n", ShowTime(Str(q, "estimated_start"), style),
+                           Age(Str(q, "estimated_start"), style));
+      }
       return;
     }
     for (const auto& s : body["starting_next_cycle"]) {
@@ -172,11 +180,12 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
     const nlohmann::json& q = *row.item;
     std::string why = Str(q, "reason");
     if (q.contains("estimated_start") && why.find(Str(q, "estimated_start")) == std::string::npos) {
-      why += " (starts by " + Str(q, "estimated_start") + ")";
+      why += " (starts by " + ShowTime(Str(q, "estimated_start"), style) + ", " +
+             Age(Str(q, "estimated_start"), style) + ")";
     }
-    out << fmt::format("{:<4} {:<12} {:<10} {:<10} {:<8} {:>6.3g} {:>7}s  {}\n", Str(q, "position"), DisplayId(row),
+    out << fmt::format("{:<4} {:<12} {:<10} {:<10} {:<8} {:>6.3g} {:>8}  {}\n", Str(q, "position"), DisplayId(row),
                        Trim(Str(q, "team"), 10), Trim(Str(q, "user"), 10), Str(q, "priority"), q.value("gpus", 0.0),
-                       Str(q, "waiting_s"), why);
+                       FormatDuration(q.value("waiting_s", int64_t{0}) * kSecondMs), why);
   }
   if (body["queue"].empty()) out << "(no job waits)\n";
   const nlohmann::json blocked = body.value("blocked", nlohmann::json::array());  // rows point into it
@@ -231,11 +240,11 @@ void PrintCluster(std::ostream& out, const nlohmann::json& b) {
   }
 }
 
-void PrintAudit(std::ostream& out, const nlohmann::json& body) {
+void PrintAudit(std::ostream& out, const nlohmann::json& body, const TimeStyle& style) {
   for (const auto& a : body["audit"]) {
-    out << fmt::format("{}  {:<10} {:<10} {:<36} {:<10} {} {}\n", Str(a, "at"), Trim(Str(a, "user"), 10),
-                       Str(a, "role"), Trim(Str(a, "action"), 36), Str(a, "target"), Str(a, "status"),
-                       Str(a, "detail"));
+    out << fmt::format("{}  {:<10} {:<10} {:<36} {:<10} {} {}\n", ShowTime(Str(a, "at"), style),
+                       Trim(Str(a, "user"), 10), Str(a, "role"), Trim(Str(a, "action"), 36), Str(a, "target"),
+                       Str(a, "status"), Str(a, "detail"));
   }
 }
 

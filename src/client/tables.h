@@ -5,15 +5,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "client/time_display.h"
+
 namespace gantry {
 
 // "a100-80gb-0[0,1]" style summary of a job's placement.
 std::string PlacementSummary(const nlohmann::json& placement);
-void PrintJobs(std::ostream& out, const nlohmann::json& body);
-void PrintJob(std::ostream& out, const nlohmann::json& job, const nlohmann::json& events);
-void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id);
+void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& style);
+void PrintJob(std::ostream& out, const nlohmann::json& job, const nlohmann::json& events, const TimeStyle& style);
+void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id, const TimeStyle& style);
 void PrintNodes(std::ostream& out, const nlohmann::json& body);
 void PrintCluster(std::ostream& out, const nlohmann::json& body);
-void PrintAudit(std::ostream& out, const nlohmann::json& body);
+void PrintAudit(std::ostream& out, const nlohmann::json& body, const TimeStyle& style);
 
 }  // namespace gantry

@@ -63,6 +63,7 @@ struct JobSpec {
   // What the node agent runs (the engine ignores these).
   std::string name;                        // for people; need not be unique
   std::string command;                     // run by /bin/sh -c; empty: the job only holds GPUs
+  DurationMs hold_gpus_ms = 0;             // no command, on purpose: GPUs held this long (interactive use)
   std::string working_dir;                 // absolute; empty: the agent's job directory
   std::map<std::string, std::string> env;  // extra environment variables
   int max_retries = 3;                     // restarts after a node or GPU fault
@@ -73,6 +74,13 @@ struct JobSpec {
   // task becomes a job and has none) and the dependency list ("afterok:12,singleton").
   std::string array;
   std::string dependency;
+
+  // Who hears of the job's start, end, failure or preemption (notify: those events), and
+  // how: a webhook (JSON, or Slack's {"text"} with notify_format slack), mail to mail_user.
+  std::vector<std::string> notify;
+  std::string webhook;
+  std::string notify_format;
+  std::string mail_user;
 };
 
 // Job specs are immutable once accepted and shared: a snapshot copies pointers, not specs.

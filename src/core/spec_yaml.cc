@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/job_arrays.h"
+#include "core/notify.h"
 #include "core/scheduler_config.h"
 #include "core/yaml_util.h"
 
@@ -42,6 +43,33 @@ DurationMs ReadDurationField(YamlReader& r, const std::string& key) {
     return 0;
   }
   return *d;
+}
+
+// notify ("end,fail" or a list), webhook, notify_format and mail_user, checked. A target
+// without events hears of the end.
+Status ParseNotify(const YAML::Node& notify, JobSpec* j) {
+  if (notify && notify.IsScalar()) {
+    auto events = ParseNotifyEvents("notify", notify.Scalar());
+    if (!events) return events.status();
+    j->notify = std::move(*events);
+  } else if (notify && notify.IsSequence()) {
+    for (const YAML::Node& e : notify) {
+      if (!e.IsScalar()) return Status::Invalid("notify", "a list of events: start, end, fail, preempt, all");
+      j->notify.push_back(e.Scalar());
+    }
+    if (Status s = CheckNotifyEvents("notify", j->notify); !s.ok()) return s;
+  } else if (notify && !notify.IsNull()) {
+    return Status::Invalid("notify", "a list of events: start, end, fail, preempt, all");
+  }
+  if (!j->webhook.empty()) {
+    if (Status s = CheckWebhookUrl("webhook", j->webhook); !s.ok()) return s;
+  }
+  if (Status s = CheckNotifyFormat("notify_format", j->notify_format); !s.ok()) return s;
+  if (!j->mail_user.empty()) {
+    if (Status s = CheckMailAddress("mail_user", j->mail_user); !s.ok()) return s;
+  }
+  if ((!j->webhook.empty() || !j->mail_user.empty()) && j->notify.empty()) j->notify = {"end"};
+  return Status::Ok();
 }
 
 int64_t GbToMib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
@@ -93,6 +121,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.time_limit_ms = ReadDurationField(r, field("time_limit"));
   j.name = r.Optional<std::string>("name", "");
   j.command = r.Optional<std::string>("command", "");
+  j.hold_gpus_ms = ReadDurationField(r, field("hold_gpus"));
   j.working_dir = r.Optional<std::string>("working_dir", "");
   j.env = r.Optional<std::map<std::string, std::string>>("env", {});
   j.max_retries = r.Optional<int>("max_retries", 3);
@@ -100,6 +129,10 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.cost_limit = r.Optional<double>("cost_limit", 0.0);
   j.array = r.Optional<std::string>("array", "");
   j.dependency = r.Optional<std::string>("dependency", "");
+  YAML::Node notify = r.Child("notify");
+  j.webhook = r.Optional<std::string>("webhook", "");
+  j.notify_format = r.Optional<std::string>("notify_format", "");
+  j.mail_user = r.Optional<std::string>("mail_user", "");
   Status s = r.Finish();
   if (!s.ok()) {
     std::string f = s.field();
@@ -112,6 +145,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   if (!j.dependency.empty()) {
     if (auto d = ParseDependency(j.dependency); !d) return d.status();
   }
+  if (Status n = ParseNotify(notify, &j); !n.ok()) return n;
   bool has_fraction = node["gpu_fraction"] && !node["gpu_fraction"].IsNull();
   if (!std::isfinite(fraction) || fraction < 0 || fraction > 1 || (has_fraction && fraction == 0)) {
     return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", fraction));
@@ -130,7 +164,14 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
     q.sharing = SharingMode::kTimeSlice;
   }
   if (node["command"] && j.command.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return Status::Invalid("command", "is blank (leave it out for a job that only holds its GPUs)");
+    return Status::Invalid("command", "is blank (leave it out and give hold_gpus for a job that only holds GPUs)");
+  }
+  if (j.hold_gpus_ms > 0) {
+    if (!j.command.empty()) return Status::Invalid("hold_gpus", "a job holds its GPUs or runs a command, not both");
+    if (j.time_limit_ms > 0 && j.time_limit_ms != j.hold_gpus_ms) {
+      return Status::Invalid("time_limit", "a GPU hold ends after hold_gpus: leave time_limit out");
+    }
+    j.time_limit_ms = j.hold_gpus_ms;
   }
   if (prefs) {
     if (!prefs.IsSequence()) return Status::Invalid("preferred_labels", "must be a list");

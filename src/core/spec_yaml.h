@@ -15,7 +15,9 @@ namespace gantry {
 // One job from a YAML map. Fields: id, user, team, project, priority, gpus, gpu_fraction
 // (or gpu_milli), mig_profile, sharing, mps_thread_percent, gpu_memory_gb, gpu_types,
 // prefer_listed_order, cpus, memory_gb, nodes, node_selector, preferred_labels,
-// tolerations, preemptible, checkpointable, estimated_duration, time_limit.
+// tolerations, preemptible, checkpointable, estimated_duration, time_limit, name, command,
+// hold_gpus, working_dir, env, max_retries, retries_on_failure, cost_limit, array,
+// dependency, notify, webhook, notify_format, mail_user.
 // `extra_fields` are accepted and left for the caller (e.g. command, at).
 Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path = "job",
                                const std::vector<std::string>& extra_fields = {});

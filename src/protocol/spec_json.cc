@@ -40,6 +40,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (s.checkpointable) j["checkpointable"] = true;
   if (s.estimated_duration_ms > 0) j["estimated_duration_s"] = Seconds(s.estimated_duration_ms);
   if (s.time_limit_ms > 0) j["time_limit_s"] = Seconds(s.time_limit_ms);
+  if (s.hold_gpus_ms > 0) j["hold_gpus_s"] = Seconds(s.hold_gpus_ms);
   if (!s.command.empty()) j["command"] = s.command;
   if (!s.working_dir.empty()) j["working_dir"] = s.working_dir;
   if (!s.env.empty()) j["env"] = s.env;
@@ -48,6 +49,10 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (s.cost_limit > 0) j["cost_limit"] = s.cost_limit;
   if (!s.array.empty()) j["array"] = s.array;
   if (!s.dependency.empty()) j["dependency"] = s.dependency;
+  if (!s.notify.empty()) j["notify"] = s.notify;
+  if (!s.webhook.empty()) j["webhook"] = s.webhook;
+  if (!s.notify_format.empty()) j["notify_format"] = s.notify_format;
+  if (!s.mail_user.empty()) j["mail_user"] = s.mail_user;
   return j;
 }
 

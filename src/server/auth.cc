@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/notify.h"
 #include "core/yaml_util.h"
 
 namespace gantry {
@@ -25,6 +26,25 @@ bool ParseRole(const std::string& text, Role* out) {
   return false;
 }
 
+namespace {
+
+Status CheckTeamNotify(const std::string& where, const TeamPolicy& p) {
+  if (Status s = CheckNotifyEvents(where + ".notify.events", p.notify_events); !s.ok()) return s;
+  if (!p.notify_webhook.empty()) {
+    if (Status s = CheckWebhookUrl(where + ".notify.webhook", p.notify_webhook); !s.ok()) return s;
+  }
+  if (Status s = CheckNotifyFormat(where + ".notify.format", p.notify_format); !s.ok()) return s;
+  for (const std::string& host : p.webhook_hosts) {
+    if (host.empty() || host.find_first_of("/:@ \t") != std::string::npos) {
+      return Status::Invalid(where + ".webhook_hosts",
+                             "host names only (hooks.slack.com, *.example.org), not '" + host.substr(0, 60) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
   auto loaded = LoadYaml(text, "users");
   if (!loaded) return loaded.status();
@@ -44,7 +64,14 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
     p.non_preemptible = r.Optional<bool>("non_preemptible", false);
     p.unix_account = r.Optional<std::string>("unix_account", "");
     p.allow_root = r.Optional<bool>("allow_root", false);
+    p.webhook_hosts = r.Optional<std::vector<std::string>>("webhook_hosts", {});
+    YamlReader n(r.Child("notify"), where + ".notify");
+    p.notify_events = n.Optional<std::vector<std::string>>("events", {});
+    p.notify_webhook = n.Optional<std::string>("webhook", "");
+    p.notify_format = n.Optional<std::string>("format", "");
+    if (Status s = n.Finish(); !s.ok()) return s;
     if (Status s = r.Finish(); !s.ok()) return s;
+    if (Status s = CheckTeamNotify(where, p); !s.ok()) return s;
     if (!p.unix_account.empty() && p.unix_account.find_first_not_of(kAccountChars) != std::string::npos) {
       return Status::Invalid(where + ".unix_account", "must be a Unix user name (letters, digits, . _ -)");
     }

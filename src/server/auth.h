@@ -40,6 +40,13 @@ struct TeamPolicy {
   bool non_preemptible = false;         // may submit preemptible: false
   std::string unix_account;             // members without a Unix account on a node run as this
   bool allow_root = false;              // jobs may run as root (uid 0)
+  // Notifications: hosts the members' job webhooks may go to (none: no job webhooks, so a
+  // user cannot make the server POST to internal addresses), and the team's defaults for
+  // jobs that name none (notify: {events: [fail], webhook: URL, format: slack}).
+  std::vector<std::string> webhook_hosts;
+  std::vector<std::string> notify_events;
+  std::string notify_webhook;
+  std::string notify_format;
 };
 
 // The token table and team policies. users.yaml:
@@ -47,7 +54,8 @@ struct TeamPolicy {
 //     - {name: alice, team: vision, role: user, token_sha256: <64 hex digits>}
 //     - {name: agent-n1, team: ops, role: agent, node: n1, token_sha256: ...}
 //   teams:
-//     vision: {priorities: [low, medium, high], non_preemptible: false, unix_account: gantry-vision}
+//     vision: {priorities: [low, medium, high], non_preemptible: false, unix_account: gantry-vision,
+//              webhook_hosts: [hooks.slack.com], notify: {events: [fail], webhook: URL, format: slack}}
 class UserDirectory {
  public:
   static Expected<UserDirectory> FromYaml(const std::string& text);

@@ -37,13 +37,15 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Store> store)
     : options_(std::move(options)),
       store_(std::move(store)),
       quotas_(InitialQuotas(options_, quota_file_)),
-      state_(options_, quotas_, [this](const std::string& line) {
-        if (options_.log) {
-          options_.log(line);
-        } else {
-          std::cerr << FormatUtc(Now()) << " " << line << "\n";
-        }
-      }) {}
+      state_(options_, quotas_,
+             [this](const std::string& line) {
+               if (options_.log) {
+                 options_.log(line);
+               } else {
+                 std::cerr << FormatUtc(Now()) << " " << line << "\n";
+               }
+             }),
+      notifier_(options_.sendmail) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -220,6 +222,7 @@ void Controller::CarryOut(Effects& effects) {
     }
   }
   for (Effects::Webhook& w : effects.webhooks) notifier_.Post(w.url, std::move(w.body));
+  for (const Effects::Mail& m : effects.mails) notifier_.Mail(m.to, m.subject, m.body);
 }
 
 void Controller::Tick() {

@@ -147,9 +147,12 @@ std::string Controller::Metrics() {
   MetricsWriter w;
   Call([&] {
     state_.WriteMetrics(w);
-    w.Family("gantry_webhooks_total", "counter", "Alert webhooks by outcome");
+    w.Family("gantry_webhooks_total", "counter", "Webhooks (alerts, job notifications) by outcome");
     w.Sample("gantry_webhooks_total", {{"outcome", "sent"}}, static_cast<double>(notifier_.sent()));
     w.Sample("gantry_webhooks_total", {{"outcome", "failed"}}, static_cast<double>(notifier_.failed()));
+    w.Family("gantry_mails_total", "counter", "Job notification mails by outcome");
+    w.Sample("gantry_mails_total", {{"outcome", "sent"}}, static_cast<double>(notifier_.mails_sent()));
+    w.Sample("gantry_mails_total", {{"outcome", "failed"}}, static_cast<double>(notifier_.mails_failed()));
     w.Write("gantry_scheduling_cycle_seconds", "Time of one scheduling cycle", cycle_seconds_);
     state_.WriteLatencyMetrics(w);
     return 0;

@@ -2,8 +2,8 @@
 // and their links, the accounting. It has no thread, reads no clock and does no I/O: it is
 // given the time (SetTime), the store's rows at recovery and the inputs (requests, node
 // reports, ticks), and each change queues what must follow as values, taken out with
-// TakeOutput: the rows of the next store batch and the effects (orders to nodes, alert
-// webhooks). The Controller (controller.h) owns the thread, the queue of requests, the
+// TakeOutput: the rows of the next store batch and the effects (orders to nodes,
+// webhooks, mail). The Controller (controller.h) owns the thread, the queue of requests, the
 // store and the committer, and calls one of these at a time.
 #pragma once
 
@@ -44,7 +44,7 @@ struct Submitted {
 };
 
 // What a batch does outside the controller once it is durable, as values: orders to
-// nodes (through their NodeLink) and alert webhooks. The committer carries them out.
+// nodes (through their NodeLink) and webhooks (alerts, job notifications) and mail. The committer carries them out.
 struct Effects {
   struct Order {
     NodeLink* link = nullptr;
@@ -54,15 +54,21 @@ struct Effects {
     std::string url;
     nlohmann::json body;
   };
+  struct Mail {
+    std::string to, subject, body;
+  };
   std::vector<Order> orders;
   std::vector<Webhook> webhooks;
-  bool empty() const { return orders.empty() && webhooks.empty(); }
+  std::vector<Mail> mails;
+  bool empty() const { return orders.empty() && webhooks.empty() && mails.empty(); }
 };
 
 struct JobFilter {
   std::string state;  // empty: any; "active": pending, running or stopping
   std::string team;
   std::string user;
+  TimeMs since_ms = -1;  // only jobs not ended before this (sacct -S); -1: any
+  TimeMs until_ms = -1;  // only jobs submitted before this (sacct -E); -1: any
   int limit = 500;
 };
 
@@ -89,6 +95,8 @@ struct ControllerOptions {
   // Known users and team policies (priority classes, Unix accounts); null: nobody beyond
   // the callers themselves, every team with the default policy.
   std::shared_ptr<const UserDirectory> users;
+  std::string public_url;                       // links in job notifications: PUBLIC_URL/v1/jobs/ID
+  std::string sendmail = "/usr/sbin/sendmail";  // mail to a job's mail_user; absent: no mail
 };
 
 // Where a new job sits in its array, and whether it goes straight into the queue (an
@@ -252,6 +260,10 @@ class ControllerState {
   void StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms);
   void Requeue(JobRecord& job, const std::string& event);
   void Finish(JobRecord& job, JobState state, const std::string& reason);
+  // Tells those the job (or its team's defaults) names of `event` (start, end, fail, preempt).
+  void NotifyJob(const JobRecord& job, const std::string& event);
+  // A job's webhook must go to a host its team allows (admins: any).
+  Status CheckNotifyTarget(const Actor& who, const JobSpec& spec) const;
   void RemoveRunning(const std::string& id);
   void RemovePending(const std::string& id);
   void RemovePending(const std::set<std::string>& ids);

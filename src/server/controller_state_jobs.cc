@@ -184,6 +184,7 @@ void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   counters_["started"]++;
   Dirty(job);
   for (const NodeShare& ns : s.placement.nodes) SendStart(job, ns.node);
+  NotifyJob(job, "start");
 }
 
 void ControllerState::SendStart(const JobRecord& job, int node_index) {
@@ -272,6 +273,7 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
     case StopCause::kPreempt:
       job->evictions++;
       Requeue(*job, "preempted");
+      NotifyJob(*job, "preempt");
       return;
     case StopCause::kCancel: Finish(*job, JobState::kCancelled, job->reason); return;
     case StopCause::kTimeLimit:
@@ -318,6 +320,7 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
   Dirty(job);
+  NotifyJob(job, state == JobState::kFailed ? "fail" : "end");
 }
 
 void ControllerState::RemoveRunning(const std::string& id) {

@@ -35,9 +35,15 @@ Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
   Status s = CheckSubmitter(who, spec);
   if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
   if (s.ok()) s = CheckTeamPermissions(who, spec);
+  if (s.ok()) s = CheckNotifyTarget(who, spec);
   if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
   if (s.ok()) s = ResolveDependency(who, spec);
+  if (s.ok() && spec.command.empty() && spec.hold_gpus_ms == 0) {
+    s = Status::Invalid("command",
+                        "is missing: give the command to run (after -- on the CLI), or hold_gpus: "
+                        "DURATION (--hold-gpus) to hold the GPUs without one");
+  }
   return s;
 }
 

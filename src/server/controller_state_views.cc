@@ -38,6 +38,8 @@ Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
     if (!f.state.empty() && !active_only && job.state != wanted) continue;
     if (!f.team.empty() && s.team != f.team) continue;
     if (!f.user.empty() && s.user != f.user) continue;
+    if (f.since_ms >= 0 && job.end_ms >= 0 && job.end_ms < f.since_ms) continue;
+    if (f.until_ms >= 0 && job.submit_ms > f.until_ms) continue;
     out.push_back(ApiView(job, false));
   }
   return nlohmann::json{{"jobs", out}};

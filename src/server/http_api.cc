@@ -356,11 +356,16 @@ void HttpApi::Routes() {
            Send(res, submitted->created ? 201 : 200, submitted->job);
          }));
   s.Get("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
-          if (!OnlyParams(req, res, {"state", "team", "user", "limit"})) return;
+          if (!OnlyParams(req, res, {"state", "team", "user", "limit", "since", "until"})) return;
           JobFilter f;
           f.state = req.get_param_value("state");
           f.team = req.get_param_value("team");
           f.user = req.get_param_value("user");
+          for (auto [name, at] : {std::pair{"since", &f.since_ms}, {"until", &f.until_ms}}) {
+            if (req.has_param(name) && !ParseUtc(req.get_param_value(name), at)) {
+              return ReplyError(res, 400, "invalid_argument", "must be a UTC time: 2026-11-26T14:00:00Z", name);
+            }
+          }
           int64_t limit = 500;
           if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
           f.limit = static_cast<int>(limit);

@@ -177,6 +177,8 @@ nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const
     spec.erase("command");
     spec.erase("env");
     spec.erase("working_dir");
+    spec.erase("webhook");
+    spec.erase("mail_user");
   }
   nlohmann::json j = {{"id", s.id},
                       {"name", s.name},

@@ -1,7 +1,12 @@
-// Webhook delivery with cpp-httplib.
+// Webhook delivery with cpp-httplib; mail through the local sendmail, fed on a pipe.
 #include "server/notifier.h"
 
 #include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include "server/job_record.h"
 
@@ -10,8 +15,9 @@ namespace gantry {
 namespace {
 
 constexpr size_t kMaxQueued = 1000;
+constexpr int kMailTimeoutS = 30;
 
-bool Send(const std::string& url, const std::string& body) {
+bool SendWebhook(const std::string& url, const std::string& body) {
   size_t scheme = url.find("://");
   size_t path_at = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
   std::string origin = path_at == std::string::npos ? url : url.substr(0, path_at);
@@ -24,9 +30,60 @@ bool Send(const std::string& url, const std::string& body) {
   return res && res->status >= 200 && res->status < 300;
 }
 
+// A header value on one line: control characters become spaces (no header injection).
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return s.substr(0, 200);
+}
+
+// Runs `sendmail -t -oi` with the message on its stdin; true when it exits 0 in time.
+bool SendMail(const std::string& sendmail, const std::string& message) {
+  if (::access(sendmail.c_str(), X_OK) != 0) return false;
+  int in[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return false;
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    return false;
+  }
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+    }
+    ::execl(sendmail.c_str(), sendmail.c_str(), "-t", "-oi", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  bool wrote = true;
+  for (size_t off = 0; off < message.size() && wrote;) {
+    ssize_t n = ::write(in[1], message.data() + off, message.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    wrote = n > 0;
+    if (wrote) off += static_cast<size_t>(n);
+  }
+  ::close(in[1]);
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kMailTimeoutS);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return wrote && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 }  // namespace
 
-Notifier::Notifier() : thread_([this] { Loop(); }) {}
+Notifier::Notifier(std::string sendmail) : sendmail_(std::move(sendmail)), thread_([this] { Loop(); }) {}
 
 Notifier::~Notifier() {
   {
@@ -39,13 +96,22 @@ Notifier::~Notifier() {
 
 void Notifier::Post(const std::string& url, nlohmann::json body) {
   if (url.empty()) return;
+  Enqueue({url, std::move(body), "", "", ""});
+}
+
+void Notifier::Mail(const std::string& to, const std::string& subject, const std::string& body) {
+  if (to.empty()) return;
+  Enqueue({"", nullptr, to, subject, body});
+}
+
+void Notifier::Enqueue(Message m) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (queue_.size() >= kMaxQueued) {
+      (queue_.front().url.empty() ? mails_failed_ : failed_)++;
       queue_.pop_front();
-      failed_++;
     }
-    queue_.emplace_back(url, std::move(body));
+    queue_.push_back(std::move(m));
   }
   cv_.notify_one();
 }
@@ -60,20 +126,40 @@ uint64_t Notifier::failed() const {
   return failed_;
 }
 
+uint64_t Notifier::mails_sent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mails_sent_;
+}
+
+uint64_t Notifier::mails_failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mails_failed_;
+}
+
+bool Notifier::Deliver(const Message& m) const {
+  if (!m.url.empty()) return SendWebhook(m.url, m.body.dump(-1, ' ', false, kReplaceBadUtf8));
+  std::string message = "To: " + OneLine(m.to) + "\nSubject: " + OneLine(m.subject) +
+                        "\nContent-Type: text/plain; charset=utf-8\n\n" + m.text;
+  return SendMail(sendmail_, message);
+}
+
 void Notifier::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping with nothing left to send
-    auto [url, body] = std::move(queue_.front());
+    Message m = std::move(queue_.front());
     queue_.pop_front();
     bool stopping = stop_;
     lock.unlock();
-    std::string text = body.dump(-1, ' ', false, kReplaceBadUtf8);
     bool ok = false;
-    for (int attempt = 0; attempt < (stopping ? 1 : 3) && !ok; ++attempt) ok = Send(url, text);
+    for (int attempt = 0; attempt < (stopping ? 1 : 3) && !ok; ++attempt) ok = Deliver(m);
     lock.lock();
-    (ok ? sent_ : failed_)++;
+    if (m.url.empty()) {
+      (ok ? mails_sent_ : mails_failed_)++;
+    } else {
+      (ok ? sent_ : failed_)++;
+    }
   }
 }
 

@@ -203,7 +203,7 @@ TEST_F(FrontEnd, EverySubmitUnderLoadGetsAnAnswer) {
     clients.emplace_back([&] {
       auto c = server_->Client(kAliceToken);
       for (int i = 0; i < 150; ++i) {
-        auto r = c.Post("/v1/jobs", R"({"gpus": 1, "estimated_duration": 1h})", "application/json");
+        auto r = c.Post("/v1/jobs", R"({"gpus": 1, "estimated_duration": 1h, "hold_gpus": "1h"})", "application/json");
         answered += r ? 1 : 0;
         created += r && r->status == 201;
       }

@@ -7,20 +7,12 @@
 #include <thread>
 
 #include "controller_harness.h"
+#include "webhook_sink.h"
 
 namespace gantry::testing {
 namespace {
 
 const TimeMs kNov10 = Utc("2026-11-10T00:00:00Z");
-
-// Polls `done` (the controller's periodic tick runs every 20 ms in these tests).
-bool WaitFor(const std::function<bool()>& done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
 
 nlohmann::json Usage(Harness& h, const std::string& by, const Actor& who = kAdmin) {
   UsageQuery q;
@@ -39,34 +31,6 @@ std::function<void(ControllerOptions&)> Quotas(const std::string& yaml) {
     o.ledger_flush_ms = 0;
   };
 }
-
-// Receives alert webhooks on a loopback port.
-struct WebhookSink {
-  WebhookSink() {
-    server.Post("/hook", [this](const httplib::Request& req, httplib::Response&) {
-      std::lock_guard<std::mutex> lock(mu);
-      bodies.push_back(nlohmann::json::parse(req.body));
-    });
-    port = server.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { server.listen_after_bind(); });
-  }
-  ~WebhookSink() {
-    server.stop();
-    thread.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/hook"; }
-  std::vector<std::string> kinds() {
-    std::lock_guard<std::mutex> lock(mu);
-    std::vector<std::string> out;
-    for (const auto& b : bodies) out.push_back(b["kind"]);
-    return out;
-  }
-  httplib::Server server;
-  int port = 0;
-  std::thread thread;
-  std::mutex mu;
-  std::vector<nlohmann::json> bodies;
-};
 
 TEST(Ledger, EveryRunIsBilledAndSurvivesARestart) {
   std::string db;

@@ -35,7 +35,8 @@ class RecordingLink : public NodeLink {
 
 // The harness's users: alice (vision) and bob (nlp), a vision team admin and an ops
 // admin; both teams may use every priority class and non-preemptible jobs, so tests of
-// the engine's mechanisms are not tests of permissions (tests/security/ has those).
+// the engine's mechanisms are not tests of permissions (tests/security/ has those). Only
+// vision may send job webhooks, to 127.0.0.1.
 inline std::shared_ptr<const UserDirectory> HarnessUsers() {
   auto users = std::make_shared<UserDirectory>();
   const char* rows[][3] = {
@@ -46,7 +47,11 @@ inline std::shared_ptr<const UserDirectory> HarnessUsers() {
     users->Add(e);
   }
   for (const char* team : {"vision", "nlp", "speech"}) {
-    users->SetTeam(team, {{"critical", "high", "medium", "low"}, true, "", false});
+    TeamPolicy p;
+    p.priorities = {"critical", "high", "medium", "low"};
+    p.non_preemptible = true;
+    if (std::string(team) == "vision") p.webhook_hosts = {"127.0.0.1"};  // job webhooks to loopback receivers
+    users->SetTeam(team, std::move(p));
   }
   return users;
 }

@@ -32,7 +32,7 @@ TEST(CrashSafety, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
     clients.emplace_back([&, t] {
       for (int n = 0; !stop; ++n) {
         std::string key = fmt::format("c{}-{}", t, n);
-        std::string body = fmt::format(R"({{"gpus": 1, "name": "{}"}})", key);
+        std::string body = fmt::format(R"({{"gpus": 1, "name": "{}", "hold_gpus": "1d"}})", key);
         // Retry the same key until the server acknowledges it (it may be down or restarting).
         while (!stop) {
           std::string at;

@@ -39,7 +39,7 @@ TEST_F(HttpApi, SubmitJsonOrYamlThenQueueAndCancel) {
   nlohmann::json first = Json(a);
   EXPECT_EQ(first["state"], "running");
   EXPECT_EQ(first["placement"][0]["node"], "a100-80gb-0");
-  auto b = c.Post("/v1/jobs", "gpus: 2\ngpu_types: [A100-80GB]\nname: waits\n", "application/yaml");
+  auto b = c.Post("/v1/jobs", "gpus: 2\ngpu_types: [A100-80GB]\nname: waits\nhold_gpus: 1d\n", "application/yaml");
   ASSERT_EQ(b->status, 201);
   std::string waiting = Json(b)["id"];
   nlohmann::json queue = Json(c.Get("/v1/queue"));
@@ -93,7 +93,9 @@ TEST_F(HttpApi, TeamsAreIsolated) {
   auto other_team = bob.Post("/v1/jobs", R"({"gpus": 1, "team": "vision"})", "application/json");
   EXPECT_EQ(other_team->status, 403);
   // A team admin may submit for a teammate; a user may not.
-  EXPECT_EQ(server_->Client(kLeadToken).Post("/v1/jobs", R"({"gpus": 1, "user": "alice"})", "application/json")->status,
+  EXPECT_EQ(server_->Client(kLeadToken)
+                .Post("/v1/jobs", R"({"gpus": 1, "user": "alice", "hold_gpus": "1h"})", "application/json")
+                ->status,
             201);
   EXPECT_EQ(bob.Post("/v1/jobs", R"({"gpus": 1, "user": "carl"})", "application/json")->status, 403);
   EXPECT_EQ(Json(server_->Client(kRootToken).Get("/v1/jobs"))["jobs"].size(), 2u);
@@ -103,12 +105,12 @@ TEST_F(HttpApi, TeamsAreIsolated) {
 TEST_F(HttpApi, RetriedSubmitWithAnIdempotencyKeyMakesOneJob) {
   auto c = server_->Client(kAliceToken);
   httplib::Headers key = {{"Idempotency-Key", "retry-1"}};
-  auto a = c.Post("/v1/jobs", key, R"({"gpus": 1})", "application/json");
-  auto b = c.Post("/v1/jobs", key, R"({"gpus": 1})", "application/json");
+  auto a = c.Post("/v1/jobs", key, R"({"gpus": 1, "hold_gpus": "1h"})", "application/json");
+  auto b = c.Post("/v1/jobs", key, R"({"gpus": 1, "hold_gpus": "1h"})", "application/json");
   EXPECT_EQ(a->status, 201);
   EXPECT_EQ(b->status, 200);
   EXPECT_EQ(Json(a)["id"], Json(b)["id"]);
-  EXPECT_EQ(c.Post("/v1/jobs", key, R"({"gpus": 2})", "application/json")->status, 422);
+  EXPECT_EQ(c.Post("/v1/jobs", key, R"({"gpus": 2, "hold_gpus": "1h"})", "application/json")->status, 422);
   EXPECT_EQ(Json(c.Get("/v1/jobs"))["jobs"].size(), 1u);
 }
 
@@ -119,7 +121,7 @@ TEST_F(HttpApi, OnlyAdminsDrainOneGpuOrANode) {
   EXPECT_EQ(root.Post("/v1/nodes/t4-0/drain?gpu=7", "", "text/plain")->status, 400);
   nlohmann::json nodes = Json(root.Get("/v1/nodes"));
   EXPECT_TRUE(nodes["nodes"][1]["gpus"][1]["fenced"].get<bool>());
-  auto two_t4 = root.Post("/v1/jobs", R"({"gpus": 2, "gpu_types": ["T4"]})", "application/json");
+  auto two_t4 = root.Post("/v1/jobs", R"({"gpus": 2, "gpu_types": ["T4"], "hold_gpus": "1h"})", "application/json");
   EXPECT_EQ(Json(two_t4)["state"], "pending");  // one T4 is fenced
   EXPECT_EQ(root.Post("/v1/nodes/t4-0/undrain?gpu=1", "", "text/plain")->status, 200);
   EXPECT_EQ(WaitFor(Json(two_t4)["id"], "running", kRootToken), "running");
@@ -202,7 +204,8 @@ TEST_F(HttpApi, AQuotaFileWrittenLaterApplies) {
   ASSERT_FALSE(std::filesystem::exists(server_->dir() + "/config/team_quotas.yaml"));
   auto c = server_->Client(kAliceToken);
   auto verdict = [&] {
-    return Json(c.Post("/v1/jobs?dry_run=true", R"({"gpus": 2, "gpu_types": ["T4"]})", "application/json"))["jobs"][0];
+    return Json(c.Post("/v1/jobs?dry_run=true", R"({"gpus": 2, "gpu_types": ["T4"], "command": "true"})",
+                       "application/json"))["jobs"][0];
   };
   ASSERT_TRUE(verdict()["ok"].get<bool>());
   std::ofstream(server_->dir() + "/config/team_quotas.yaml") << "teams:\n  vision: {max_gpus: 1}\n";
@@ -220,7 +223,8 @@ TEST_F(HttpApi, AQuotaFileWrittenLaterApplies) {
 TEST_F(HttpApi, ABatchIsAllOrNothingAndReplaysByKey) {
   auto c = server_->Client(kAliceToken);
   auto bad =
-      c.Post("/v1/jobs/batch", R"({"jobs": [{"gpus": 1, "command": "true"}, {"gpus": 1, "gpu_types": ["Z100"]}]})",
+      c.Post("/v1/jobs/batch",
+             R"({"jobs": [{"gpus": 1, "command": "true"}, {"gpus": 1, "gpu_types": ["Z100"], "command": "true"}]})",
              "application/json");
   EXPECT_EQ(bad->status, 400) << bad->body;
   EXPECT_EQ(Json(bad)["error"]["field"], "jobs[1].gpu_types");

@@ -1,0 +1,80 @@
+// Job notifications: when a job starts, ends, fails or is preempted, those it (or its
+// team's defaults) names hear of it by webhook (JSON or Slack's {"text"}) and mail. They
+// are effects, sent after the commit by the Notifier's thread, never by the scheduler.
+#include <fmt/format.h>
+
+#include "billing/report.h"
+#include "core/notify.h"
+#include "server/controller_state.h"
+
+namespace gantry {
+
+namespace {
+
+// "job 12 (train) failed: exit code 3"
+std::string Headline(const JobRecord& job, const std::string& event) {
+  const JobSpec& s = *job.spec;
+  std::string what = s.name.empty() ? "job " + s.id : fmt::format("job {} ({})", s.id, s.name);
+  if (event == "start") return fmt::format("{} started (run {})", what, job.runs);
+  if (event == "preempt") return what + " was preempted and is queued again";
+  std::string line = fmt::format("{} {}", what, ToString(job.state));
+  if (!job.reason.empty()) line += ": " + job.reason;
+  return line;
+}
+
+}  // namespace
+
+Status ControllerState::CheckNotifyTarget(const Actor& who, const JobSpec& spec) const {
+  if (spec.webhook.empty() || who.admin()) return Status::Ok();
+  const TeamPolicy& policy = TeamOf(spec.team);
+  std::string host = UrlHost(spec.webhook);
+  if (HostAllowed(host, policy.webhook_hosts)) return Status::Ok();
+  if (policy.webhook_hosts.empty()) {
+    return Status::Denied("webhook", fmt::format("team {} may not send job webhooks (an admin lists the hosts it may "
+                                                 "use as webhook_hosts in users.yaml)",
+                                                 spec.team));
+  }
+  return Status::Denied("webhook", fmt::format("host {} is not one team {} may send to ({})", host, spec.team,
+                                               fmt::join(policy.webhook_hosts, ", ")));
+}
+
+void ControllerState::NotifyJob(const JobRecord& job, const std::string& event) {
+  const JobSpec& s = *job.spec;
+  const TeamPolicy& policy = TeamOf(s.team);
+  bool own = !s.notify.empty();
+  const std::vector<std::string>& events = own ? s.notify : policy.notify_events;
+  if (!NotifyWants(events, event)) return;
+  std::string webhook = own ? s.webhook : policy.notify_webhook;
+  std::string format = own && !s.notify_format.empty() ? s.notify_format : policy.notify_format;
+  if (webhook.empty() && s.mail_user.empty()) return;
+  std::string message = Headline(job, event);
+  std::string link = options_.public_url.empty() ? "" : options_.public_url + "/v1/jobs/" + s.id;
+  double cost = RoundTo(accounting_.JobCost(job, now_), 4);
+  counters_["notify_" + event]++;
+  if (!webhook.empty()) {
+    nlohmann::json body;
+    if (format == "slack") {
+      body = {{"text", link.empty() ? message : fmt::format("{} <{}|details>", message, link)}};
+    } else {
+      nlohmann::json view = ApiView(job, false);
+      view["cost"] = cost;
+      view["currency"] = options_.pricing.currency;
+      body = {{"kind", "job_" + event},
+              {"event", event},
+              {"message", message},
+              {"time", FormatUtc(now_)},
+              {"job", std::move(view)}};
+      if (!link.empty()) body["link"] = link;
+    }
+    effects_.webhooks.push_back({webhook, std::move(body)});
+  }
+  if (!s.mail_user.empty()) {
+    std::string text = fmt::format("{}\n\nuser: {}\nteam: {}\nstate: {}\nruns: {}\ncost: {:.4f} {}\n", message, s.user,
+                                   s.team, ToString(job.state), job.runs, cost, options_.pricing.currency);
+    if (job.exit_code >= 0) text += fmt::format("exit code: {}\n", job.exit_code);
+    if (!link.empty()) text += link + "\n";
+    effects_.mails.push_back({s.mail_user, "[gantry] " + message, std::move(text)});
+  }
+}
+
+}  // namespace gantry
