@@ -7,6 +7,7 @@
 
 #include "agent/process.h"
 #include "cli/agent_command.h"
+#include "cli/cli_docs.h"
 #include "cli/demo.h"
 #include "cli/gpus_command.h"
 #include "cli/server_command.h"
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
   // writes without MSG_NOSIGNAL). After the shim: jobs keep the default.
   signal(SIGPIPE, SIG_IGN);
-  CLI::App app{"Gantry: a GPU cluster manager for ML teams"};
+  CLI::App app{"Gantry: a GPU cluster manager for ML teams", "gantry"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gantry 0.1.0");
 
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 60.0));
 
   auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
+  std::function<int()> docs = gantry::AddCliDocs(app, std::cout, std::cerr);  // after every other command
 
   // Everything after the first "--" is a job's command, never options.
   std::vector<const char*> args = gantry::SplitAtDashes(argc, argv, client->command.get());
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
     return gantry::RunServer(server, std::cout, std::cerr);
   }
   if (int rc = client->run(); rc >= 0) return rc;
+  if (int rc = docs(); rc >= 0) return rc;
   if (*sim_cmd) {
     sim.sim.restart_overhead_ms = static_cast<gantry::DurationMs>(restart_overhead_s * 1000);
     sim.sim.default_checkpoint_interval_ms = static_cast<gantry::DurationMs>(checkpoint_s * 1000);

@@ -1,0 +1,85 @@
+// The CLI's own documentation, generated from its definitions: `gantry help CMD` with
+// examples, bash completion that completes commands and each command's flags, and man
+// pages that groff reads without a warning.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "command_util.h"
+#include "test_util.h"
+
+namespace gantry::testing {
+namespace {
+
+std::string Gantry(const std::string& args, int* rc = nullptr) {
+  std::string out;
+  int status = RunCommand(std::string(GANTRY_BINARY) + " " + args + " 2>&1", &out);
+  if (rc) *rc = status;
+  return out;
+}
+
+TEST(CliDocs, HelpNamesACommandAndShowsItsExamples) {
+  int rc = 0;
+  std::string out = Gantry("help submit", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("Usage: gantry submit"), std::string::npos) << out;
+  EXPECT_NE(out.find("--hold-gpus"), std::string::npos) << out;
+  EXPECT_NE(out.find("Examples:\n  gantry submit -g 2"), std::string::npos) << out;
+  EXPECT_EQ(Gantry("submit --help"), out);  // the same text either way
+  out = Gantry("help nosuch", &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("no command 'nosuch'"), std::string::npos) << out;
+  out = Gantry("help", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("gantry help COMMAND"), std::string::npos) << out;
+}
+
+// Asks the generated bash function for the words that complete `line`.
+std::string Complete(const std::string& words, int cword) {
+  std::string out;
+  std::string script = std::string("source <(") + GANTRY_BINARY + " completion bash); COMP_WORDS=(" + words +
+                       "); COMP_CWORD=" + std::to_string(cword) + "; _gantry; echo \"${COMPREPLY[*]}\"";
+  RunCommand("bash -c '" + script + "'", &out);
+  return out;
+}
+
+TEST(CliDocs, BashCompletesCommandsAndTheirFlags) {
+  EXPECT_EQ(Complete("gantry sub", 1), "submit\n");
+  EXPECT_EQ(Complete("gantry submit --mail", 2), "--mail-type --mail-user\n");
+  EXPECT_EQ(Complete("gantry jobs --si", 2), "--since\n");
+  EXPECT_EQ(Complete("gantry help que", 2), "queue\n");
+  EXPECT_EQ(Complete("gantry run -g 1 -- --he", 5), "\n");  // after --: the job's own words
+  // Every flag of every command is in the script.
+  std::string script = Gantry("completion bash");
+  for (const char* flag : {"--hold-gpus", "--notify-format", "--public-url", "--array", "--dependency", "--utc"}) {
+    EXPECT_NE(script.find(flag), std::string::npos) << flag;
+  }
+  std::string zsh = Gantry("completion zsh");
+  EXPECT_EQ(zsh.rfind("#compdef gantry\n", 0), 0u);
+}
+
+TEST(CliDocs, ManPagesForEveryCommand) {
+  std::string dir = ::testing::TempDir() + "gantry-man-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  int rc = 0;
+  std::string out = Gantry("man --dir " + dir, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/gantry.1"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/gantry-submit.1"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/gantry-wait.1"));
+  std::string page = Gantry("man submit");
+  EXPECT_EQ(page.rfind(".TH GANTRY-SUBMIT 1", 0), 0u) << page;
+  EXPECT_NE(page.find("\\fB\\-\\-hold\\-gpus\\fR \\fITEXT\\fR"), std::string::npos) << page;
+  EXPECT_NE(page.find(".SH EXAMPLES"), std::string::npos);
+  if (RunCommand("command -v groff >/dev/null", &out) == 0) {
+    for (const char* name : {"gantry.1", "gantry-submit.1", "gantry-server.1"}) {
+      std::string warnings;
+      RunCommand("groff -man -ww -z " + dir + "/" + name + " 2>&1", &warnings);
+      EXPECT_EQ(warnings, "") << name;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gantry::testing
