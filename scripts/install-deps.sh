@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev tzdata
   libgtest-dev libgmock-dev libbenchmark-dev
   curl procps openssl clang libclang-rt-14-dev
+  python3 python3-venv groff-base
 )
 
 missing=()
