@@ -20,6 +20,7 @@ struct UpdateFlags {
   std::string estimate;
   std::vector<std::string> gpu_types;
   double cost_limit = -1;
+  std::string dependency;
 };
 
 nlohmann::json Changes(const UpdateFlags& f) {
@@ -30,6 +31,7 @@ nlohmann::json Changes(const UpdateFlags& f) {
   if (!f.estimate.empty()) changes["estimated_duration"] = f.estimate;
   if (!f.gpu_types.empty()) changes["gpu_types"] = f.gpu_types;
   if (f.cost_limit >= 0) changes["cost_limit"] = f.cost_limit;
+  if (!f.dependency.empty()) changes["dependency"] = f.dependency == "none" ? "" : f.dependency;
   return changes;
 }
 
@@ -66,7 +68,8 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
   auto ids = std::make_shared<std::vector<std::string>>();
   auto f = std::make_shared<UpdateFlags>();
   CLI::App* update = app.add_subcommand(
-      "update", "Change pending jobs (name, priority, limits, estimate, GPU types); a running job's time limit");
+      "update",
+      "Change pending jobs (name, priority, limits, estimate, GPU types, dependency); a running job's time limit");
   p.common(update);
   update->add_option("ids", *ids, "Job ids")->required();
   update->add_option("--name", f->name, "Job name");
@@ -76,6 +79,7 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
   update->add_option("--estimate", f->estimate, "Estimated run time, e.g. 30m");
   update->add_option("-t,--gpu-type", f->gpu_types, "Allowed GPU type (repeat for several; replaces the list)");
   update->add_option("--cost-limit", f->cost_limit, "Stop the job once it has cost this much");
+  update->add_option("-d,--dependency", f->dependency, "A new dependency list (afterok:ID,...); none: no dependency");
   update->callback([=, &out] {
     *chosen = [=, &out]() -> int {
       nlohmann::json changes = Changes(*f);
