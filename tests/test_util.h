@@ -66,6 +66,7 @@ class MakeJob {
   MakeJob& Tolerate(std::string k, std::string v = "") { return spec_.tolerations.push_back({k, v}), *this; }
   MakeJob& Estimate(DurationMs d) { return spec_.estimated_duration_ms = d, *this; }
   MakeJob& Limit(DurationMs d) { return spec_.time_limit_ms = d, *this; }
+  MakeJob& Pin(std::vector<int> gpus) { return spec_.request.gpu_indices = std::move(gpus), *this; }
 
   JobSpec spec() const { return spec_; }
   operator JobSpec() const { return spec_; }  // NOLINT(google-explicit-constructor)

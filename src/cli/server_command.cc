@@ -133,6 +133,18 @@ Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, co
   return Status::Ok();
 }
 
+// The server's address for links in notifications: --public-url, else --listen (this
+// host's name for a wildcard address); empty for port 0 (not known yet).
+std::string PublicUrl(const ServerOptions& o, const std::string& host, int port) {
+  std::string url = o.public_url;
+  if (url.empty() && port != 0) {
+    bool any = host == "0.0.0.0" || host == "::" || host == "[::]";
+    url = fmt::format("{}://{}:{}", o.tls_cert.empty() ? "http" : "https", any ? Hostname() : host, port);
+  }
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 // The controller's options from the config directory: catalog, scheduler, quotas (re-read
 // when team_quotas.yaml changes), pricing, node timeout.
 Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
@@ -244,12 +256,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   auto copts = ControllerOptionsFrom(o);
   if (!copts) return fail(copts.status(), 2);
   copts->sendmail = o.sendmail;
-  copts->public_url = o.public_url;
-  if (copts->public_url.empty() && port != 0) {
-    bool any = host == "0.0.0.0" || host == "::" || host == "[::]";
-    copts->public_url = fmt::format("{}://{}:{}", o.tls_cert.empty() ? "http" : "https", any ? Hostname() : host, port);
-  }
-  while (!copts->public_url.empty() && copts->public_url.back() == '/') copts->public_url.pop_back();
+  copts->public_url = PublicUrl(o, host, port);
   std::error_code ec;
   // Absolute: jobs run in their own working directories and the shim writes under it.
   std::string data_dir =

@@ -92,10 +92,23 @@ Expected<YAML::Node> ParseJobsLine(const std::vector<std::string>& f, const std:
   } else if (gec == std::errc() && gp == gpus.data() + gpus.size()) {
     spec["gpus"] = count;  // the server refuses counts that make no sense, naming gpus
   } else if (gpus.find_first_not_of("0123456789;| ") == std::string::npos) {
-    return Status::Invalid(where + ": allowed_gpus",
-                           fmt::format("'{}' reads as GPU indices; here it takes GPU types (e.g. A100-80GB;H100) or "
-                                       "a number of GPUs, and the scheduler picks the GPUs",
-                                       gpus));
+    // GPU indices ("0;1", "3;"): those GPUs of a single-node server, one job GPU each.
+    YAML::Node indices(YAML::NodeType::Sequence);
+    std::string cur;
+    for (char c : gpus + ";") {
+      if (c == ';' || c == '|') {
+        int index = 0;
+        auto [ip, iec] = std::from_chars(cur.data(), cur.data() + cur.size(), index);
+        if (!cur.empty() && (iec != std::errc() || ip != cur.data() + cur.size())) {
+          return Status::Invalid(where + ": allowed_gpus", "'" + cur + "' is not a GPU index");
+        }
+        if (!cur.empty()) indices.push_back(index);
+        cur.clear();
+      } else if (c != ' ') {
+        cur += c;
+      }
+    }
+    spec["gpu_indices"] = indices;
   } else {
     YAML::Node types(YAML::NodeType::Sequence);
     std::string cur;

@@ -53,6 +53,7 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("--mps-thread-percent", f.mps_thread_percent,
                 "MPS: the share of the GPU's SMs (default: the fraction)");
   c->add_flag("--prefer-listed-order", f.prefer_listed_order, "Try the --gpu-type types in the order given");
+  c->add_option("--gpu-index", f.gpu_indices, "Single-node servers: only this GPU (repeat; pins the job to them)");
   c->add_option("--node-selector", f.node_selector, "Run only on nodes with this label: KEY=VALUE (repeat)");
   c->add_option("--prefer-label", f.prefer_labels, "Prefer nodes with this label: KEY=VALUE[:WEIGHT] (repeat)");
   c->add_option("--toleration", f.tolerations, "Tolerate a node taint: KEY or KEY=VALUE (repeat)");
@@ -144,6 +145,7 @@ Status SetPlacementFlags(const SubmitFlags& f, YAML::Node& spec) {
   }
   for (const std::string& t : f.tolerations) spec["tolerations"].push_back(t);
   if (f.prefer_listed_order) spec["prefer_listed_order"] = true;
+  if (!f.gpu_indices.empty()) spec["gpu_indices"] = f.gpu_indices;
   if (f.retries >= 0) spec["retries_on_failure"] = f.retries;
   if (f.fault_retries >= 0) spec["max_retries"] = f.fault_retries;
   if (f.mps_thread_percent >= 0) spec["mps_thread_percent"] = f.mps_thread_percent;

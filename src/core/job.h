@@ -34,6 +34,14 @@ struct GpuRequest {
   int cpus = 0;                        // per node
   int64_t memory_mib = 0;              // host memory per node
   int num_nodes = 0;                   // 0: as few nodes as possible
+  std::vector<int> gpu_indices;        // single-node servers: only these GPUs (pinned); empty: any
+
+  // Bit g set: GPU g may be used (every bit when no indices are pinned).
+  uint64_t gpu_index_mask() const {
+    uint64_t mask = 0;
+    for (int g : gpu_indices) mask |= uint64_t{1} << g;
+    return gpu_indices.empty() ? ~uint64_t{0} : mask;
+  }
 
   bool whole_gpus() const { return sharing == SharingMode::kExclusive; }
 };

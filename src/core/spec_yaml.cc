@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/job_arrays.h"
@@ -72,6 +73,24 @@ Status ParseNotify(const YAML::Node& notify, JobSpec* j) {
   return Status::Ok();
 }
 
+// Pinned GPU indices: each 0..63 and listed once; whole GPUs default to one per index.
+Status CheckGpuIndices(const YAML::Node& node, GpuRequest& q) {
+  if (q.gpu_indices.empty()) return Status::Ok();
+  std::sort(q.gpu_indices.begin(), q.gpu_indices.end());
+  for (size_t i = 0; i < q.gpu_indices.size(); ++i) {
+    int g = q.gpu_indices[i];
+    if (g < 0 || g > 63) return Status::Invalid("gpu_indices", fmt::format("GPU index {} is not within 0..63", g));
+    if (i > 0 && q.gpu_indices[i - 1] == g) return Status::Invalid("gpu_indices", fmt::format("GPU {} twice", g));
+  }
+  if (q.sharing != SharingMode::kExclusive) return Status::Ok();
+  if (!node["gpus"]) q.gpus = static_cast<int>(q.gpu_indices.size());
+  if (q.gpus > static_cast<int>(q.gpu_indices.size())) {
+    return Status::Invalid("gpus",
+                           fmt::format("{} GPUs from the {} listed in gpu_indices", q.gpus, q.gpu_indices.size()));
+  }
+  return Status::Ok();
+}
+
 int64_t GbToMib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
 
 // A size in GB within 0..max, as MiB; an error names the field as written.
@@ -112,6 +131,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   q.cpus = r.Optional<int>("cpus", 0);
   q.memory_mib = ReadGbField(r, "memory_gb", 1e6);
   q.num_nodes = r.Optional<int>("nodes", 0);
+  q.gpu_indices = r.Optional<std::vector<int>>("gpu_indices", {});
   j.node_selector = r.Optional<std::map<std::string, std::string>>("node_selector", {});
   YAML::Node prefs = r.Child("preferred_labels");
   std::vector<std::string> tolerations = r.Optional<std::vector<std::string>>("tolerations", {});
@@ -163,6 +183,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   } else if (q.gpu_milli > 0) {
     q.sharing = SharingMode::kTimeSlice;
   }
+  if (Status s = CheckGpuIndices(node, q); !s.ok()) return s;
   if (node["command"] && j.command.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::Invalid("command", "is blank (leave it out and give hold_gpus for a job that only holds GPUs)");
   }

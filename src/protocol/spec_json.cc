@@ -40,6 +40,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (s.checkpointable) j["checkpointable"] = true;
   if (s.estimated_duration_ms > 0) j["estimated_duration_s"] = Seconds(s.estimated_duration_ms);
   if (s.time_limit_ms > 0) j["time_limit_s"] = Seconds(s.time_limit_ms);
+  if (!s.request.gpu_indices.empty()) j["gpu_indices"] = s.request.gpu_indices;
   if (s.hold_gpus_ms > 0) j["hold_gpus_s"] = Seconds(s.hold_gpus_ms);
   if (!s.command.empty()) j["command"] = s.command;
   if (!s.working_dir.empty()) j["working_dir"] = s.working_dir;

@@ -2,6 +2,7 @@
 #include "sched/demand.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -27,6 +28,7 @@ Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::
   d.cpus = r.cpus;
   d.memory_mib = r.memory_mib;
   d.gpu_memory_mib = r.gpu_memory_mib;
+  d.gpu_mask = r.gpu_index_mask();
   d.mig_profile.fill(-1);
   uint64_t allowed = AllowedTypeMask(r, catalog);
   for (const GpuType& t : catalog.types()) {
@@ -102,6 +104,7 @@ void AppendShapeKey(const JobSpec& spec, std::string& key) {
   Append(key, fixed);
   key += r.mig_profile;
   key += '\0';
+  Append(key, r.gpu_index_mask());
   for (const std::string& t : r.gpu_types) key.append(t).push_back('\0');
   key += '\1';
   for (const auto& [k, v] : spec.node_selector) key.append(k).append("=").append(v).push_back('\0');
@@ -111,14 +114,16 @@ void AppendShapeKey(const JobSpec& spec, std::string& key) {
 
 std::string DescribeRequest(const JobSpec& spec) {
   const GpuRequest& r = spec.request;
+  std::string pinned = r.gpu_indices.empty() ? "" : fmt::format(" of GPUs {}", fmt::join(r.gpu_indices, ","));
   switch (r.sharing) {
     case SharingMode::kExclusive:
       if (r.num_nodes > 1) return fmt::format("{} GPUs as {} nodes x {}", r.gpus, r.num_nodes, r.gpus / r.num_nodes);
-      return r.gpus == 1 ? "1 GPU" : fmt::format("{} GPUs", r.gpus);
-    case SharingMode::kTimeSlice: return fmt::format("{:g} of a GPU (time-slice)", r.gpu_milli / 1000.0);
+      return (r.gpus == 1 ? "1 GPU" : fmt::format("{} GPUs", r.gpus)) + pinned;
+    case SharingMode::kTimeSlice: return fmt::format("{:g} of a GPU (time-slice)", r.gpu_milli / 1000.0) + pinned;
     case SharingMode::kMps:
-      return fmt::format("{:g} of a GPU (MPS, {}% threads)", r.gpu_milli / 1000.0, EffectiveMpsThreadPercent(r));
-    case SharingMode::kMig: return "MIG " + r.mig_profile;
+      return fmt::format("{:g} of a GPU (MPS, {}% threads)", r.gpu_milli / 1000.0, EffectiveMpsThreadPercent(r)) +
+             pinned;
+    case SharingMode::kMig: return "MIG " + r.mig_profile + pinned;
   }
   return "?";
 }

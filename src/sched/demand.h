@@ -31,6 +31,7 @@ struct Demand {
   std::array<int8_t, 64> mig_profile{};  // per type id; -1 when the type lacks it
   int cpus = 0;
   int64_t memory_mib = 0;
+  uint64_t gpu_mask = ~uint64_t{0};  // the GPU indices it may use (pinned jobs)
 
   int total_gpus() const { return spec->request.gpus; }
 };

@@ -61,7 +61,7 @@ std::optional<PlacementChoice> Placer::FindWhole(const Demand& d, TimeMs end_ms)
       auto consider = [&](int n) {
         const NodeUse& s = state_.node(n);
         if (!PassesStaticFilters(nodes[n], s, d) || !HostFits(n, d, end_ms)) return;
-        uint64_t usable = state_.UsableIdle(n, end_ms);
+        uint64_t usable = state_.UsableIdle(n, end_ms) & d.gpu_mask;
         int idle = std::popcount(usable);
         if (idle < k) return;
         ScoreInput in;
@@ -98,7 +98,7 @@ std::optional<PlacementChoice> Placer::FindWhole(const Demand& d, TimeMs end_ms)
     for (const Candidate& c : best) {
       NodeShare ns = HostShare(c.node, d);
       bool single = false;
-      uint64_t chosen = ChooseGpus(state_, c.node, state_.UsableIdle(c.node, end_ms), k, &single);
+      uint64_t chosen = ChooseGpus(state_, c.node, state_.UsableIdle(c.node, end_ms) & d.gpu_mask, k, &single);
       for (int g = 0; g < state_.node(c.node).gpu_count; ++g) {
         if (chosen >> g & 1) ns.gpus.push_back({.gpu = g});
       }
@@ -143,6 +143,7 @@ std::optional<PlacementChoice> Placer::FindShared(const Demand& d, TimeMs end_ms
       if (!PassesStaticFilters(nodes[n], state_.node(n), d) || !HostFits(n, d, end_ms)) continue;
       for (int g = 0; g < state_.node(n).gpu_count; ++g) {
         const GpuUse& gs = state_.gpu(n, g);
+        if (!(d.gpu_mask >> g & 1)) continue;
         if (gs.mode != mode || !gs.usable || state_.GpuReservedFor(n, g, end_ms)) continue;
         if (gs.milli_used + d.milli > kMilliPerGpu || gs.memory_used + share_memory > type.memory_mib) continue;
         if (mode == GpuMode::kMps && gs.jobs >= kMaxMpsClients) continue;
@@ -157,7 +158,7 @@ std::optional<PlacementChoice> Placer::FindShared(const Demand& d, TimeMs end_ms
       int idle = pack ? 1 + i : max_idle - i;
       for (int n : state_.NodesWithIdle(t, idle)) {
         if (!PassesStaticFilters(nodes[n], state_.node(n), d) || !HostFits(n, d, end_ms)) continue;
-        uint64_t usable = state_.UsableIdle(n, end_ms);
+        uint64_t usable = state_.UsableIdle(n, end_ms) & d.gpu_mask;
         if (!usable) continue;
         offer(n, std::countr_zero(usable), static_cast<double>(d.milli) / kMilliPerGpu);
         if (++seen >= config_.candidates_per_type) break;
@@ -253,7 +254,7 @@ std::optional<PlacementChoice> Placer::FindMig(const Demand& d, TimeMs end_ms) c
       if (!PassesStaticFilters(nodes[n], s, d) || !HostFits(n, d, end_ms)) continue;
       for (int g = 0; g < s.gpu_count; ++g) {
         const GpuUse& gs = state_.gpu(n, g);
-        if (!gs.mig_enabled || !gs.usable || state_.GpuReservedFor(n, g, end_ms)) continue;
+        if (!(d.gpu_mask >> g & 1) || !gs.mig_enabled || !gs.usable || state_.GpuReservedFor(n, g, end_ms)) continue;
         MigOption opt = MigOptionFor(type, gs, profile);
         if (opt.cost > 2) continue;
         int busy_compute = 0;

@@ -49,7 +49,7 @@ std::optional<VictimFinder::NodeOption> VictimFinder::CheapestOnNode(int n, int 
   std::vector<Candidate> candidates;
   for (int g = 0; g < s.gpu_count; ++g) {
     const GpuUse& use = state_.gpu(n, g);
-    if (!use.usable || use.mig_enabled != mig || (s.reserved_mask >> g & 1)) continue;
+    if (!(d.gpu_mask >> g & 1) || !use.usable || use.mig_enabled != mig || (s.reserved_mask >> g & 1)) continue;
     const std::vector<size_t>& occ = occupants_[flat_[n] + g];
     if (static_cast<size_t>(use.jobs) > occ.size()) continue;  // holds a job started this cycle
     Candidate c{g, 0, {}};
@@ -90,13 +90,14 @@ std::optional<VictimFinder::NodeOption> VictimFinder::CheapestOnNode(int n, int 
   return opt;
 }
 
-bool VictimFinder::NodeFreeable(int n, int k, bool mig, const std::vector<char>& evicted,
+bool VictimFinder::NodeFreeable(int n, int k, const Demand& d, const std::vector<char>& evicted,
                                 const std::vector<char>& stopping) const {
   const NodeUse& s = state_.node(n);
+  const bool mig = d.mode == SharingMode::kMig;
   int free = 0;
   for (int g = 0; g < s.gpu_count && free < k; ++g) {
     const GpuUse& use = state_.gpu(n, g);
-    if (!use.usable || use.mig_enabled != mig || (s.reserved_mask >> g & 1)) continue;
+    if (!(d.gpu_mask >> g & 1) || !use.usable || use.mig_enabled != mig || (s.reserved_mask >> g & 1)) continue;
     const std::vector<size_t>& occ = occupants_[flat_[n] + g];
     if (static_cast<size_t>(use.jobs) > occ.size()) continue;
     bool ok = true;
@@ -153,8 +154,7 @@ std::optional<VictimChoice> VictimFinder::Find(const Demand& d, const std::vecto
   for (size_t v : by_cost) {
     evicted[v] = 0;
     bool still = true;
-    for (const NodeOption& o : *best)
-      still = still && NodeFreeable(o.node, k, d.mode == SharingMode::kMig, evicted, stopping);
+    for (const NodeOption& o : *best) still = still && NodeFreeable(o.node, k, d, evicted, stopping);
     if (!still) evicted[v] = 1;
   }
   for (size_t v : by_cost) {
@@ -173,7 +173,7 @@ std::optional<VictimChoice> VictimFinder::Find(const Demand& d, const std::vecto
     int taken = 0;
     for (int g = 0; g < state_.node(o.node).gpu_count && taken < k; ++g) {
       const GpuUse& use = state_.gpu(o.node, g);
-      if (!use.usable || use.mig_enabled != (d.mode == SharingMode::kMig) ||
+      if (!(d.gpu_mask >> g & 1) || !use.usable || use.mig_enabled != (d.mode == SharingMode::kMig) ||
           (state_.node(o.node).reserved_mask >> g & 1)) {
         continue;
       }

@@ -46,7 +46,8 @@ class VictimFinder {
   };
   std::optional<NodeOption> CheapestOnNode(int n, int k, const Demand& d, const std::vector<char>& eligible,
                                            const std::vector<char>& stopping) const;
-  bool NodeFreeable(int n, int k, bool mig, const std::vector<char>& evicted, const std::vector<char>& stopping) const;
+  bool NodeFreeable(int n, int k, const Demand& d, const std::vector<char>& evicted,
+                    const std::vector<char>& stopping) const;
 
   const ClusterState& state_;
   const Snapshot& snap_;

@@ -15,6 +15,10 @@ namespace {
 
 std::string NeedText(const Demand& d) {
   const GpuRequest& r = d.spec->request;
+  if (!r.gpu_indices.empty()) {
+    return fmt::format("needs {} pinned to GPUs {}", d.mode == SharingMode::kExclusive ? "its GPUs" : "its share",
+                       fmt::join(r.gpu_indices, ","));
+  }
   switch (d.mode) {
     case SharingMode::kExclusive: {
       const GangShape& s = d.gang_shapes.empty() ? GangShape{1, r.gpus} : d.gang_shapes.front();

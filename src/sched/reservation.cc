@@ -22,7 +22,7 @@ std::optional<NodeReady> ReadyTime(const ClusterState& state, int n, const Deman
   std::vector<std::pair<TimeMs, int>> free_at;
   for (int g = 0; g < s.gpu_count; ++g) {
     const GpuUse& gs = state.gpu(n, g);
-    if (!gs.usable || gs.mig_enabled != want_mig || (s.reserved_mask >> g & 1)) continue;
+    if (!(d.gpu_mask >> g & 1) || !gs.usable || gs.mig_enabled != want_mig || (s.reserved_mask >> g & 1)) continue;
     free_at.push_back({gs.jobs == 0 && !want_mig ? state.snapshot().now_ms : gs.busy_until, g});
   }
   if (static_cast<int>(free_at.size()) < k) return std::nullopt;

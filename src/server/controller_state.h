@@ -264,6 +264,7 @@ class ControllerState {
   void NotifyJob(const JobRecord& job, const std::string& event);
   // A job's webhook must go to a host its team allows (admins: any).
   Status CheckNotifyTarget(const Actor& who, const JobSpec& spec) const;
+  Status CheckPinnedGpus(const JobSpec& spec) const;
   void RemoveRunning(const std::string& id);
   void RemovePending(const std::string& id);
   void RemovePending(const std::set<std::string>& ids);

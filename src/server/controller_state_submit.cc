@@ -30,12 +30,31 @@ std::vector<std::string> SplitIds(const std::string& ids) {
 
 }  // namespace
 
+// GPU indices mean one machine's GPUs, as single-machine queues use them: only on a
+// server with exactly one node, and only indices that node has.
+Status ControllerState::CheckPinnedGpus(const JobSpec& spec) const {
+  const std::vector<int>& pinned = spec.request.gpu_indices;
+  if (pinned.empty()) return Status::Ok();
+  if (snap_.nodes.size() != 1) {
+    return Status::Invalid("gpu_indices", fmt::format("GPU indices pin GPUs on a single-node server; this cluster has "
+                                                      "{} nodes: give GPU types or a count instead",
+                                                      snap_.nodes.size()));
+  }
+  int count = static_cast<int>(snap_.nodes.front().gpus.size());
+  if (pinned.back() >= count) {
+    return Status::Invalid(
+        "gpu_indices", fmt::format("node {} has GPUs 0..{}, not {}", snap_.nodes.front().id, count - 1, pinned.back()));
+  }
+  return Status::Ok();
+}
+
 Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
   if (!spec.id.empty()) return Status::Invalid("id", "is assigned by the server");
   Status s = CheckSubmitter(who, spec);
   if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
   if (s.ok()) s = CheckTeamPermissions(who, spec);
   if (s.ok()) s = CheckNotifyTarget(who, spec);
+  if (s.ok()) s = CheckPinnedGpus(spec);
   if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
   if (s.ok()) s = ResolveDependency(who, spec);
