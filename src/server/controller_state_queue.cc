@@ -39,8 +39,11 @@ void ControllerState::OrderPending(bool force_reorder) {
     return;
   }
   if (ordered_ == snap_.pending.size()) return;
-  // Key and sort the tail, then merge it with the ordered prefix.
+  // Key and sort the tail, then merge it with the ordered prefix. The tail's keys take
+  // their age as of the last reorder, like the prefix's: keyed at a later "now", a job
+  // merged a few ms after another would count those ms as age and pass older equal jobs.
   QueueContext ctx = Context();
+  ctx.now_ms = last_reorder_;
   std::vector<QueueEntry> tail;
   for (size_t i = ordered_; i < snap_.pending.size(); ++i) tail.push_back(MakeQueueEntry(snap_.pending, i, ctx));
   std::sort(tail.begin(), tail.end(),

@@ -145,5 +145,30 @@ TEST(ControllerState, AStoppingJobsPlacementAndKillTimeComeBackFromItsDocument) 
   EXPECT_EQ(after["placement"][0]["node"], "n1");
 }
 
+// Equal jobs keep their submission order however late each is merged into the queue: a
+// job keyed a minute after its submit must not pass one keyed a second after its own.
+TEST(ControllerState, EqualJobsQueueInSubmissionOrderWhateverTheirMergeTime) {
+  StateUnderTest t;
+  ASSERT_TRUE(t.state->AttachNodes({MakeNode("n1", "A100-80GB", 1)}, &t.link, {}).ok());
+  ASSERT_TRUE(t.state->Submit(kAlice, *ParseJobSpecText(kOneGpu), "", "").ok());  // takes the GPU
+  t.state->Cycle();
+  std::vector<std::string> ids;
+  for (TimeMs merged_after : {1000, 60000, 5000}) {
+    t.now += 100;
+    t.At(t.now);
+    auto job = t.state->Submit(kAlice, *ParseJobSpecText(kOneGpu), "", "");
+    ASSERT_TRUE(job.ok());
+    ids.push_back(job->job.value("id", ""));
+    t.now += merged_after;
+    t.At(t.now);
+    t.state->Cycle();
+  }
+  Answer queue = t.state->Queue(kAlice);
+  ASSERT_TRUE(queue.ok());
+  std::vector<std::string> order;
+  for (const auto& q : (*queue)["queue"]) order.push_back(q.value("id", ""));
+  EXPECT_EQ(order, ids);
+}
+
 }  // namespace
 }  // namespace gantry::testing
