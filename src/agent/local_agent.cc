@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -152,6 +153,7 @@ RunReport LocalAgent::RecoverRun(const RunRecord& rec, const std::string& record
     r.record_file = record_file;
     std::string key = Key(r.job_id, r.run, r.node_id);
     runs_[key] = r;  // adopted: still running
+    AddLoad(key, r);
     if (mps_) {
       for (const std::string& uuid : rec.mps_gpus) mps_->Adopt(key, uuid);
     }
@@ -280,7 +282,7 @@ void LocalAgent::DoStart(StartOrder o) {
     if (Status s = WriteRunRecord(r.record_file, r); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
   }
   runs_[key] = r;
-  UpdateLoad();
+  AddLoad(key, r);
   reports_.RunStarted({o.job_id, o.run, o.node_id, false, -1, "", -1});
 }
 
@@ -440,37 +442,45 @@ void LocalAgent::Poll() {
   for (const auto& [key, code] : ended) Exited(key, code, runs_[key].stop_reason);
 }
 
-void LocalAgent::UpdateLoad() {
+void LocalAgent::AddLoad(const std::string& key, const ActiveRun& r) {
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
-    active_.clear();
-    for (const auto& [key, r] : runs_) active_[key] = {r.job_id, r.run, r.node_id, false, -1, ""};
+    active_[key] = {r.job_id, r.run, r.node_id, false, -1, ""};
   }
+  for (const AssignedGpu& g : r.gpus) {
+    GpuLoad& l = gpu_loads_[g.uuid];
+    l.milli += g.milli;
+    int64_t memory = g.memory_mib > 0 ? g.memory_mib : static_cast<int64_t>(g.milli) * 40;  // ~40 GiB a whole GPU
+    l.memory += memory;
+    if (r.pid > 0) l.processes.emplace_back(r.pid, memory);
+    SetGpuLoad(g.uuid);
+  }
+}
+
+void LocalAgent::RemoveLoad(const std::string& key, const ActiveRun& r) {
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    active_.erase(key);
+  }
+  for (const AssignedGpu& g : r.gpus) {
+    auto it = gpu_loads_.find(g.uuid);
+    if (it == gpu_loads_.end()) continue;
+    GpuLoad& l = it->second;
+    l.milli -= g.milli;
+    l.memory -= g.memory_mib > 0 ? g.memory_mib : static_cast<int64_t>(g.milli) * 40;
+    auto& procs = l.processes;
+    procs.erase(std::remove_if(procs.begin(), procs.end(), [&](const auto& p) { return p.first == r.pid; }),
+                procs.end());
+    SetGpuLoad(g.uuid);
+    if (l.milli <= 0 && procs.empty()) gpu_loads_.erase(it);
+  }
+}
+
+void LocalAgent::SetGpuLoad(const std::string& uuid) {
   if (!options_.load_sink) return;
-  struct Load {
-    double share = 0;
-    int64_t memory = 0;
-    std::vector<std::pair<int, int64_t>> processes;  // pid, GPU memory
-  };
-  std::map<std::string, Load> loads;
-  for (const auto& [key, r] : runs_) {
-    for (const AssignedGpu& g : r.gpus) {
-      Load& l = loads[g.uuid];
-      l.share += g.milli / 1000.0;
-      int64_t memory = g.memory_mib > 0 ? g.memory_mib : static_cast<int64_t>(g.milli) * 40;  // ~40 GiB a whole GPU
-      l.memory += memory;
-      if (r.pid > 0) l.processes.emplace_back(r.pid, memory);
-    }
-  }
-  for (const auto& [uuid, load] : loads) known_uuids_[uuid] = true;
-  for (const auto& [uuid, gpu] : known_uuids_) {
-    auto it = loads.find(uuid);
-    if (it == loads.end()) {
-      options_.load_sink->SetLoad(uuid, 0, 0, {});
-    } else {
-      options_.load_sink->SetLoad(uuid, std::min(1.0, it->second.share), it->second.memory, it->second.processes);
-    }
-  }
+  const GpuLoad& l = gpu_loads_[uuid];
+  double share = std::min(1.0, static_cast<double>(std::max<int64_t>(0, l.milli)) / 1000.0);
+  options_.load_sink->SetLoad(uuid, share, std::max<int64_t>(0, l.memory), l.processes);
 }
 
 std::vector<RunReport> LocalAgent::ActiveRuns() {
@@ -499,7 +509,7 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   ActiveRun r = runs_[key];
   runs_.erase(key);
   if (mps_) mps_->Release(key);
-  UpdateLoad();
+  RemoveLoad(key, r);
   if (r.pid == 0) {
     reports_.RunExited({r.job_id, r.run, r.node_id, true, code, reason, Now()});
     return;

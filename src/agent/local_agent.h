@@ -104,6 +104,11 @@ class LocalAgent : public NodeLink {
   // The job's directories with their owners; false (the run reported as failed) when the
   // job's user cannot be given its own.
   bool PrepareJobDirs(const StartOrder& o, const Account& account);
+  // A run began (or was adopted) or ended: the active runs and the GPUs' load change by it
+  // alone, so a start costs the same with 10 or 10,000 runs on the node.
+  void AddLoad(const std::string& key, const ActiveRun& r);
+  void RemoveLoad(const std::string& key, const ActiveRun& r);
+  void SetGpuLoad(const std::string& uuid);
   // The MPS daemons of the order's GPUs and the variables that reach them; false (the run
   // reported as failed and nothing held) when a daemon cannot start.
   bool AcquireMps(const StartOrder& o, std::map<std::string, std::string>* env, std::vector<std::string>* gpus);
@@ -120,7 +125,6 @@ class LocalAgent : public NodeLink {
   int64_t logs_trimmed_ms_ = 0;
   void Exited(const std::string& key, int code, std::string reason);
   // Tells the load sink what runs on each GPU, and keeps the list of active runs.
-  void UpdateLoad();
   // Adopts a run a record names, or reports how it ended.
   RunReport RecoverRun(const RunRecord& rec, const std::string& record_file);
   TimeMs Now() const { return clock_.NowMs(); }
@@ -135,9 +139,15 @@ class LocalAgent : public NodeLink {
   std::map<std::string, ActiveRun> runs_;  // by Key(); agent thread only
   std::unique_ptr<MpsDaemons> mps_;        // null: no MPS daemons (fake GPUs)
   std::mutex sessions_mu_;
-  std::map<int, std::string> sessions_;      // shim pid (= session id) -> job id
-  std::map<std::string, bool> known_uuids_;  // GPUs that had load (to clear it)
-  std::map<std::string, RunReport> active_;  // guarded by sessions_mu_
+  std::map<int, std::string> sessions_;  // shim pid (= session id) -> job id
+  // What runs on each GPU, kept as runs start and end (the fake GPUs' readings follow it).
+  struct GpuLoad {
+    int64_t milli = 0;
+    int64_t memory = 0;
+    std::vector<std::pair<int, int64_t>> processes;  // pid, GPU memory
+  };
+  std::map<std::string, GpuLoad> gpu_loads_;  // by GPU UUID; agent thread only
+  std::map<std::string, RunReport> active_;   // guarded by sessions_mu_
 
   std::mutex mu_;
   std::condition_variable cv_;
