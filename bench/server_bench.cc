@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   // comes after the commit that holds the start, so its latency bounds submit-to-assignment.
   Server s = StartServer(dir, {"--standalone", "--fake-gpus", "64x8xA100-80GB"});
   double cpu0 = CpuSeconds(s.pid);
-  Result r = Submit(s, clients, latency_jobs, R"({"gpu_fraction": 0.1, "estimated_duration": "1s"})");
+  Result r = Submit(s, clients, latency_jobs, R"({"gpu_fraction": 0.1, "hold_gpus": "1s"})");
   double cpu_us = (CpuSeconds(s.pid) - cpu0) * 1e6 / std::max(1, r.ok);
   fmt::print("{:<58} {:>10.0f} {:>9.2f} {:>9.2f} {:>9} {:>12.0f}\n",
              fmt::format("submit-to-assignment, {} jobs on free GPUs", latency_jobs), r.ok / r.seconds,

@@ -265,9 +265,11 @@ void LocalAgent::DoStart(StartOrder o) {
   r.node_id = o.node_id;
   r.gpus = o.gpus;
   if (o.spec->command.empty()) {
-    // Holds its GPUs for its estimated duration, else until stopped. No process and no
-    // files: after a restart the controller resends the order and the hold starts over.
-    if (o.spec->estimated_duration_ms > 0) r.ends_at_ms = Now() + o.spec->estimated_duration_ms;
+    // Holds its GPUs for hold_gpus (else its estimated duration, else until stopped), then
+    // ends with exit 0. No process and no files: after a restart the controller resends
+    // the order and the hold starts over.
+    DurationMs hold = o.spec->hold_gpus_ms > 0 ? o.spec->hold_gpus_ms : o.spec->estimated_duration_ms;
+    if (hold > 0) r.ends_at_ms = Now() + hold;
   } else {
     auto account = JobAccount(o);
     if (!account) return FailStart(o, 126, account.status().message());

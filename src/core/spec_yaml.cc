@@ -187,12 +187,12 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   if (node["command"] && j.command.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::Invalid("command", "is blank (leave it out and give hold_gpus for a job that only holds GPUs)");
   }
-  if (j.hold_gpus_ms > 0) {
+  if (j.hold_gpus_ms > 0) {  // the hold ends then (the node ends it); the scheduler plans with it
     if (!j.command.empty()) return Status::Invalid("hold_gpus", "a job holds its GPUs or runs a command, not both");
-    if (j.time_limit_ms > 0 && j.time_limit_ms != j.hold_gpus_ms) {
-      return Status::Invalid("time_limit", "a GPU hold ends after hold_gpus: leave time_limit out");
+    if (j.time_limit_ms > 0 && j.time_limit_ms < j.hold_gpus_ms) {
+      return Status::Invalid("hold_gpus", "is longer than the job's time_limit");
     }
-    j.time_limit_ms = j.hold_gpus_ms;
+    if (j.estimated_duration_ms == 0) j.estimated_duration_ms = j.hold_gpus_ms;
   }
   if (prefs) {
     if (!prefs.IsSequence()) return Status::Invalid("preferred_labels", "must be a list");

@@ -5,11 +5,13 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "billing/report.h"
 #include "core/log_window.h"
@@ -249,10 +251,17 @@ Expected<int> HttpApi::Bind(const std::string& host, int port) {
   return bound;
 }
 
-void HttpApi::Serve() { server_->listen_after_bind(); }
+void HttpApi::Serve() {
+  server_->listen_after_bind();
+  serve_returned_ = true;
+}
 
 void HttpApi::Shutdown() {
-  if (server_) server_->Shutdown();
+  if (!server_) return;
+  for (int i = 0; i < 5000 && !server_->is_running() && !serve_returned_; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  server_->Shutdown();
 }
 
 bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,

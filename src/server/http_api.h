@@ -2,6 +2,7 @@
 // parsing and error answers here; every state read or change goes through the Controller.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +42,8 @@ class HttpApi {
   // Binds host:port (port 0: any free port); returns the bound port or an error.
   Expected<int> Bind(const std::string& host, int port);
   void Serve();  // blocks until Shutdown
+  // Stops Serve, also when called just before Serve got going (a SIGTERM right after the
+  // ready file): the listener's stop acts only on a running server, so this waits for it.
   void Shutdown();
 
  private:
@@ -60,6 +63,7 @@ class HttpApi {
   const UserDirectory& users_;
   HttpOptions options_;
   std::unique_ptr<HttpFront> server_;
+  std::atomic<bool> serve_returned_{false};
 };
 
 }  // namespace gantry

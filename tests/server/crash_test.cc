@@ -17,6 +17,18 @@
 namespace gantry::testing {
 namespace {
 
+// A SIGTERM that comes just as the server is ready (a supervisor's restart, a test's
+// second start) stops it: the stop used to be lost when it came before the listener ran.
+TEST(CrashSafety, ASigtermRightAfterStartStopsTheServer) {
+  for (int i = 0; i < 5; ++i) {
+    std::string dir = TempPath("sigterm");
+    std::filesystem::remove_all(dir);
+    ServerProcess server(dir, "1x1xT4");
+    server.Start();
+    EXPECT_TRUE(server.TerminateWithin(20)) << "start " << i;
+  }
+}
+
 TEST(CrashSafety, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
   std::string dir = TempPath("crash");
   std::filesystem::remove_all(dir);

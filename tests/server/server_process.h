@@ -126,6 +126,20 @@ class ServerProcess {
     waitpid(pid_, &status, 0);
     pid_ = -1;
   }
+  // Sends SIGTERM and waits up to `seconds` for the process to end; false (and SIGKILL)
+  // when it did not.
+  bool TerminateWithin(int seconds) {
+    if (pid_ <= 0) return true;
+    kill(pid_, SIGTERM);
+    bool ended = false;
+    for (int i = 0; i < seconds * 100 && !ended; ++i) {
+      ended = waitpid(pid_, nullptr, WNOHANG) == pid_;
+      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!ended) Kill(SIGKILL);
+    pid_ = -1;
+    return ended;
+  }
 
   // More `gantry server` flags for the next Start.
   void AddArgs(const std::vector<std::string>& args) {

@@ -52,7 +52,10 @@ TEST_F(SubmitCli, AJobNeedsACommandOrAGpuHold) {
   EXPECT_NE(out.find("(running)"), std::string::npos) << out;
   EXPECT_EQ(out.find("hint:"), std::string::npos) << out;  // a hold has its time
   nlohmann::json job = JsonIn(Cli("job -o json " + JsonIn(Cli("jobs -o json"))["jobs"][0]["id"].get<std::string>()));
-  EXPECT_EQ(job["spec"]["time_limit_s"], 1800);
+  EXPECT_EQ(job["spec"]["estimated_duration_s"], 1800);
+  // The node ends a hold when its time is up: the job succeeds, its GPUs are free.
+  std::string brief = JsonIn(Cli("submit -o json -g 1 -t T4 --hold-gpus 1s"))["id"];
+  EXPECT_EQ(WaitFor(brief, "succeeded"), "succeeded");
   out = Cli("submit -g 1 -t T4 --hold-gpus 30m -- sleep 1", kAliceToken, &rc);
   EXPECT_NE(out.find("hold_gpus"), std::string::npos) << out;
   // Without an estimate or a limit, a hint about backfill (on stderr; stdout stays the id).
