@@ -15,6 +15,15 @@ const std::vector<std::string>& KnownEvents() {
   return kEvents;
 }
 
+// "user@host:port" of "scheme://user@host:port/path"; "" without a scheme.
+std::string Authority(const std::string& url) {
+  size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return "";
+  size_t begin = scheme + 3;
+  size_t end = url.find_first_of("/?#", begin);
+  return url.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
@@ -60,19 +69,14 @@ Status CheckWebhookUrl(const std::string& field, const std::string& url) {
       UrlHost(url).empty()) {
     return Status::Invalid(field, "must be an http:// or https:// URL with a host (at most 2048 characters)");
   }
-  size_t begin = url.find("://") + 3;
-  if (url.substr(begin, url.find_first_of("/?#", begin) - begin).find('@') != std::string::npos) {
+  if (Authority(url).find('@') != std::string::npos) {
     return Status::Invalid(field, "must not carry a user or password before the host (user@host)");
   }
   return Status::Ok();
 }
 
 std::string UrlHost(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return "";
-  size_t begin = scheme + 3;
-  size_t end = url.find_first_of("/?#", begin);
-  std::string authority = url.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  std::string authority = Authority(url);
   if (size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
   if (!authority.empty() && authority[0] == '[') {
     size_t close = authority.find(']');

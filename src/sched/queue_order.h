@@ -42,13 +42,21 @@ double QueueScore(const PendingJob& job, const QueueContext& ctx);
 int LasTier(double attained_gpu_ms, const SchedulerConfig& config);
 
 // True when entry `a` (of job id `a_id`) goes before `b`.
+// Ids in order: the server's are decimal numbers, so "9" comes before "10"; others by text.
+inline bool IdBefore(const std::string& a, const std::string& b) {
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (a.size() != b.size() && digits(a) && digits(b)) return a.size() < b.size();
+  return a < b;
+}
 inline bool QueueKeyBefore(const QueueEntry& a, const std::string& a_id, const QueueEntry& b, const std::string& b_id) {
   if (a.class_rank != b.class_rank) return a.class_rank > b.class_rank;
   if (a.nominated != b.nominated) return a.nominated;
   if (a.tier != b.tier) return a.tier < b.tier;
   if (a.score != b.score) return a.score > b.score;
   if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms;
-  return a_id < b_id;
+  return IdBefore(a_id, b_id);
 }
 inline bool QueueBefore(const QueueEntry& a, const QueueEntry& b, const std::vector<PendingJob>& pending) {
   return QueueKeyBefore(a, pending[a.pending_index].spec->id, b, pending[b.pending_index].spec->id);

@@ -170,5 +170,23 @@ TEST(ControllerState, EqualJobsQueueInSubmissionOrderWhateverTheirMergeTime) {
   EXPECT_EQ(order, ids);
 }
 
+// Jobs submitted in the same millisecond keep their order past id 9: "10" is not before "9".
+TEST(ControllerState, JobsOfOneMillisecondQueueByNumericId) {
+  StateUnderTest t;
+  ASSERT_TRUE(t.state->AttachNodes({MakeNode("n1", "A100-80GB", 1)}, &t.link, {}).ok());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 12; ++i) {
+    auto job = t.state->Submit(kAlice, *ParseJobSpecText(kOneGpu), "", "");
+    ASSERT_TRUE(job.ok());
+    ids.push_back(job->job.value("id", ""));
+  }
+  t.state->Cycle();  // job 1 takes the GPU; 2..12 wait, all submitted at the same time
+  Answer queue = t.state->Queue(kAlice);
+  ASSERT_TRUE(queue.ok());
+  std::vector<std::string> order;
+  for (const auto& q : (*queue)["queue"]) order.push_back(q.value("id", ""));
+  EXPECT_EQ(order, std::vector<std::string>(ids.begin() + 1, ids.end()));
+}
+
 }  // namespace
 }  // namespace gantry::testing
