@@ -4,7 +4,9 @@
 # compares with nvidia-smi, prints MIG instances and NVLink peers as found,
 # runs a real CUDA job (a PyTorch matrix multiply) under a standalone server and checks
 # that its process, memory and utilization are attributed to it, and measures the cost of
-# polling; the job prints its cgroup (per-job cgroups where the machine allows). Reads the
+# polling; the job prints its cgroup (per-job cgroups where the machine allows); runs the
+# GPU sharing benchmark (scripts/sharing-bench.sh) and checks that plain fractions got MPS
+# and that the MPS daemons quit after their jobs. Reads the
 # card only: no MIG job is submitted, so no instance is made; no MIG mode, compute-mode,
 # clock, power or persistence change, no reset. Writes its report to $OUT (or ./gpu-check-out).
 set -uo pipefail
@@ -116,6 +118,27 @@ else
   echo "PyTorch with CUDA is not installed here: the CUDA job was skipped"; fail=1
 fi
 kill $server; wait $server 2>/dev/null
+
+say "GPU sharing: alone, time-slice x2, plain fractions (auto: MPS here) x2 and x4"
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  OUT="$out" bash scripts/sharing-bench.sh 10 || fail=1
+  python3 - "$out/sharing-bench.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = 0
+for w in r["results"]:
+    for case, want in zip(w["cases"][1:], ["time-slice", "mps", "mps"]):
+        modes = {u.split(":", 1)[0] for u in case["gpu_use"]}
+        ok = modes == {want} and case["steps_per_s"] > 0
+        print(f"{w['size']}x{w['size']}: {sorted(modes)} (want {want}), {case['steps_per_s']:.0f} steps/s, "
+              f"jobs' readings {case['gpu_use']} {'ok' if ok else 'WRONG'}")
+        bad += 0 if ok else 1
+sys.exit(1 if bad else 0)
+PY
+  pgrep -a nvidia-cuda-mps && { echo "an MPS daemon outlived its jobs"; fail=1; } || echo "no MPS daemon left running"
+else
+  echo "PyTorch with CUDA is not installed here: the sharing benchmark was skipped"; fail=1
+fi
 
 say "result"
 [ $fail -eq 0 ] && echo "gpu-check: all checks passed" || echo "gpu-check: some checks FAILED"

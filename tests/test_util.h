@@ -80,6 +80,7 @@ inline Node MakeNode(std::string id, const std::string& type, int gpus, int nvli
   n.id = std::move(id);
   n.cpus = 64;
   n.memory_mib = 512 * 1024;
+  n.mps = true;
   for (int i = 0; i < gpus; ++i) {
     Gpu g;
     g.index = i;

@@ -52,6 +52,7 @@ Expected<std::vector<Node>> ParseFakeGpus(const std::string& spec, const GpuCata
       node.cpus = 8 * gpus;
       node.memory_mib = int64_t{64} * 1024 * gpus;
       node.labels["gantry.io/fake"] = "true";
+      node.mps = true;
       for (int g = 0; g < gpus; ++g) {
         Gpu gpu;
         gpu.index = g;

@@ -12,8 +12,15 @@
 
 namespace gantry {
 
+// The MPS control program of NVIDIA's driver packages.
+inline constexpr const char* kMpsControl = "nvidia-cuda-mps-control";
+
 class MpsDaemons {
  public:
+  // Whether this machine can run `control` (a path, or a name found on PATH): the node
+  // tells the scheduler it can host MPS jobs only then.
+  static bool Runnable(const std::string& control);
+
   // `control`: the nvidia-cuda-mps-control command (a program, maybe with arguments);
   // `dir`: where the pipe and log directories go.
   MpsDaemons(std::string control, std::string dir) : control_(std::move(control)), dir_(std::move(dir)) {}

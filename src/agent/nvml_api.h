@@ -107,6 +107,7 @@ struct Api {
   Return (*retired_pages)(Device, int, unsigned*, unsigned long long*) = nullptr;
   Return (*remapped_rows)(Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
   Return (*processes)(Device, unsigned*, ProcessInfo*) = nullptr;
+  Return (*mps_processes)(Device, unsigned*, ProcessInfo*) = nullptr;  // MPS clients (NVML lists their server above)
   Return (*process_utilization)(Device, ProcessUtilizationSample*, unsigned*, unsigned long long) = nullptr;
   Return (*event_set_create)(EventSet*) = nullptr;
   Return (*supported_events)(Device, unsigned long long*) = nullptr;

@@ -39,6 +39,7 @@ bool Api::Open(const char* path) {
   Load(retired_pages, "nvmlDeviceGetRetiredPages");
   Load(remapped_rows, "nvmlDeviceGetRemappedRows");
   Load(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+  Load(mps_processes, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
   Load(process_utilization, "nvmlDeviceGetProcessUtilization");
   Load(event_set_create, "nvmlEventSetCreate");
   Load(supported_events, "nvmlDeviceGetSupportedEventTypes");
@@ -287,25 +288,35 @@ class NvmlProvider : public GpuProvider {
     }
   }
 
-  // The compute processes on a GPU with their memory, and their SM use since the last
-  // reading where the GPU reports it (not under MIG).
-  std::vector<GpuProcess> Processes(Device& dev) const {
-    std::vector<GpuProcess> out;
-    if (!api_.processes) return out;
+  // Appends the processes one NVML list call gives (skipping pids already there).
+  using ListCall = nvml::Return (*)(nvml::Device, unsigned*, nvml::ProcessInfo*);
+  static void ListProcesses(ListCall list, nvml::Device handle, std::vector<GpuProcess>& out) {
+    if (!list) return;
     unsigned n = 0;
-    nvml::Return rc = api_.processes(dev.handle, &n, nullptr);
-    if (rc != kSuccess && rc != nvml::kInsufficientSize) return out;
+    nvml::Return rc = list(handle, &n, nullptr);
+    if (rc != kSuccess && rc != nvml::kInsufficientSize) return;
     std::vector<nvml::ProcessInfo> infos(n + 8);
     n = static_cast<unsigned>(infos.size());
-    if (api_.processes(dev.handle, &n, infos.data()) != kSuccess) return out;
+    if (list(handle, &n, infos.data()) != kSuccess) return;
     for (unsigned i = 0; i < n; ++i) {
-      GpuProcess p{static_cast<int>(infos[i].pid), static_cast<int64_t>(infos[i].used_gpu_memory >> 20), -1, -1, ""};
+      int pid = static_cast<int>(infos[i].pid);
+      if (std::any_of(out.begin(), out.end(), [&](const GpuProcess& p) { return p.pid == pid; })) continue;
+      GpuProcess p{pid, static_cast<int64_t>(infos[i].used_gpu_memory >> 20), -1, -1, ""};
       if (infos[i].gpu_instance_id != 0xFFFFFFFFu) p.gpu_instance = static_cast<int>(infos[i].gpu_instance_id);
       out.push_back(p);
     }
+  }
+
+  // The compute processes on a GPU with their memory (MPS clients too: NVML lists their
+  // server among the compute processes and the clients apart), and their SM use since the
+  // last reading where the GPU reports it (not under MIG).
+  std::vector<GpuProcess> Processes(Device& dev) const {
+    std::vector<GpuProcess> out;
+    ListProcesses(api_.processes, dev.handle, out);
+    ListProcesses(api_.mps_processes, dev.handle, out);
     if (out.empty() || !api_.process_utilization) return out;
     unsigned samples = 0;
-    rc = api_.process_utilization(dev.handle, nullptr, &samples, dev.last_process_sample_us);
+    nvml::Return rc = api_.process_utilization(dev.handle, nullptr, &samples, dev.last_process_sample_us);
     if (rc != nvml::kInsufficientSize && rc != kSuccess) return out;
     std::vector<nvml::ProcessUtilizationSample> util(samples + 8);
     samples = static_cast<unsigned>(util.size());

@@ -58,6 +58,7 @@ Expected<NodeGpus> OpenNodeGpus(const std::string& fake_spec, const std::string&
   auto inventory = gpus.provider->Inventory();
   if (!inventory) return inventory.status();
   gpus.inventory = *inventory;
+  gpus.inventory.mps = MpsDaemons::Runnable(kMpsControl);
   return gpus;
 }
 
@@ -109,7 +110,10 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     if (r.exited) logs.Ended(r.job_id);
   }
   auto registration = [&](std::vector<RunReport> runs) {
-    if (auto now = gpus->provider->Inventory()) gpus->inventory = *now;  // MIG instances may have changed
+    if (auto now = gpus->provider->Inventory()) {  // MIG instances may have changed
+      now->mps = gpus->inventory.mps;
+      gpus->inventory = *now;
+    }
     Registration reg{node_id, gpus->inventory, std::move(runs), HostCpus(), HostMemoryMib(), {}};
     if (gpus->fake) reg.labels["gantry.io/fake"] = "true";
     return reg;

@@ -18,7 +18,7 @@ Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::
       .state_dir = state_dir,
       .shim = flags.shim.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec).string() : flags.shim,
       .run_as = run_as,
-      .mps_control = fake ? "" : "nvidia-cuda-mps-control",
+      .mps_control = fake ? "" : kMpsControl,
       .gpus = gpus,
       .load_sink = fake,
       .cgroups = setup.cgroups.get(),

@@ -91,6 +91,7 @@ Status FindStandaloneGpus(const std::string& fake_spec, const GpuCatalog& catalo
     if (found.provider) {
       auto inv = found.provider->Inventory();
       if (!inv) return inv.status();
+      inv->mps = MpsDaemons::Runnable(kMpsControl);
       auto node = NodeFromInventory(Hostname(), *inv, catalog, {HostCpus(), HostMemoryMib()});
       if (!node) return node.status();
       out << fmt::format("GPUs from {}: {} GPU(s), driver {}\n", found.provider->name(), inv->gpus.size(),

@@ -26,9 +26,11 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("--project", f.project, "Project to bill");
   c->add_option("-p,--priority", f.priority, "Priority class");
   c->add_option("-g,--gpus", f.gpus, "Whole GPUs");
-  c->add_option("--gpu-fraction", f.fraction, "A fraction of one GPU (time-slice or MPS)");
+  c->add_option("--gpu-fraction", f.fraction,
+                "A fraction of one GPU (MPS or time-slice, as the site sets; see --sharing)");
   c->add_option("--mig", f.mig, "MIG profile, e.g. 3g.40gb");
-  c->add_option("--sharing", f.sharing, "exclusive, time-slice, mps or mig");
+  c->add_option("--sharing", f.sharing,
+                "For a fraction: auto (the site's default), mps or time-slice; or mig, exclusive");
   c->add_option("-t,--gpu-type", f.gpu_types, "Allowed GPU type (repeat for several)");
   c->add_option("--gpu-memory-gb", f.gpu_memory_gb, "Minimum GPU memory (or the MPS limit)");
   c->add_option("--cpus", f.cpus, "CPUs per node");

@@ -124,7 +124,19 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   if (!Str(j, "started_at").empty()) out << fmt::format("  started    {}\n", when("started_at"));
   if (!Str(j, "ended_at").empty()) out << fmt::format("  ended      {}\n", when("ended_at"));
   if (!Elapsed(j, style).empty()) out << fmt::format("  elapsed    {}\n", Elapsed(j, style));
-  if (j.contains("placement")) out << fmt::format("  placement  {}\n", PlacementSummary(j["placement"]));
+  if (j.contains("placement")) {
+    out << fmt::format("  placement  {}{}\n", PlacementSummary(j["placement"]),
+                       j.contains("sharing") && Str(j, "sharing") != "exclusive" ? " (" + Str(j, "sharing") + ")" : "");
+  }
+  for (const auto& u : j.value("gpu_use", nlohmann::json::array())) {
+    double share = u.value("share", 1.0);
+    std::string of_share =
+        share < 1 ? fmt::format(" = {:.0f}% of its {:g} share", u.value("share_used_pct", 0.0), share) : "";
+    std::string source = Str(u, "source") == "gpu" && share < 1 ? " (the whole GPU's reading, an upper bound)" : "";
+    out << fmt::format("  GPU use    {} GPU {}: SM {:.0f}%{} (average {:.0f}%), {} MiB{}\n", Str(u, "node"),
+                       Str(u, "gpu"), u.value("sm_util_pct", 0.0), of_share, u.value("avg_share_used_pct", 0.0),
+                       Str(u, "memory_used_mib"), source);
+  }
   if (j.contains("exit_code")) out << fmt::format("  exit code  {}\n", Str(j, "exit_code"));
   out << fmt::format("  runs       {} (evicted {} times)\n", Str(j, "runs"), Str(j, "evictions"));
   if (j.contains("cost")) {

@@ -21,12 +21,14 @@ const char* ToString(SharingMode m) {
     case SharingMode::kTimeSlice: return "time-slice";
     case SharingMode::kMps: return "mps";
     case SharingMode::kMig: return "mig";
+    case SharingMode::kAuto: return "auto";
   }
   return "?";
 }
 
 bool ParseSharingMode(const std::string& s, SharingMode* out) {
-  for (SharingMode m : {SharingMode::kExclusive, SharingMode::kTimeSlice, SharingMode::kMps, SharingMode::kMig}) {
+  for (SharingMode m :
+       {SharingMode::kExclusive, SharingMode::kTimeSlice, SharingMode::kMps, SharingMode::kMig, SharingMode::kAuto}) {
     if (s == ToString(m)) {
       *out = m;
       return true;
@@ -61,7 +63,7 @@ Status ValidateShape(const GpuRequest& r) {
       if (r.gpus <= 0) return Status::Invalid("gpus", fmt::format("must be at least 1, got {}", r.gpus));
       if (r.gpus > kMaxGpusPerJob)
         return Status::Invalid("gpus", fmt::format("{} is more than {}", r.gpus, kMaxGpusPerJob));
-      if (r.gpu_milli != 0) return Status::Invalid("gpu_fraction", "a fraction needs sharing time-slice or mps");
+      if (r.gpu_milli != 0) return Status::Invalid("gpu_fraction", "a fraction needs sharing auto, mps or time-slice");
       if (!r.mig_profile.empty()) return Status::Invalid("mig_profile", "a MIG profile needs sharing mig");
       if (r.num_nodes < 0 || r.num_nodes > kMaxNodesPerJob) {
         return Status::Invalid("nodes", fmt::format("must be within 0..{}, got {}", kMaxNodesPerJob, r.num_nodes));
@@ -72,6 +74,7 @@ Status ValidateShape(const GpuRequest& r) {
       return Status::Ok();
     case SharingMode::kTimeSlice:
     case SharingMode::kMps:
+    case SharingMode::kAuto:
       if (r.gpu_milli <= 0 || r.gpu_milli > kMilliPerGpu) {
         return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", r.gpu_milli / 1000.0));
       }
@@ -81,8 +84,8 @@ Status ValidateShape(const GpuRequest& r) {
       if (r.mps_thread_percent < 0 || r.mps_thread_percent > 100) {
         return Status::Invalid("mps_thread_percent", "must be within 1..100");
       }
-      if (r.sharing == SharingMode::kTimeSlice && r.mps_thread_percent != 0) {
-        return Status::Invalid("mps_thread_percent", "only for sharing mps");
+      if (r.sharing != SharingMode::kMps && r.mps_thread_percent != 0) {
+        return Status::Invalid("mps_thread_percent", "only for sharing mps (give sharing: mps with it)");
       }
       return Status::Ok();
     case SharingMode::kMig:
@@ -100,7 +103,8 @@ Status ValidateShape(const GpuRequest& r) {
 bool TypeCanServe(const GpuType& t, const GpuRequest& r) {
   switch (r.sharing) {
     case SharingMode::kExclusive: return t.memory_mib >= r.gpu_memory_mib;
-    case SharingMode::kTimeSlice: return t.memory_mib * r.gpu_milli / kMilliPerGpu >= r.gpu_memory_mib;
+    case SharingMode::kTimeSlice:
+    case SharingMode::kAuto: return t.memory_mib * r.gpu_milli / kMilliPerGpu >= r.gpu_memory_mib;
     case SharingMode::kMps: return t.memory_mib >= r.gpu_memory_mib;
     case SharingMode::kMig: {
       int p = t.FindMigProfile(r.mig_profile);

@@ -13,7 +13,9 @@
 
 namespace gantry {
 
-enum class SharingMode : uint8_t { kExclusive, kTimeSlice, kMps, kMig };
+// kAuto: a fraction that named no mode; the site's default for the node it lands on decides
+// (SharingConfig), at each start. A placement's mode is never kAuto.
+enum class SharingMode : uint8_t { kExclusive, kTimeSlice, kMps, kMig, kAuto };
 
 const char* ToString(SharingMode m);
 bool ParseSharingMode(const std::string& s, SharingMode* out);
@@ -21,11 +23,11 @@ bool ParseSharingMode(const std::string& s, SharingMode* out);
 constexpr int32_t kMilliPerGpu = 1000;
 
 // What a job needs. Exactly one of: whole GPUs (gpus >= 1, exclusive), a fraction of one
-// GPU (gpu_milli in 1..1000 with time-slice or MPS), or one MIG instance (mig_profile).
+// GPU (gpu_milli in 1..1000 with time-slice, MPS or auto), or one MIG instance (mig_profile).
 struct GpuRequest {
   SharingMode sharing = SharingMode::kExclusive;
   int gpus = 1;                        // whole GPUs in total (split evenly over num_nodes)
-  int32_t gpu_milli = 0;               // fraction x 1000 for time-slice and MPS
+  int32_t gpu_milli = 0;               // fraction x 1000 for time-slice, MPS and auto
   std::string mig_profile;             // e.g. "3g.40gb" for MIG
   int mps_thread_percent = 0;          // MPS active-thread percentage; 0: derived from gpu_milli
   int64_t gpu_memory_mib = 0;          // minimum GPU memory (whole, time-slice) or MPS pinned limit
@@ -44,6 +46,9 @@ struct GpuRequest {
   }
 
   bool whole_gpus() const { return sharing == SharingMode::kExclusive; }
+  bool fractional() const {
+    return sharing == SharingMode::kTimeSlice || sharing == SharingMode::kMps || sharing == SharingMode::kAuto;
+  }
 };
 
 // A soft preference: nodes whose label matches gain `weight` in scoring.

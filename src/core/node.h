@@ -47,6 +47,7 @@ struct Node {
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   NodeState state = NodeState::kUp;
+  bool mps = false;  // its agent can run MPS control daemons (fractions may use MPS here)
 
   bool schedulable() const { return state == NodeState::kUp; }
   GpuTypeId gpu_type() const { return gpus.empty() ? 0 : gpus.front().type; }

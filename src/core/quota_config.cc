@@ -180,7 +180,8 @@ double JobGpuShare(const GpuRequest& r, const GpuCatalog& catalog) {
   switch (r.sharing) {
     case SharingMode::kExclusive: return r.gpus;
     case SharingMode::kTimeSlice:
-    case SharingMode::kMps: return r.gpu_milli / 1000.0;
+    case SharingMode::kMps:
+    case SharingMode::kAuto: return r.gpu_milli / 1000.0;
     case SharingMode::kMig: {
       uint64_t mask = AllowedTypeMask(r, catalog);
       for (const GpuType& t : catalog.types()) {

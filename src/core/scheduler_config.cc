@@ -55,6 +55,7 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   YAML::Node limits = top.Child("time_limits");
   YAML::Node fair = top.Child("fair_share");
   YAML::Node preempt = top.Child("preemption");
+  YAML::Node sharing = top.Child("sharing");
   if (Status s = top.Finish(); !s.ok()) return s;
 
   if (!classes || !classes.IsSequence() || classes.size() == 0) {
@@ -144,6 +145,8 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   if (Status s = pr.Finish(); !s.ok()) return s;
   if (c.max_evictions < 0) return Status::Invalid("preemption.max_evictions", "must be >= 0");
   if (c.max_preemptors_per_cycle < 0) return Status::Invalid("preemption.max_preemptors_per_cycle", "must be >= 0");
+
+  if (Status s = ParseSharingConfig(sharing, &c.sharing); !s.ok()) return s;
 
   YamlReader t(limits, "time_limits");
   c.default_time_limit_ms = ReadDuration(t, "default", c.default_time_limit_ms);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "core/sharing_config.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -77,6 +78,8 @@ struct SchedulerConfig {
   // would start by itself within reclaim_patience anyway.
   DurationMs reclaim_patience_ms = 10 * kMinuteMs;
   int max_preemptors_per_cycle = 16;  // blocked jobs that may evict, per cycle
+
+  SharingConfig sharing;  // the mode of plain fractions, time-slice packing, the sim's slow-down
 
   DurationMs default_time_limit_ms = 24 * kHourMs;
   DurationMs max_time_limit_ms = 14 * 24 * kHourMs;

@@ -176,12 +176,14 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   if (node["gpu_milli"] && milli <= 0) return Status::Invalid("gpu_milli", "must be within 1..1000");
   if (!sharing.empty()) {
     if (!ParseSharingMode(sharing, &q.sharing)) {
-      return Status::Invalid("sharing", "must be exclusive, time-slice, mps or mig, not '" + sharing + "'");
+      return Status::Invalid("sharing", "must be auto, exclusive, time-slice, mps or mig, not '" + sharing + "'");
     }
   } else if (!q.mig_profile.empty()) {
     q.sharing = SharingMode::kMig;
   } else if (q.gpu_milli > 0) {
-    q.sharing = SharingMode::kTimeSlice;
+    // A thread share implies MPS; else the site's default for the node decides (sharing in
+    // scheduler_config.yaml).
+    q.sharing = q.mps_thread_percent > 0 ? SharingMode::kMps : SharingMode::kAuto;
   }
   if (Status s = CheckGpuIndices(node, q); !s.ok()) return s;
   if (node["command"] && j.command.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -231,6 +233,7 @@ Status ParseNodeGroup(const YAML::Node& g, size_t index, const GpuCatalog& catal
   double memory_gb = r.Optional<double>("memory_gb", 512);
   auto labels = r.Optional<std::map<std::string, std::string>>("labels", {});
   auto taints = r.Optional<std::vector<std::string>>("taints", {});
+  bool mps = r.Optional<bool>("mps", true);
   YAML::Node mig = r.Child("mig");
   if (Status s = r.Finish(); !s.ok()) return s;
   const GpuType* type = catalog.Find(type_name);
@@ -266,6 +269,7 @@ Status ParseNodeGroup(const YAML::Node& g, size_t index, const GpuCatalog& catal
     node.cpus = cpus;
     node.memory_mib = GbToMib(memory_gb);
     node.labels = labels;
+    node.mps = mps;
     for (const std::string& t : taints) node.taints.push_back(ParseTaint(t));
     for (int i = 0; i < gpus; ++i) {
       Gpu gpu;

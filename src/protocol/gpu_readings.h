@@ -39,6 +39,7 @@ struct GpuInventory {
   std::string provider;  // nvml, nvidia-smi, fake
   std::string driver_version;
   std::vector<GpuInfo> gpus;
+  bool mps = false;  // the node's agent can run MPS control daemons (set by the agent, not the provider)
 };
 
 struct GpuProcess {

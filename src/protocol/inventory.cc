@@ -60,6 +60,7 @@ Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory&
   node.id = node_id;
   node.cpus = size.cpus;
   node.memory_mib = size.memory_mib;
+  node.mps = inv.mps;
   node.labels["gantry.io/gpu-provider"] = inv.provider;
   if (!inv.driver_version.empty()) node.labels["gantry.io/driver"] = inv.driver_version;
   for (const GpuInfo& info : inv.gpus) {
@@ -86,6 +87,7 @@ GpuInventory FakeInventory(const std::vector<Node>& nodes, const GpuCatalog& cat
   GpuInventory inv;
   inv.provider = "fake";
   inv.driver_version = "fake";
+  inv.mps = true;  // fake nodes model an ordinary node, which can run MPS
   for (const Node& n : nodes) {
     for (const Gpu& g : n.gpus) {
       const GpuType& type = catalog.Get(g.type);

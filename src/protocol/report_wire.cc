@@ -48,7 +48,7 @@ nlohmann::json InventoryToJson(const GpuInventory& inv) {
                     {"nvlink_peers", g.nvlink_peers},
                     {"mig", mig}});
   }
-  return {{"provider", inv.provider}, {"driver_version", inv.driver_version}, {"gpus", gpus}};
+  return {{"provider", inv.provider}, {"driver_version", inv.driver_version}, {"gpus", gpus}, {"mps", inv.mps}};
 }
 
 GpuInfo GpuInfoFromJson(const nlohmann::json& g) {
@@ -70,6 +70,7 @@ GpuInventory InventoryFromJson(const nlohmann::json& j) {
   GpuInventory inv;
   inv.provider = j.value("provider", "");
   inv.driver_version = j.value("driver_version", "");
+  inv.mps = j.value("mps", false);
   for (const auto& g : FieldOr(j, "gpus", EmptyList())) inv.gpus.push_back(GpuInfoFromJson(g));
   return inv;
 }
@@ -197,6 +198,8 @@ Expected<Registration> ParseRegistration(const nlohmann::json& body) {
   } catch (const nlohmann::json::exception&) {
     return Status::Invalid("inventory", "provider and driver_version must be strings");
   }
+  if (inv.contains("mps") && !inv["mps"].is_boolean()) return Status::Invalid("inventory.mps", "must be true or false");
+  reg.inventory.mps = inv.value("mps", false);
   Status parsed = EachObject(inv, "gpus", [&](const nlohmann::json& g) {
     RequireObjects(g, "mig", "mig");
     reg.inventory.gpus.push_back(GpuInfoFromJson(g));

@@ -22,7 +22,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (!s.name.empty()) j["name"] = s.name;
   if (!s.project.empty()) j["project"] = s.project;
   if (q.sharing == SharingMode::kExclusive) j["gpus"] = q.gpus;
-  if (q.sharing == SharingMode::kTimeSlice || q.sharing == SharingMode::kMps) j["gpu_milli"] = q.gpu_milli;
+  if (q.fractional()) j["gpu_milli"] = q.gpu_milli;
   if (q.sharing == SharingMode::kMig) j["mig_profile"] = q.mig_profile;
   if (q.mps_thread_percent > 0) j["mps_thread_percent"] = q.mps_thread_percent;
   if (q.gpu_memory_mib > 0) j["gpu_memory_gb"] = static_cast<double>(q.gpu_memory_mib) / 1024;

@@ -86,7 +86,8 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
       s.free_memory -= ns.memory_mib;
       s.busy_until = std::max(s.busy_until, end);
       for (const GpuShare& share : ns.gpus) {
-        if (share.gpu >= 0 && share.gpu < s.gpu_count) TakeShare(ns.node, share, job.spec->request.sharing, end);
+        if (share.gpu >= 0 && share.gpu < s.gpu_count)
+          TakeShare(ns.node, share, HeldSharing(*job.spec, job.placement), end);
       }
     }
   }
@@ -128,6 +129,7 @@ void ClusterState::TakeShare(int n, const GpuShare& share, SharingMode mode, Tim
       break;
     case SharingMode::kTimeSlice:
     case SharingMode::kMps:
+    case SharingMode::kAuto:  // never in a placement; counted as a time-slice share
       g.mode = mode == SharingMode::kMps ? GpuMode::kMps : GpuMode::kTimeSlice;
       g.milli_used += mode == SharingMode::kMps ? share.mps_thread_percent * 10 : share.milli;
       g.memory_used += share.memory_mib;

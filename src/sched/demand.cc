@@ -69,6 +69,10 @@ Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::
       break;
     }
     case SharingMode::kTimeSlice: d.milli = r.gpu_milli; break;
+    case SharingMode::kAuto:  // MPS or time-slice by node: the share, and MPS threads if MPS
+      d.milli = r.gpu_milli;
+      d.mps_thread_percent = EffectiveMpsThreadPercent(r);
+      break;
     case SharingMode::kMps:
       d.mps_thread_percent = EffectiveMpsThreadPercent(r);
       d.milli = d.mps_thread_percent * 10;
@@ -79,7 +83,7 @@ Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::
 }
 
 int64_t ShareMemory(const Demand& d, const GpuType& t) {
-  if (d.mode == SharingMode::kMps && d.gpu_memory_mib > 0) return d.gpu_memory_mib;
+  if (d.mode == SharingMode::kMps && d.gpu_memory_mib > 0) return d.gpu_memory_mib;  // auto: the fraction's
   return t.memory_mib * d.spec->request.gpu_milli / kMilliPerGpu;
 }
 
@@ -124,6 +128,7 @@ std::string DescribeRequest(const JobSpec& spec) {
       return fmt::format("{:g} of a GPU (MPS, {}% threads)", r.gpu_milli / 1000.0, EffectiveMpsThreadPercent(r)) +
              pinned;
     case SharingMode::kMig: return "MIG " + r.mig_profile + pinned;
+    case SharingMode::kAuto: return fmt::format("{:g} of a GPU", r.gpu_milli / 1000.0) + pinned;
   }
   return "?";
 }

@@ -224,7 +224,7 @@ void Cycle::Consider(const QueueEntry& e) {
       state_.SetMigLayout(c.node, c.gpu, LayoutAfter(state_, c));
       plan_.mig_changes.push_back(c);
     }
-    state_.Apply(choice->placement, d.mode, end);
+    state_.Apply(choice->placement, choice->placement.sharing, end);
     usage_.Add(spec, snap_.nodes[choice->placement.nodes[0].node].gpu_type(), share);
     plan_.starts.push_back({e.pending_index, spec.id, std::move(choice->placement), !first_blocked_.empty()});
     return;

@@ -25,13 +25,28 @@ bool Better(const Candidate& a, const Candidate& b) {
 
 std::optional<PlacementChoice> Placer::Find(const Demand& d, TimeMs end_ms) const {
   if (d.type_mask == 0) return std::nullopt;
+  std::optional<PlacementChoice> choice;
   switch (d.mode) {
-    case SharingMode::kExclusive: return FindWhole(d, end_ms);
+    case SharingMode::kExclusive: choice = FindWhole(d, end_ms); break;
     case SharingMode::kTimeSlice:
-    case SharingMode::kMps: return FindShared(d, end_ms);
-    case SharingMode::kMig: return FindMig(d, end_ms);
+    case SharingMode::kMps:
+    case SharingMode::kAuto: return FindShared(d, end_ms);  // sets the mode it chose
+    case SharingMode::kMig: choice = FindMig(d, end_ms); break;
   }
-  return std::nullopt;
+  if (choice) choice->placement.sharing = d.mode;
+  return choice;
+}
+
+Placer::ShareNeed Placer::NeedOn(const Demand& d, int n, const GpuType& type) const {
+  const Node& node = state_.snapshot().nodes[n];
+  SharingMode mode = d.mode == SharingMode::kAuto ? ResolveSharing(config_.sharing, node, type) : d.mode;
+  if (mode == SharingMode::kMps) {  // an MPS job needs a node that can run the daemon
+    return {mode, GpuMode::kMps, d.mps_thread_percent * 10, ShareMemory(d, type), false, node.mps};
+  }
+  if (config_.sharing.time_slice_packing) {
+    return {mode, GpuMode::kTimeSlice, d.spec->request.gpu_milli, ShareMemory(d, type), false};
+  }
+  return {mode, GpuMode::kTimeSlice, kMilliPerGpu, type.memory_mib, true};  // alone on its GPU
 }
 
 bool Placer::HostFits(int n, const Demand& d, TimeMs end_ms) const {
@@ -111,16 +126,14 @@ std::optional<PlacementChoice> Placer::FindWhole(const Demand& d, TimeMs end_ms)
 
 std::optional<PlacementChoice> Placer::FindShared(const Demand& d, TimeMs end_ms) const {
   const auto& nodes = state_.snapshot().nodes;
-  const GpuMode mode = d.mode == SharingMode::kMps ? GpuMode::kMps : GpuMode::kTimeSlice;
   int best_node = -1;
   int best_gpu = -1;
   double best_score = -1;
-  int64_t best_memory = 0;
+  ShareNeed best_need;
   for (size_t rank = 0; rank < d.type_order.size(); ++rank) {
     GpuTypeId t = d.type_order[rank];
     const GpuType& type = state_.catalog().Get(t);
-    const int64_t share_memory = ShareMemory(d, type);
-    auto offer = [&](int n, int g, double gpu_fullness) {
+    auto offer = [&](int n, int g, double gpu_fullness, const ShareNeed& need) {
       const NodeUse& s = state_.node(n);
       ScoreInput in;
       in.node = &nodes[n];
@@ -135,19 +148,21 @@ std::optional<PlacementChoice> Placer::FindShared(const Demand& d, TimeMs end_ms
         best_score = score;
         best_node = n;
         best_gpu = g;
-        best_memory = share_memory;
+        best_need = need;
       }
     };
-    // GPUs already shared in the same mode with room left.
+    // GPUs already shared in the mode the job gets on that node, with room left.
     for (int n : state_.SharedNodes(t)) {
       if (!PassesStaticFilters(nodes[n], state_.node(n), d) || !HostFits(n, d, end_ms)) continue;
+      const ShareNeed need = NeedOn(d, n, type);
+      if (need.alone || !need.usable) continue;
       for (int g = 0; g < state_.node(n).gpu_count; ++g) {
         const GpuUse& gs = state_.gpu(n, g);
         if (!(d.gpu_mask >> g & 1)) continue;
-        if (gs.mode != mode || !gs.usable || state_.GpuReservedFor(n, g, end_ms)) continue;
-        if (gs.milli_used + d.milli > kMilliPerGpu || gs.memory_used + share_memory > type.memory_mib) continue;
-        if (mode == GpuMode::kMps && gs.jobs >= kMaxMpsClients) continue;
-        offer(n, g, static_cast<double>(gs.milli_used + d.milli) / kMilliPerGpu);
+        if (gs.mode != need.gpu_mode || !gs.usable || state_.GpuReservedFor(n, g, end_ms)) continue;
+        if (gs.milli_used + need.milli > kMilliPerGpu || gs.memory_used + need.memory > type.memory_mib) continue;
+        if (need.gpu_mode == GpuMode::kMps && gs.jobs >= kMaxMpsClients) continue;
+        offer(n, g, static_cast<double>(gs.milli_used + need.milli) / kMilliPerGpu, need);
       }
     }
     // Idle GPUs, from the fullest nodes (pack) or the emptiest (spread).
@@ -160,7 +175,9 @@ std::optional<PlacementChoice> Placer::FindShared(const Demand& d, TimeMs end_ms
         if (!PassesStaticFilters(nodes[n], state_.node(n), d) || !HostFits(n, d, end_ms)) continue;
         uint64_t usable = state_.UsableIdle(n, end_ms) & d.gpu_mask;
         if (!usable) continue;
-        offer(n, std::countr_zero(usable), static_cast<double>(d.milli) / kMilliPerGpu);
+        const ShareNeed need = NeedOn(d, n, type);
+        if (!need.usable) continue;
+        offer(n, std::countr_zero(usable), static_cast<double>(need.milli) / kMilliPerGpu, need);
         if (++seen >= config_.candidates_per_type) break;
       }
     }
@@ -170,11 +187,13 @@ std::optional<PlacementChoice> Placer::FindShared(const Demand& d, TimeMs end_ms
   NodeShare ns = HostShare(best_node, d);
   GpuShare share;
   share.gpu = best_gpu;
-  share.milli = d.mode == SharingMode::kMps ? d.spec->request.gpu_milli : d.milli;
-  share.mps_thread_percent = d.mps_thread_percent;
-  share.memory_mib = best_memory;
+  const bool mps = best_need.mode == SharingMode::kMps;
+  share.milli = mps ? d.spec->request.gpu_milli : best_need.milli;
+  share.mps_thread_percent = mps ? d.mps_thread_percent : 0;
+  share.memory_mib = best_need.memory;
   ns.gpus.push_back(share);
   choice.placement.nodes.push_back(std::move(ns));
+  choice.placement.sharing = best_need.mode;
   return choice;
 }
 

@@ -2,7 +2,9 @@
 // reservations (a job that would still run at a reservation's start may not use its GPUs).
 // Whole GPUs and gangs come from the idle-GPU index; shares from GPUs already shared or
 // idle; MIG from a free instance, a new instance in free slots, or a re-partition of an
-// idle MIG GPU, in that order of preference.
+// idle MIG GPU, in that order of preference. A plain fraction takes the mode the site
+// gives the node it lands on (SharingConfig): MPS threads, or a time-slice share (the
+// whole GPU when time-sliced jobs may not share one).
 #pragma once
 
 #include <optional>
@@ -30,6 +32,16 @@ class Placer {
   std::optional<PlacementChoice> FindWhole(const Demand& d, TimeMs end_ms) const;
   std::optional<PlacementChoice> FindShared(const Demand& d, TimeMs end_ms) const;
   std::optional<PlacementChoice> FindMig(const Demand& d, TimeMs end_ms) const;
+  // What a share takes of one GPU of `type` on node n, in the mode it gets there.
+  struct ShareNeed {
+    SharingMode mode = SharingMode::kTimeSlice;
+    GpuMode gpu_mode = GpuMode::kTimeSlice;
+    int32_t milli = 0;   // of the GPU's compute: MPS threads x 10, or the time-slice share
+    int64_t memory = 0;  // MiB
+    bool alone = false;  // time-slice without packing: an idle GPU, held whole
+    bool usable = true;  // false: MPS on a node that cannot run it
+  };
+  ShareNeed NeedOn(const Demand& d, int n, const GpuType& type) const;
   bool HostFits(int n, const Demand& d, TimeMs end_ms) const;
   NodeShare HostShare(int n, const Demand& d) const;
 

@@ -35,8 +35,15 @@ struct NodeShare {
 // Where a job runs: one NodeShare per node of its gang.
 struct Placement {
   std::vector<NodeShare> nodes;
+  // How its GPUs are held; a fraction's mode as chosen for its node (never kAuto).
+  SharingMode sharing = SharingMode::kExclusive;
   int gpu_count() const;
 };
+
+// The mode a job's GPUs are held in: the job's own, or the one chosen for its plain fraction.
+inline SharingMode HeldSharing(const JobSpec& spec, const Placement& p) {
+  return spec.request.sharing == SharingMode::kAuto ? p.sharing : spec.request.sharing;
+}
 
 struct RunningJob {
   JobSpecPtr spec;

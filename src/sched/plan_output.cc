@@ -12,7 +12,8 @@ namespace {
 std::string DescribeShare(const GpuShare& g, const GpuType& type, SharingMode mode) {
   switch (mode) {
     case SharingMode::kExclusive: return std::to_string(g.gpu);
-    case SharingMode::kTimeSlice: return fmt::format("{} ({:g}, time-slice)", g.gpu, g.milli / 1000.0);
+    case SharingMode::kTimeSlice:
+    case SharingMode::kAuto: return fmt::format("{} ({:g}, time-slice)", g.gpu, g.milli / 1000.0);
     case SharingMode::kMps:
       return fmt::format("{} ({:g}, MPS {}% threads)", g.gpu, g.milli / 1000.0, g.mps_thread_percent);
     case SharingMode::kMig:
@@ -77,7 +78,8 @@ std::string RenderPlanText(const Plan& plan, const Snapshot& snap, const GpuCata
   for (const StartDecision& s : plan.starts) {
     const JobSpec& spec = *snap.pending[s.pending_index].spec;
     out += fmt::format("  start    {:<10} {:<8} {:<7} {:<34} -> {}{}\n", s.job_id, spec.team, spec.priority_class,
-                       DescribeRequest(spec), DescribePlacement(s.placement, snap, catalog, spec.request.sharing),
+                       DescribeRequest(spec),
+                       DescribePlacement(s.placement, snap, catalog, HeldSharing(spec, s.placement)),
                        s.backfilled ? "  [backfill]" : "");
   }
   for (const WaitingJob& w : plan.waiting) {

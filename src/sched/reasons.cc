@@ -28,6 +28,7 @@ std::string NeedText(const Demand& d) {
     case SharingMode::kTimeSlice: return fmt::format("needs {:g} of a GPU (time-slice)", r.gpu_milli / 1000.0);
     case SharingMode::kMps: return fmt::format("needs {:g} of a GPU (MPS)", r.gpu_milli / 1000.0);
     case SharingMode::kMig: return "needs a MIG " + r.mig_profile + " instance";
+    case SharingMode::kAuto: return fmt::format("needs {:g} of a GPU", r.gpu_milli / 1000.0);
   }
   return "";
 }

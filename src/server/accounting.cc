@@ -2,6 +2,7 @@
 #include "server/accounting.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "billing/report.h"
 
@@ -149,13 +150,24 @@ void Accounting::Reading(const std::string& node_id, int gpu, const GpuSample& s
         mem += static_cast<double>(std::max<int64_t>(0, p.used_memory_mib));
         if (p.sm_util >= 0) util = std::max(0.0, util) + p.sm_util;
       }
-      if (util < 0) util = sample.util_pct;  // no per-process figure: the GPU's
+      // No per-process figure: the GPU's, all of it for a whole GPU and at most that much for a
+      // share (so a share is idle only when the whole GPU is).
+      const bool own_reading = util >= 0;
+      if (util < 0) util = sample.util_pct;
       if (!own && e.row.share >= 1 && sample.mem_used_mib >= 0) mem = static_cast<double>(sample.mem_used_mib);
       if (util < 0) continue;
-      e.row.util_sum += std::min(util, 100.0);
+      util = std::min(util, 100.0);
+      // A time-slice or MPS share counts against its part of the GPU (a MIG instance's
+      // readings are its own already).
+      bool fraction = e.row.share < 1 && e.row.mig_profile.empty() && e.row.share > 0;
+      double of_share = fraction ? std::min(100.0, util / e.row.share) : util;
+      e.row.util_sum += of_share;
       e.row.mem_sum_mib += mem;
       e.row.samples++;
-      e.last_util = std::min(util, 100.0);
+      e.last_util = of_share;
+      e.last_gpu_util = util;
+      e.last_mem_mib = mem;
+      e.own_reading = own_reading;
       if (e.last_util >= idle_threshold_pct) {
         e.below_since = -1;
       } else if (e.below_since < 0) {
@@ -214,6 +226,24 @@ Accounting::IdleState Accounting::Idle(const std::string& job_id) const {
     state.since = std::max(state.since, e.below_since);
   }
   return state;
+}
+
+nlohmann::json Accounting::JobUse(const std::string& job_id) const {
+  nlohmann::json out = nlohmann::json::array();
+  auto it = open_.find(job_id);
+  if (it == open_.end()) return out;
+  for (const Entry& e : it->second) {
+    if (e.last_util < 0) continue;
+    out.push_back({{"node", e.row.node},
+                   {"gpu", e.row.gpu_index},
+                   {"share", e.row.share},
+                   {"sm_util_pct", std::round(e.last_gpu_util * 10) / 10},
+                   {"share_used_pct", std::round(e.last_util * 10) / 10},
+                   {"avg_share_used_pct", std::round(e.row.avg_util() * 10) / 10},
+                   {"memory_used_mib", std::llround(e.last_mem_mib)},
+                   {"source", e.own_reading ? "process" : "gpu"}});
+  }
+  return out;
 }
 
 void Accounting::MarkIdle(const std::string& job_id) {

@@ -71,6 +71,12 @@ class Accounting {
     bool busy = false;
   };
   IdleState Idle(const std::string& job_id) const;
+  // What each share of a job's current run uses (latest and average readings), for the
+  // job's view: an array of {node, gpu, share, sm_util_pct (of the GPU), share_used_pct,
+  // avg_share_used_pct, memory_used_mib, source: "process" (its own processes' figure) or
+  // "gpu" (the GPU's, an upper bound: NVML gives no per-client SM figure under MPS)};
+  // empty before the first reading.
+  nlohmann::json JobUse(const std::string& job_id) const;
   // Marks the job's open intervals idle (billed as idle time).
   void MarkIdle(const std::string& job_id);
 
@@ -92,8 +98,11 @@ class Accounting {
  private:
   struct Entry {
     Allocation row;
-    double last_util = -1;    // the latest reading attributed to this share
-    TimeMs below_since = -1;  // readings under the idle threshold since then (-1: busy)
+    double last_util = -1;      // the latest reading, as % of this share (a quarter GPU at 20% SM: 80)
+    double last_gpu_util = -1;  // the same reading as % of the whole GPU
+    double last_mem_mib = -1;
+    bool own_reading = false;  // the job's own processes' SM figure, not the GPU's
+    TimeMs below_since = -1;   // readings under the idle threshold since then (-1: busy)
   };
   void AddToMonth(const Allocation& a, const Accrual& in_month);
 

@@ -23,9 +23,11 @@ void ControllerState::CheckGpuMemory(int node, int gpu, const GpuSample& sample)
   if (sample.processes.empty()) return;
   for (const std::string& id : accounting_.JobsOn(snap_.nodes[node].id, gpu)) {
     JobRecord* job = Find(id);
-    if (!job || job->state != JobState::kRunning || job->spec->request.sharing != SharingMode::kTimeSlice) continue;
+    if (!job || job->state != JobState::kRunning) continue;
+    const Placement& placement = RunningOf(id).placement;
+    if (HeldSharing(*job->spec, placement) != SharingMode::kTimeSlice) continue;
     int64_t share = 0;
-    for (const NodeShare& ns : RunningOf(id).placement.nodes) {
+    for (const NodeShare& ns : placement.nodes) {
       for (const GpuShare& g : ns.gpus) {
         if (ns.node == node && g.gpu == gpu) share += g.memory_mib;
       }

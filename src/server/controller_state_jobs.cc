@@ -198,7 +198,7 @@ void ControllerState::SendStart(const JobRecord& job, int node_index) {
   order.node_id = node.id;
   order.num_nodes = static_cast<int>(placement.nodes.size());
   order.leader_node = snap_.nodes[placement.nodes.front().node].id;
-  order.sharing = job.spec->request.sharing;
+  order.sharing = HeldSharing(*job.spec, placement);
   for (size_t rank = 0; rank < placement.nodes.size(); ++rank) {
     const NodeShare& ns = placement.nodes[rank];
     if (ns.node != node_index) continue;

@@ -18,6 +18,7 @@ Answer ControllerState::GetJob(const Actor& who, const std::string& id) {
   r["cost"] = RoundTo(accounting_.JobCost(*job, now_), 4);
   r["currency"] = options_.pricing.currency;
   if (job->idle_flagged) r["idle"] = true;
+  if (nlohmann::json use = accounting_.JobUse(id); !use.empty()) r["gpu_use"] = std::move(use);
   return r;
 }
 

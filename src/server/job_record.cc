@@ -113,7 +113,8 @@ nlohmann::json JobToDoc(const JobRecord& job, const JobSchedule& schedule, const
           {"array_id", job.array_id},
           {"array_task", job.array_task},
           {"array_limit", job.array_limit},
-          {"placement", placement}};
+          {"placement", placement},
+          {"placement_sharing", ToString(schedule.placement ? schedule.placement->sharing : SharingMode::kExclusive)}};
 }
 
 Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<int(const std::string&)>& node_index) {
@@ -163,6 +164,13 @@ Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<in
       share.memory_mib = ns.at("memory_mib").get<int64_t>();
       loaded.placement.nodes.push_back(std::move(share));
     }
+    // The mode chosen for a plain fraction (older documents: the job's own mode).
+    loaded.placement.sharing = j.spec->request.sharing;
+    if (!ParseSharingMode(doc.value("placement_sharing", std::string()), &loaded.placement.sharing) ||
+        loaded.placement.sharing == SharingMode::kAuto) {
+      loaded.placement.sharing =
+          j.spec->request.sharing == SharingMode::kAuto ? SharingMode::kTimeSlice : j.spec->request.sharing;
+    }
     return loaded;
   } catch (const std::exception& e) {
     return Status::Internal(std::string("stored job document: ") + e.what());
@@ -208,6 +216,7 @@ nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const
       (job.state == JobState::kRunning || job.state == JobState::kStopping)) {
     j["placement"] = PlacementToJson(*schedule.placement, nodes, catalog);
     j["gpu_share"] = PlacementShare(*schedule.placement, s.request.sharing);
+    j["sharing"] = ToString(HeldSharing(s, *schedule.placement));
   }
   return j;
 }

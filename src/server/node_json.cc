@@ -32,7 +32,7 @@ nlohmann::json NodeToDoc(const Node& node, const GpuCatalog& catalog) {
   return {{"id", node.id},         {"state", kNodeStates[static_cast<int>(node.state)]},
           {"cpus", node.cpus},     {"memory_mib", node.memory_mib},
           {"labels", node.labels}, {"taints", taints},
-          {"gpus", gpus}};
+          {"mps", node.mps},       {"gpus", gpus}};
 }
 
 Expected<Node> NodeFromDoc(const nlohmann::json& doc, const GpuCatalog& catalog) {
@@ -51,6 +51,7 @@ Expected<Node> NodeFromDoc(const nlohmann::json& doc, const GpuCatalog& catalog)
     n.cpus = doc.at("cpus").get<int>();
     n.memory_mib = doc.at("memory_mib").get<int64_t>();
     n.labels = doc.at("labels").get<std::map<std::string, std::string>>();
+    n.mps = doc.value("mps", false);
     for (const auto& t : doc.at("taints")) {
       std::string text = t.get<std::string>();
       size_t eq = text.find('=');

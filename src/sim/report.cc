@@ -26,6 +26,7 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
           {"rows_skipped", r.rows_skipped},
           {"makespan_s", r.makespan_s},
           {"gpu_utilization", r.gpu_utilization},
+          {"useful_gpu_utilization", r.useful_gpu_utilization},
           {"gpu_utilization_when_queued", r.gpu_utilization_when_queued},
           {"jct_mean_s", r.jct_mean_s},
           {"jct_p50_s", r.jct_p50_s},
@@ -48,17 +49,18 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
 
 std::string CompareTable(const std::vector<PolicyRun>& runs) {
   std::string out =
-      fmt::format("{:<10} {:>7} {:>6} {:>6} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>6} {:>7} {:>9}\n", "policy",
-                  "done", "rej", "util", "util|q", "jct_mean", "jct_p95", "qd_mean", "qd_p50", "qd_p95", "preempt",
-                  "jain", "wall_s", "events/s");
+      fmt::format("{:<10} {:>7} {:>6} {:>6} {:>6} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>6} {:>7} {:>9}\n",
+                  "policy", "done", "rej", "util", "useful", "util|q", "jct_mean", "jct_p95", "qd_mean", "qd_p50",
+                  "qd_p95", "preempt", "jain", "wall_s", "events/s");
   for (const PolicyRun& run : runs) {
     const SimResult& r = run.result;
     out += fmt::format(
-        "{:<10} {:>7} {:>6} {:>6.3f} {:>7.3f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>10.0f} {:>7} {:>6.3f} {:>7.2f} "
-        "{:>9.0f}\n",
-        r.policy, r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.gpu_utilization_when_queued, r.jct_mean_s,
-        r.jct_p95_s, r.queue_delay_mean_s, r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.jain_fairness,
-        run.wall_s, run.wall_s > 0 ? static_cast<double>(r.events) / run.wall_s : 0.0);
+        "{:<10} {:>7} {:>6} {:>6.3f} {:>6.3f} {:>7.3f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>10.0f} {:>7} {:>6.3f} "
+        "{:>7.2f} {:>9.0f}\n",
+        r.policy, r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.useful_gpu_utilization,
+        r.gpu_utilization_when_queued, r.jct_mean_s, r.jct_p95_s, r.queue_delay_mean_s, r.queue_delay_p50_s,
+        r.queue_delay_p95_s, r.preemptions, r.jain_fairness, run.wall_s,
+        run.wall_s > 0 ? static_cast<double>(r.events) / run.wall_s : 0.0);
   }
   if (!runs.empty()) {
     out += fmt::format("max team starvation (s):");

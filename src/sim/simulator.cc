@@ -25,21 +25,40 @@ struct JobState {
   int team = 0;
   TimeMs first_start = -1;
   TimeMs end = -1;
-  DurationMs remaining_ms = 0;   // work left, on the original hardware
+  DurationMs remaining_ms = 0;   // work left at the run's start, on the original hardware alone
   DurationMs overhead_ms = 0;    // restart overhead owed by the next run
   DurationMs checkpoint_ms = 0;  // periodic checkpoint interval (work time); 0: none
   double share = 0;              // GPUs held while running
+  double asked = 0;              // GPUs it asked for (a time-sliced quarter held whole asked 0.25)
   double rate = 0;               // fair-share usage per ms while running
-  double speed = 1;              // of the current run
-  double attained_gpu_ms = 0;    // service in earlier runs
+  double gpu_speed = 1;          // of the GPU type of the current run (scale_by_gpu_speed)
+  double shared_speed = 1;       // slow-down from jobs sharing its GPU (SharedSpeed)
+  double work_done_ms = 0;       // work done in this run up to progress_t
+  TimeMs progress_t = 0;
+  DurationMs overhead_left_ms = 0;  // of this run's restart overhead, not yet paid
+  TimeMs deadline = kNever;         // the run's time limit
+  int shared_gpu = -1;              // flat index of the GPU it shares (time-slice, MPS); -1: none
+  double attained_gpu_ms = 0;       // service in earlier runs
   int evictions = 0;
-  int generation = 0;  // bumps at each start: stale events are ignored
+  int generation = 0;   // bumps at each start and stop: stale stop events are ignored
+  int end_version = 0;  // bumps when the end is re-planned (its GPU's sharers changed)
   bool rejected = false;
   bool done = false;
 };
 
 enum class EventKind { kEnd, kStop };
-using Event = std::tuple<TimeMs, size_t, int, EventKind>;  // time, job, generation, kind
+using Event = std::tuple<TimeMs, size_t, int, EventKind>;  // time, job, end_version or generation, kind
+
+double Speed(const JobState& js) { return js.gpu_speed * js.shared_speed; }
+
+// Advances a running job's work to t: the restart overhead first, then work at its speed.
+void Progress(JobState& js, TimeMs t) {
+  DurationMs dt = std::max<DurationMs>(0, t - js.progress_t);
+  DurationMs overhead = std::min(dt, js.overhead_left_ms);
+  js.overhead_left_ms -= overhead;
+  js.work_done_ms += static_cast<double>(dt - overhead) * Speed(js);
+  js.progress_t = t;
+}
 
 // One logged stretch [t, next t): allocated GPUs, waiting jobs, GPUs per team.
 struct LogEntry {
@@ -97,6 +116,8 @@ class Simulation {
   void Release(size_t job);  // frees a running job's GPUs and accounting
   void Finish(size_t job);
   void Stop(size_t job);  // a preempted job's grace period is over
+  void PlanEnd(size_t job);
+  void Reshare(int gpu);  // the jobs sharing a GPU changed: new speeds and ends
   void Account(TimeMs t);
   void UpdateStarvation(TimeMs t);
   void Summarize(SimResult& r);
@@ -125,6 +146,7 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_queue_;
   std::vector<int> node_gpu_offset_;
   std::vector<int> gpu_jobs_;
+  std::map<int, std::vector<size_t>> gpu_sharers_;  // flat GPU index -> jobs sharing it
   int cluster_gpus_ = 0;
   int idle_gpus_ = 0;
   int largest_node_ = 0;
@@ -151,7 +173,9 @@ class Simulation {
   TimeMs t0_ = 0;
   TimeMs last_t_ = 0;
   double allocated_ = 0;
+  double useful_ = 0;  // GPUs asked for by running jobs x the speed sharing leaves them
   double alloc_gpu_ms_ = 0;
+  double useful_gpu_ms_ = 0;
   double queued_ms_ = 0;
   double alloc_when_queued_gpu_ms_ = 0;
   std::vector<LogEntry> log_;
@@ -292,16 +316,21 @@ void Simulation::Start(const StartDecision& s) {
       if (count++ == 0 && !snap_.nodes[ns.node].gpus[g.gpu].mig_enabled) idle_gpus_--;
     }
   }
-  js.speed = 1.0;
+  js.gpu_speed = 1.0;
   if (options_.scale_by_gpu_speed && !s.placement.nodes.empty()) {
-    js.speed = config_.catalog.Get(snap_.nodes[s.placement.nodes[0].node].gpu_type()).relative_speed;
+    js.gpu_speed = config_.catalog.Get(snap_.nodes[s.placement.nodes[0].node].gpu_type()).relative_speed;
   }
-  DurationMs run = static_cast<DurationMs>(std::ceil(static_cast<double>(js.remaining_ms) / js.speed)) + js.overhead_ms;
-  run = std::min(run, spec.time_limit_ms);
+  js.shared_speed = 1.0;
+  js.work_done_ms = 0;
+  js.progress_t = snap_.now_ms;
+  js.overhead_left_ms = js.overhead_ms;
   js.overhead_ms = 0;
+  js.deadline = snap_.now_ms + spec.time_limit_ms;
   if (js.first_start < 0) js.first_start = snap_.now_ms;
   js.share = PlacementShare(s.placement, spec.request.sharing);
   allocated_ += js.share;
+  js.asked = JobGpuShare(spec.request, config_.catalog);
+  useful_ += js.asked;
   team_alloc_[js.team] += js.share;
   team_waiting_[js.team]--;
   if (FitsGuarantee(spec, js.team)) team_waiting_fit_[js.team]--;
@@ -312,9 +341,44 @@ void Simulation::Start(const StartDecision& s) {
   team_rate_[js.team] += js.rate;
   running_pos_[job] = snap_.running.size();
   running_job_.push_back(job);
+  const SharingMode held = s.placement.sharing;
   snap_.running.push_back(std::move(r));
   ++js.generation;
-  events_queue_.push({snap_.now_ms + run, job, js.generation, EventKind::kEnd});
+  js.shared_gpu = -1;
+  if (held == SharingMode::kTimeSlice || held == SharingMode::kMps) {
+    const NodeShare& ns = s.placement.nodes.front();
+    js.shared_gpu = node_gpu_offset_[ns.node] + ns.gpus.front().gpu;
+    gpu_sharers_[js.shared_gpu].push_back(job);
+    Reshare(js.shared_gpu);  // plans this job's end too
+  } else {
+    PlanEnd(job);
+  }
+}
+
+// Plans the running job's end from its work left and present speed, within its time limit.
+void Simulation::PlanEnd(size_t job) {
+  JobState& js = jobs_[job];
+  Progress(js, snap_.now_ms);
+  double left = std::max(0.0, static_cast<double>(js.remaining_ms) - js.work_done_ms);
+  TimeMs end = snap_.now_ms + js.overhead_left_ms + static_cast<DurationMs>(std::ceil(left / Speed(js) - 1e-9));
+  events_queue_.push({std::min(end, js.deadline), job, ++js.end_version, EventKind::kEnd});
+}
+
+// Each job sharing the GPU runs at SharedSpeed(mode, jobs on it) from now on: its work so
+// far is kept, its end re-planned, and the useful-allocation sum follows.
+void Simulation::Reshare(int gpu) {
+  auto it = gpu_sharers_.find(gpu);
+  if (it == gpu_sharers_.end()) return;
+  const std::vector<size_t>& jobs = it->second;
+  for (size_t job : jobs) {
+    JobState& js = jobs_[job];
+    Progress(js, snap_.now_ms);
+    SharingMode mode = snap_.running[running_pos_[job]].placement.sharing;
+    double speed = SharedSpeed(policy_.sharing, mode, static_cast<int>(jobs.size()));
+    useful_ += js.asked * (speed - js.shared_speed);
+    js.shared_speed = speed;
+    PlanEnd(job);
+  }
 }
 
 void Simulation::Release(size_t job) {
@@ -334,6 +398,20 @@ void Simulation::Release(size_t job) {
   snap_.running.pop_back();
   running_job_.pop_back();
   allocated_ -= js.share;
+  useful_ -= js.asked * js.shared_speed;
+  js.shared_speed = 1.0;
+  ++js.end_version;  // its planned end is void
+  if (js.shared_gpu >= 0) {
+    std::vector<size_t>& sharers = gpu_sharers_[js.shared_gpu];
+    std::erase(sharers, job);
+    int gpu = js.shared_gpu;
+    js.shared_gpu = -1;
+    if (sharers.empty()) {
+      gpu_sharers_.erase(gpu);
+    } else {
+      Reshare(gpu);
+    }
+  }
   team_alloc_[js.team] -= js.share;
   team_rate_[js.team] -= js.rate;
 }
@@ -350,7 +428,8 @@ void Simulation::Stop(size_t job) {
   JobState& js = jobs_[job];
   const RunningJob& r = snap_.running[running_pos_[job]];
   DurationMs ran = snap_.now_ms - r.start_ms;
-  double work = static_cast<double>(ran) * js.speed;  // on the original hardware
+  Progress(js, snap_.now_ms);
+  double work = js.work_done_ms;  // on the original hardware, alone
   DurationMs saved = 0;
   if (js.checkpoint_ms > 0) saved = static_cast<DurationMs>(work / js.checkpoint_ms) * js.checkpoint_ms;
   js.remaining_ms = std::max<DurationMs>(1, js.remaining_ms - saved);
@@ -378,27 +457,27 @@ void Simulation::Cycle() {
       RunningJob& r = snap_.running[i];
       const JobState& js = jobs_[running_job_[i]];
       if (js.checkpoint_ms <= 0) continue;
-      DurationMs period = std::max<DurationMs>(1, static_cast<DurationMs>(js.checkpoint_ms / js.speed));
-      DurationMs ran = std::max<DurationMs>(0, snap_.now_ms - r.start_ms - js.overhead_ms);
-      r.last_checkpoint_ms = ran >= period ? r.start_ms + (ran / period) * period : -1;
+      // Work since the last checkpoint, at the present speed, gives its time.
+      double work =
+          js.work_done_ms +
+          static_cast<double>(std::max<DurationMs>(0, snap_.now_ms - js.progress_t - js.overhead_left_ms)) * Speed(js);
+      double since = std::fmod(work, static_cast<double>(js.checkpoint_ms));
+      r.last_checkpoint_ms = work >= static_cast<double>(js.checkpoint_ms)
+                                 ? snap_.now_ms - static_cast<DurationMs>(since / Speed(js))
+                                 : -1;
     }
   }
   Plan plan = engine_.Schedule(snap_, {.explain = false, .pending_in_order = true});
   ++cycles_;
-  for (const Preemption& p : plan.preemptions) {
-    size_t job = running_job_[p.running_index];
-    snap_.running[p.running_index].stop_at_ms = p.stop_at_ms;
-    events_queue_.push({p.stop_at_ms, job, jobs_[job].generation, EventKind::kStop});
-    Nominate(p.for_job);
-  }
-  if (plan.starts.empty()) return;
+  // Starts first: they name jobs by their place in the queue, which a nomination changes.
+  // (Running jobs only grow at the back, so the evictions' indices stay good.)
   std::vector<bool> started(snap_.pending.size(), false);
   for (const StartDecision& s : plan.starts) {
     Start(s);
     started[s.pending_index] = true;
   }
   size_t kept = 0;
-  for (size_t i = 0; i < snap_.pending.size(); ++i) {
+  for (size_t i = 0; i < snap_.pending.size() && !plan.starts.empty(); ++i) {
     if (started[i]) continue;
     if (kept != i) {
       snap_.pending[kept] = std::move(snap_.pending[i]);
@@ -407,15 +486,24 @@ void Simulation::Cycle() {
     }
     ++kept;
   }
-  snap_.pending.resize(kept);
-  pending_job_.resize(kept);
-  pending_keys_.resize(kept);
+  if (!plan.starts.empty()) {
+    snap_.pending.resize(kept);
+    pending_job_.resize(kept);
+    pending_keys_.resize(kept);
+  }
+  for (const Preemption& p : plan.preemptions) {
+    size_t job = running_job_[p.running_index];
+    snap_.running[p.running_index].stop_at_ms = p.stop_at_ms;
+    events_queue_.push({p.stop_at_ms, job, jobs_[job].generation, EventKind::kStop});
+    Nominate(p.for_job);
+  }
 }
 
 void Simulation::Account(TimeMs t) {
   double dt = static_cast<double>(t - last_t_);
   if (dt <= 0) return;
   alloc_gpu_ms_ += allocated_ * dt;
+  useful_gpu_ms_ += useful_ * dt;
   if (!snap_.pending.empty()) {
     queued_ms_ += dt;
     alloc_when_queued_gpu_ms_ += allocated_ * dt;
@@ -468,7 +556,8 @@ SimResult Simulation::Run() {
     while (!events_queue_.empty() && std::get<0>(events_queue_.top()) == t) {
       auto [when, job, generation, kind] = events_queue_.top();
       events_queue_.pop();
-      if (generation != jobs_[job].generation || jobs_[job].done) continue;  // superseded
+      const JobState& js = jobs_[job];
+      if (js.done || generation != (kind == EventKind::kEnd ? js.end_version : js.generation)) continue;  // superseded
       if (kind == EventKind::kStop && snap_.running[running_pos_[job]].stop_at_ms != when) continue;
       kind == EventKind::kEnd ? Finish(job) : Stop(job);
       changed = true;
@@ -523,6 +612,7 @@ void Simulation::Summarize(SimResult& r) {
   r.makespan_s = static_cast<double>(t_end - t0_) / 1000.0;
   double span_ms = static_cast<double>(t_end - t0_);
   r.gpu_utilization = span_ms > 0 ? alloc_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
+  r.useful_gpu_utilization = span_ms > 0 ? useful_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
   r.gpu_utilization_when_queued = queued_ms_ > 0 ? alloc_when_queued_gpu_ms_ / (cluster_gpus_ * queued_ms_) : 0;
   std::sort(jct.begin(), jct.end());
   std::sort(delay.begin(), delay.end());

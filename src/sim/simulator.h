@@ -55,7 +55,10 @@ struct SimResult {
   int jobs_rejected = 0;
   int rows_skipped = 0;
   double makespan_s = 0;
-  double gpu_utilization = 0;
+  double gpu_utilization = 0;  // allocated GPU-time / cluster GPU-time
+  // Work done, in the GPU-time jobs asked for: each running job's request (gpus, fraction,
+  // MIG slices) x the speed its GPU's sharing leaves it, over cluster GPU-time.
+  double useful_gpu_utilization = 0;
   double gpu_utilization_when_queued = 0;
   double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double queue_delay_mean_s = 0, queue_delay_p50_s = 0, queue_delay_p95_s = 0, queue_delay_p99_s = 0;

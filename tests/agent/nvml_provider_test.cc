@@ -23,6 +23,8 @@ struct StubControls {
     set_process = reinterpret_cast<void (*)(unsigned, unsigned, unsigned long long, unsigned, unsigned)>(
         dlsym(lib, "stub_nvml_set_process"));
     clear_processes = reinterpret_cast<void (*)()>(dlsym(lib, "stub_nvml_clear_processes"));
+    set_mps_client = reinterpret_cast<void (*)(unsigned, unsigned, unsigned long long, unsigned)>(
+        dlsym(lib, "stub_nvml_set_mps_client"));
     push_xid = reinterpret_cast<void (*)(unsigned, unsigned long long)>(dlsym(lib, "stub_nvml_push_xid"));
     reinterpret_cast<void (*)()>(dlsym(lib, "stub_nvml_reset"))();  // tests in one process share the library
   }
@@ -30,6 +32,7 @@ struct StubControls {
   void* lib = nullptr;
   void (*set_process)(unsigned, unsigned, unsigned long long, unsigned, unsigned) = nullptr;
   void (*clear_processes)() = nullptr;
+  void (*set_mps_client)(unsigned, unsigned, unsigned long long, unsigned) = nullptr;
   void (*push_xid)(unsigned, unsigned long long) = nullptr;
 };
 
@@ -105,6 +108,26 @@ TEST(NvmlProvider, SamplesCarryEachProcessMemoryAndSmUse) {
   EXPECT_EQ(whole.processes[0].used_memory_mib, 2048);
   EXPECT_EQ(whole.processes[0].sm_util, 63);
   EXPECT_EQ((*samples)[0].util_pct, -1);  // MIG: NVML has no whole-GPU utilization
+}
+
+TEST(NvmlProvider, MpsClientsAreListedBesideTheirServer) {
+  // NVML shows an MPS server among a GPU's compute processes and its clients in a list of
+  // their own: each client (a job's process) appears with its memory and SM use.
+  StubControls stub;
+  auto nvml = OpenStub();
+  ASSERT_NE(nvml, nullptr);
+  stub.set_mps_client(1, 5001, 1ull << 30, 20);
+  stub.set_mps_client(1, 5002, 3ull << 30, 35);
+  auto samples = nvml->Sample();
+  ASSERT_TRUE(samples.ok());
+  std::map<int, GpuProcess> by_pid;
+  for (const GpuProcess& p : (*samples)[1].processes) by_pid[p.pid] = p;
+  ASSERT_EQ(by_pid.size(), 3u);  // the server (9999) and both clients
+  EXPECT_EQ(by_pid[5001].used_memory_mib, 1024);
+  EXPECT_EQ(by_pid[5001].sm_util, 20);
+  EXPECT_EQ(by_pid[5002].used_memory_mib, 3072);
+  EXPECT_EQ(by_pid[5002].sm_util, 35);
+  EXPECT_EQ(by_pid[9999].used_memory_mib, 4096);
 }
 
 TEST(NvmlProvider, XidEventsNameTheirGpu) {

@@ -27,7 +27,10 @@ struct Proc {
   unsigned long long bytes;
   unsigned gi;  // 0xFFFFFFFF: not MIG
   unsigned sm;
+  bool mps_client = false;  // listed by the MPS call; the plain list shows its server instead
 };
+
+constexpr unsigned kMpsServerPid = 9999;
 
 struct Gpu;
 struct Instance {
@@ -207,18 +210,32 @@ Return nvmlDeviceGetEnforcedPowerLimit(Device, unsigned* mw) {
   *mw = 700000;
   return kSuccess;
 }
-Return nvmlDeviceGetComputeRunningProcesses_v3(Device d, unsigned* count, ProcessInfo* infos) {
+// The plain list (MPS clients folded into one server process) or the MPS clients' list.
+Return ListProcs(Device d, unsigned* count, ProcessInfo* infos, bool mps_list) {
   std::lock_guard<std::mutex> lock(mu);
   Gpu* g = AsGpu(d);
   if (!g) return kInvalidArgument;
-  unsigned n = static_cast<unsigned>(g->procs.size());
+  std::vector<ProcessInfo> list;
+  unsigned long long server_bytes = 0;
+  for (const Proc& p : g->procs) {
+    if (p.mps_client) server_bytes += p.bytes;
+    if (p.mps_client == mps_list) list.push_back({p.pid, p.bytes, p.gi, 0});
+  }
+  if (!mps_list && server_bytes > 0) list.push_back({kMpsServerPid, server_bytes, 0xFFFFFFFFu, 0});
+  unsigned n = static_cast<unsigned>(list.size());
   if (!infos || *count < n) {
     *count = n;
     return n == 0 ? kSuccess : kInsufficientSize;
   }
-  for (unsigned i = 0; i < n; ++i) infos[i] = {g->procs[i].pid, g->procs[i].bytes, g->procs[i].gi, 0};
+  for (unsigned i = 0; i < n; ++i) infos[i] = list[i];
   *count = n;
   return kSuccess;
+}
+Return nvmlDeviceGetComputeRunningProcesses_v3(Device d, unsigned* count, ProcessInfo* infos) {
+  return ListProcs(d, count, infos, false);
+}
+Return nvmlDeviceGetMPSComputeRunningProcesses_v3(Device d, unsigned* count, ProcessInfo* infos) {
+  return ListProcs(d, count, infos, true);
 }
 Return nvmlDeviceGetProcessUtilization(Device d, ProcessUtilizationSample* out, unsigned* count, unsigned long long) {
   std::lock_guard<std::mutex> lock(mu);
@@ -444,6 +461,11 @@ void stub_nvml_set_process(unsigned gpu, unsigned pid, unsigned long long bytes,
   std::lock_guard<std::mutex> lock(mu);
   Setup();
   gpus[gpu].procs.push_back({pid, bytes, gi, sm});
+}
+void stub_nvml_set_mps_client(unsigned gpu, unsigned pid, unsigned long long bytes, unsigned sm) {
+  std::lock_guard<std::mutex> lock(mu);
+  Setup();
+  gpus[gpu].procs.push_back({pid, bytes, 0xFFFFFFFFu, sm, true});
 }
 void stub_nvml_clear_processes() {
   std::lock_guard<std::mutex> lock(mu);

@@ -49,10 +49,17 @@ time_limit: 1d
 }
 
 TEST(JobSpecYaml, InfersTheSharingMode) {
-  auto ts = ParseJobSpecText("{user: a, team: t, gpu_fraction: 0.25}");
+  // A plain fraction leaves the mode to the site (auto); a thread share means MPS.
+  auto plain = ParseJobSpecText("{user: a, team: t, gpu_fraction: 0.25}");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->request.sharing, SharingMode::kAuto);
+  EXPECT_EQ(plain->request.gpu_milli, 250);
+  auto threads = ParseJobSpecText("{user: a, team: t, gpu_fraction: 0.25, mps_thread_percent: 30}");
+  ASSERT_TRUE(threads.ok());
+  EXPECT_EQ(threads->request.sharing, SharingMode::kMps);
+  auto ts = ParseJobSpecText("{user: a, team: t, gpu_fraction: 0.25, sharing: time-slice}");
   ASSERT_TRUE(ts.ok());
   EXPECT_EQ(ts->request.sharing, SharingMode::kTimeSlice);
-  EXPECT_EQ(ts->request.gpu_milli, 250);
   auto mig = ParseJobSpecText("{user: a, team: t, mig_profile: 3g.40gb}");
   ASSERT_TRUE(mig.ok());
   EXPECT_EQ(mig->request.sharing, SharingMode::kMig);

@@ -41,6 +41,7 @@ Snapshot RandomCluster(std::mt19937& rng) {
       }
     }
     if (rng() % 8 == 0) n.state = NodeState::kDrained;
+    n.mps = rng() % 4 != 0;
     snap.nodes.push_back(std::move(n));
   }
   return snap;
@@ -52,7 +53,7 @@ JobSpec RandomJob(std::mt19937& rng, int id) {
   j.Class(kClasses[rng() % 4]).Cpus(static_cast<int>(rng() % 9));
   j.Estimate((1 + rng() % 240) * kMinuteMs);
   switch (rng() % 6) {
-    case 0: j.Fraction((1 + rng() % 8) / 8.0); break;
+    case 0: j.Fraction((1 + rng() % 8) / 8.0, rng() % 2 ? SharingMode::kTimeSlice : SharingMode::kAuto); break;
     case 1: j.Mps((1 + rng() % 4) / 8.0, rng() % 2 ? 4096 : 0); break;
     case 2: {
       static const char* kProfiles[] = {"1g.10gb", "3g.40gb", "7g.80gb", "1g.5gb", "3g.20gb", "2g.20gb"};
@@ -66,7 +67,7 @@ JobSpec RandomJob(std::mt19937& rng, int id) {
   return j;
 }
 
-void ExpectNoOverAllocation(const Snapshot& snap) {
+void ExpectNoOverAllocation(const Snapshot& snap, const SharingConfig& sharing) {
   struct Use {
     int exclusive = 0, ts = 0, mps = 0, mps_clients = 0, ts_milli = 0, mps_pct = 0;
     int64_t memory = 0;
@@ -80,7 +81,12 @@ void ExpectNoOverAllocation(const Snapshot& snap) {
       for (const GpuShare& g : ns.gpus) {
         Use& u = use[{ns.node, g.gpu}];
         const Gpu& gpu = snap.nodes[ns.node].gpus[g.gpu];
-        switch (r.spec->request.sharing) {
+        const SharingMode held = HeldSharing(*r.spec, r.placement);
+        if (held == SharingMode::kMps) {
+          EXPECT_TRUE(snap.nodes[ns.node].mps) << r.spec->id << " got MPS on a node without MPS";
+        }
+        switch (held) {
+          case SharingMode::kAuto: ADD_FAILURE() << r.spec->id << " placed with mode auto"; break;
           case SharingMode::kExclusive: u.exclusive++; break;
           case SharingMode::kTimeSlice:
             u.ts++;
@@ -113,6 +119,9 @@ void ExpectNoOverAllocation(const Snapshot& snap) {
     EXPECT_LE(modes, 1) << "modes mixed on " << where.first << ":" << where.second;
     EXPECT_LE(u.exclusive, 1);
     EXPECT_LE(u.ts_milli, 1000);
+    if (!sharing.time_slice_packing) {
+      EXPECT_LE(u.ts, 1) << "time-sliced jobs packed on " << where.first;
+    }
     EXPECT_LE(u.mps_pct, 100);
     EXPECT_LE(u.memory, Catalog().Get(gpu.type).memory_mib);
     for (const auto& [inst, jobs] : u.mig) EXPECT_EQ(jobs, 1) << "two jobs on one MIG instance";
@@ -206,6 +215,7 @@ TEST(Properties, RandomClustersAndQueues) {
       SchedulerConfig config = SchedulerConfig::Builtin();  // every policy on, preemption included
       config.backfill_reservations = static_cast<int>(rng() % 3);
       config.strategy = rng() % 2 ? PlacementStrategy::kPack : PlacementStrategy::kSpread;
+      config.sharing.time_slice_packing = seed % 2 == 0;  // one setting through the waves
       Plan plan = Schedule(snap, config);
       Plan again = Schedule(snap, config);
       total_preemptions += static_cast<int>(plan.preemptions.size());
@@ -215,7 +225,7 @@ TEST(Properties, RandomClustersAndQueues) {
       ExpectFairEvictions(snap, plan, config);
       EXPECT_EQ(plan.starts.size() + plan.waiting.size(), snap.pending.size());
       ApplyPlan(plan, snap);
-      ExpectNoOverAllocation(snap);
+      ExpectNoOverAllocation(snap, config.sharing);
       ExpectReservationsKept(snap, plan);
       if (::testing::Test::HasFailure()) return;
     }

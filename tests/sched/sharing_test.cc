@@ -11,12 +11,20 @@ namespace {
 using namespace testing;
 
 // Runs cycles until no job starts; returns the final snapshot.
-Snapshot RunToQuiet(Snapshot snap) {
+Snapshot RunToQuiet(Snapshot snap, const SchedulerConfig& config = MechanismConfig()) {
   for (int i = 0; i < 10; ++i) {
-    Plan plan = Schedule(snap);
+    Plan plan = Schedule(snap, config);
     if (plan.starts.empty()) break;
     ApplyPlan(plan, snap);
   }
+  return snap;
+}
+
+// A node with two T4s and `jobs` queued in that order.
+Snapshot TwoT4sWith(const std::vector<JobSpec>& jobs) {
+  Snapshot snap;
+  snap.nodes = {MakeNode("t4", "T4", 2)};
+  for (size_t i = 0; i < jobs.size(); ++i) snap.pending.push_back(Pending(jobs[i], static_cast<TimeMs>(i)));
   return snap;
 }
 
@@ -27,12 +35,25 @@ int GpuOf(const Snapshot& snap, const std::string& id) {
   return -1;
 }
 
+SchedulerConfig Packing() {
+  SchedulerConfig c = MechanismConfig();
+  c.sharing.time_slice_packing = true;
+  return c;
+}
+
+SharingMode HeldBy(const Snapshot& snap, const std::string& id) {
+  for (const RunningJob& r : snap.running) {
+    if (r.spec->id == id) return HeldSharing(*r.spec, r.placement);
+  }
+  return SharingMode::kAuto;
+}
+
 TEST(TimeSlice, FractionsPackOntoOneGpuUpToOne) {
   Snapshot snap;
   snap.nodes = {MakeNode("t4", "T4", 2)};
   snap.pending = {Pending(MakeJob("a").Fraction(0.5), 0), Pending(MakeJob("b").Fraction(0.5), 1),
                   Pending(MakeJob("c").Fraction(0.25), 2)};
-  Snapshot done = RunToQuiet(snap);
+  Snapshot done = RunToQuiet(snap, Packing());
   EXPECT_EQ(GpuOf(done, "a"), 0);
   EXPECT_EQ(GpuOf(done, "b"), 0);  // 0.5 + 0.5 = 1: GPU 0 is full
   EXPECT_EQ(GpuOf(done, "c"), 1);
@@ -52,11 +73,7 @@ TEST(TimeSlice, ExclusiveJobsNeverTakeASharedGpu) {
 }
 
 TEST(Mps, ThreadPercentagesSumToAtMostHundred) {
-  Snapshot snap;
-  snap.nodes = {MakeNode("t4", "T4", 2)};
-  snap.pending = {Pending(MakeJob("a").Mps(0.4), 0), Pending(MakeJob("b").Mps(0.4), 1),
-                  Pending(MakeJob("c").Mps(0.4), 2)};
-  Snapshot done = RunToQuiet(snap);
+  Snapshot done = RunToQuiet(TwoT4sWith({MakeJob("a").Mps(0.4), MakeJob("b").Mps(0.4), MakeJob("c").Mps(0.4)}));
   EXPECT_EQ(GpuOf(done, "a"), 0);
   EXPECT_EQ(GpuOf(done, "b"), 0);  // 40 + 40 = 80%
   EXPECT_EQ(GpuOf(done, "c"), 1);  // 120% would not fit
@@ -79,10 +96,71 @@ TEST(Sharing, TimeSliceAndMpsNeverMixOnOneGpu) {
   snap.nodes = {MakeNode("t4", "T4", 2)};
   snap.pending = {Pending(MakeJob("ts").Fraction(0.25), 0), Pending(MakeJob("mps").Mps(0.25), 1),
                   Pending(MakeJob("ts2").Fraction(0.25), 2), Pending(MakeJob("mps2").Mps(0.25), 3)};
-  Snapshot done = RunToQuiet(snap);
+  Snapshot done = RunToQuiet(snap, Packing());
   EXPECT_EQ(GpuOf(done, "ts"), GpuOf(done, "ts2"));
   EXPECT_EQ(GpuOf(done, "mps"), GpuOf(done, "mps2"));
   EXPECT_NE(GpuOf(done, "ts"), GpuOf(done, "mps"));
+}
+
+TEST(TimeSlice, WithoutPackingEachJobHoldsAWholeGpu) {
+  // The shipped setting: two time-sliced quarters take a GPU each, held (and billed) whole;
+  // a third waits.
+  Snapshot done =
+      RunToQuiet(TwoT4sWith({MakeJob("a").Fraction(0.25), MakeJob("b").Fraction(0.25), MakeJob("c").Fraction(0.25)}));
+  EXPECT_EQ(GpuOf(done, "a"), 0);
+  EXPECT_EQ(GpuOf(done, "b"), 1);
+  EXPECT_EQ(GpuOf(done, "c"), -1);
+  EXPECT_EQ(done.running[0].placement.nodes[0].gpus[0].milli, 1000);
+  EXPECT_EQ(done.running[0].placement.nodes[0].gpus[0].memory_mib, 16 * 1024);
+}
+
+TEST(AutoSharing, APlainFractionGetsMpsWithItsThreadsAndPinnedMemory) {
+  // Four plain quarters on a node that can run MPS share one T4 as MPS clients: 25% of the
+  // threads and 16 GiB / 4 = 4 GiB pinned each.
+  Snapshot snap;
+  snap.nodes = {MakeNode("t4", "T4", 2)};
+  for (int i = 0; i < 4; ++i) {
+    snap.pending.push_back(Pending(MakeJob("q" + std::to_string(i)).Fraction(0.25, SharingMode::kAuto), i));
+  }
+  Snapshot done = RunToQuiet(snap);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(GpuOf(done, "q" + std::to_string(i)), 0);
+    EXPECT_EQ(HeldBy(done, "q" + std::to_string(i)), SharingMode::kMps);
+  }
+  const GpuShare& share = done.running[0].placement.nodes[0].gpus[0];
+  EXPECT_EQ(share.mps_thread_percent, 25);
+  EXPECT_EQ(share.memory_mib, 4 * 1024);
+  EXPECT_EQ(share.milli, 250);  // billed as a quarter
+}
+
+TEST(AutoSharing, ANodeWithoutMpsTimeSlices) {
+  Snapshot snap;
+  snap.nodes = {MakeNode("t4", "T4", 2)};
+  snap.nodes[0].mps = false;
+  snap.pending = {Pending(MakeJob("a").Fraction(0.25, SharingMode::kAuto), 0),
+                  Pending(MakeJob("b").Fraction(0.25, SharingMode::kAuto), 1), Pending(MakeJob("m").Mps(0.25), 2)};
+  Snapshot done = RunToQuiet(snap);
+  EXPECT_EQ(HeldBy(done, "a"), SharingMode::kTimeSlice);
+  EXPECT_NE(GpuOf(done, "a"), GpuOf(done, "b"));  // not packed
+  EXPECT_EQ(GpuOf(done, "m"), -1);                // an explicit MPS job needs MPS
+}
+
+TEST(AutoSharing, ThePoolsSettingThenTheGpuTypesThenTheDefault) {
+  SchedulerConfig config = MechanismConfig();
+  config.sharing.by_pool = {{"render", SharingMode::kTimeSlice}};
+  config.sharing.by_gpu_type = {{"L40S", SharingMode::kTimeSlice}, {"T4", SharingMode::kMps}};
+  Node render = MakeNode("render", "T4", 1);
+  render.labels["pool"] = "render";
+  Snapshot snap;
+  snap.nodes = {render, MakeNode("l40s", "L40S", 1), MakeNode("t4", "T4", 1)};
+  Snapshot done;
+  for (const char* where : {"render", "l40s", "t4"}) {
+    snap.pending = {Pending(MakeJob("j").Fraction(0.5, SharingMode::kAuto).Selector("node", where), 0)};
+    for (Node& n : snap.nodes) n.labels["node"] = n.id;
+    done = RunToQuiet(snap, config);
+    ASSERT_EQ(done.running.size(), 1u) << where;
+    EXPECT_EQ(HeldBy(done, "j"), std::string(where) == "t4" ? SharingMode::kMps : SharingMode::kTimeSlice) << where;
+  }
 }
 
 RunningJob RunningMig(const std::string& id, int node, int gpu, const std::string& type, const std::string& profile,

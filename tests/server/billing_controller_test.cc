@@ -40,7 +40,7 @@ TEST(Ledger, EveryRunIsBilledAndSurvivesARestart) {
     db = h.db;
     h.Attach({MakeNode("n1", "A100-80GB", 4)});
     whole = h.Submit("{gpus: 2, project: det, command: 'true'}", kAlice).body["id"];
-    quarter = h.Submit("{gpu_fraction: 0.25, sharing: time-slice, command: 'true'}", kBob).body["id"];
+    quarter = h.Submit("{gpu_fraction: 0.25, sharing: mps, command: 'true'}", kBob).body["id"];
     h.now += 90 * kMinuteMs;
     h.controller->RunExited(ExitReport(whole, 1, "n1", 0, ""));
     h.controller->Sync();
@@ -272,6 +272,45 @@ TEST(IdleJobs, FlaggedAfterTheConfiguredTimeAndStoppedWhenTheTeamSaysSo) {
     double expected = l["job_id"] == lazy ? 1.0 : 90.0;
     EXPECT_DOUBLE_EQ(l["avg_utilization_pct"], expected) << l.dump();
   }
+}
+
+TEST(IdleJobs, AShareIsMeasuredAgainstItsShareNotTheWholeGpu) {
+  // Two MPS quarters on one GPU, idle threshold 10%. Job "small" uses 3% of the GPU's SMs:
+  // 12% of its quarter, busy. Job "tiny" uses 2%: 8% of its quarter, idle after 30 minutes.
+  // Against the whole GPU both would have looked idle.
+  Harness h("", 20, Quotas("accounting: {idle_threshold_percent: 10, idle_after: 30m}\n"), kNov10);
+  h.Attach({MakeNode("n1", "A100-80GB", 1)});
+  std::string small = h.Submit("{gpu_fraction: 0.25, command: 'sleep 1000'}", kAlice).body["id"];
+  std::string tiny = h.Submit("{gpu_fraction: 0.25, command: 'sleep 1000'}", kBob).body["id"];
+  h.controller->Sync();
+  nlohmann::json view = Api(h.controller->GetJob(kAlice, small)).body;
+  EXPECT_EQ(view["sharing"], "mps") << view.dump();  // a plain fraction on a node with MPS
+  EXPECT_EQ(view["spec"]["sharing"], "auto");
+  {
+    std::lock_guard<std::mutex> lock(h.link.mu);
+    ASSERT_EQ(h.link.starts.size(), 2u);
+    EXPECT_EQ(h.link.starts[0].sharing, SharingMode::kMps);
+    EXPECT_EQ(h.link.starts[0].gpus[0].mps_thread_percent, 25);
+    EXPECT_EQ(h.link.starts[0].gpus[0].memory_mib, 20480);  // a quarter of 80 GiB, pinned
+  }
+  auto readings = [&] {
+    GpuSample s;
+    s.util_pct = 5;
+    s.processes = {{101, 2000, 3, -1, small}, {102, 1000, 2, -1, tiny}};
+    h.controller->Readings({"n1", {{0, s}}});
+    h.controller->Sync();
+  };
+  readings();
+  view = Api(h.controller->GetJob(kAlice, small)).body;
+  ASSERT_EQ(view["gpu_use"].size(), 1u) << view.dump();
+  EXPECT_EQ(view["gpu_use"][0]["sm_util_pct"], 3.0);
+  EXPECT_EQ(view["gpu_use"][0]["share_used_pct"], 12.0);
+  EXPECT_EQ(view["gpu_use"][0]["memory_used_mib"], 2000);
+  EXPECT_EQ(view["gpu_use"][0]["source"], "process");
+  h.now += 31 * kMinuteMs;
+  readings();
+  ASSERT_TRUE(WaitFor([&] { return Api(h.controller->GetJob(kBob, tiny)).body.value("idle", false); }));
+  EXPECT_FALSE(Api(h.controller->GetJob(kAlice, small)).body.value("idle", false));
 }
 
 }  // namespace

@@ -30,10 +30,10 @@ TEST(CheckpointDone, EndsTheGracePeriodOfAStoppingJobAtOnce) {
 }
 
 TEST(GpuMemoryWatch, ATimeSlicedJobOverItsShareIsStoppedAndItsNeighbourIsNot) {
-  Harness h;
+  Harness h("", 3600 * 1000, [](ControllerOptions& o) { o.config.scheduler.sharing.time_slice_packing = true; });
   h.Attach({MakeNode("n1", "A100-80GB", 1)});
-  std::string greedy = h.Submit("{gpu_fraction: 0.25, command: 'sleep 1000'}", kAlice).body["id"];
-  std::string polite = h.Submit("{gpu_fraction: 0.5, command: 'sleep 1000'}", kBob).body["id"];
+  std::string greedy = h.Submit("{gpu_fraction: 0.25, sharing: time-slice, command: 'sleep 1000'}", kAlice).body["id"];
+  std::string polite = h.Submit("{gpu_fraction: 0.5, sharing: time-slice, command: 'sleep 1000'}", kBob).body["id"];
   h.controller->Sync();
   GpuSample s;
   s.util_pct = 80;

@@ -54,6 +54,9 @@ TEST(GoldenPhilly, First3000JobsOn64Gpus) {
     }
     EXPECT_EQ(got, ReadFile(path)) << "golden mismatch for " << policy << " (" << path << ")";
     EXPECT_EQ(result->jobs_completed, 3000) << policy;
+    // Whole GPUs only: every job holds what it asked for, so useful work equals allocation
+    // (a start applied to the wrong queued job once broke this under preemption).
+    EXPECT_NEAR(result->useful_gpu_utilization, result->gpu_utilization, 1e-12) << policy;
   }
 }
 

@@ -2,7 +2,10 @@
 // determinism check.
 #include "sim/simulator.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "sim/report.h"
 #include "test_util.h"
@@ -14,12 +17,14 @@ using testing::MakeNode;
 
 ConfigSet Config() { return {GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}, ""}; }
 
-SimResult RunSim(const std::vector<Node>& nodes, const std::string& csv, const std::string& policy) {
+SimResult RunSim(const std::vector<Node>& nodes, const std::string& csv, const std::string& policy,
+                 const std::function<void(ConfigSet&)>& configure = {}) {
   auto trace = ParseTrace(csv, TraceFormat::kCsv, true);
   EXPECT_TRUE(trace.ok()) << trace.status().ToString();
   SimOptions options;
   options.policy = policy;
   ConfigSet config = Config();
+  if (configure) configure(config);
   auto r = Simulate(nodes, *trace, config, options);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return *r;
@@ -63,19 +68,65 @@ TEST(Simulator, GangWaitsForWholeNodes) {
   EXPECT_DOUBLE_EQ(r.makespan_s, 150);
 }
 
+constexpr const char* kFiveQuarters =
+    "submit_time,duration_s,num_gpus,gpu_fraction,sharing\n0,100,1,0.25,{0}\n0,100,1,0.25,{0}\n0,100,1,0.25,{0}\n"
+    "0,100,1,0.25,{0}\n0,100,1,0.25,{0}\n";
+
+void NoSlowDown(ConfigSet& c) {
+  c.scheduler.sharing.time_slice_packing = true;
+  c.scheduler.sharing.time_slice_speed = {{2, 0.5}};  // n jobs at 1/n each: the GPU's total stays 1
+}
+
 TEST(Simulator, FractionsPackOntoOneGpu) {
-  // One GPU; five 0.25 jobs of 100 s at t=0: four share the GPU 0-100, the fifth runs
-  // 100-200. Allocated: 4 x 0.25 x 100 + 0.25 x 100 = 125 GPU-s over 1 GPU x 200 s.
-  SimResult r = RunSim({MakeNode("t", "T4", 1)},
-                       "submit_time,duration_s,num_gpus,gpu_fraction\n0,100,1,0.25\n0,100,1,0.25\n0,100,1,0.25\n"
-                       "0,100,1,0.25\n0,100,1,0.25\n",
-                       "gantry");
+  // One GPU; five 0.25 jobs of 100 s at t=0, time-sliced with packing allowed and no
+  // slow-down beyond sharing (4 jobs at 1/4 speed each): the four take 400 s together, the
+  // fifth then runs alone for 100 s. Allocated: 4 x 0.25 x 400 + 0.25 x 100 = 425 GPU-s
+  // over 500 s; useful: the work, 5 x 0.25 x 100 = 125 GPU-s.
+  SimResult r =
+      RunSim({MakeNode("t", "T4", 1)}, fmt::format(fmt::runtime(kFiveQuarters), "time-slice"), "gantry", NoSlowDown);
   EXPECT_EQ(r.jobs_completed, 5);
-  EXPECT_DOUBLE_EQ(r.queue_delay_max_s, 100);
-  EXPECT_DOUBLE_EQ(r.makespan_s, 200);
-  EXPECT_NEAR(r.gpu_utilization, 125.0 / 200.0, 1e-9);
-  // Queued 0-100 with the GPU fully allocated: utilization when queued is 1.
+  EXPECT_DOUBLE_EQ(r.queue_delay_max_s, 400);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 500);
+  EXPECT_NEAR(r.gpu_utilization, 425.0 / 500.0, 1e-9);
+  EXPECT_NEAR(r.useful_gpu_utilization, 125.0 / 500.0, 1e-9);
+  // Queued 0-400 with the GPU fully allocated: utilization when queued is 1.
   EXPECT_NEAR(r.gpu_utilization_when_queued, 1.0, 1e-9);
+}
+
+TEST(Simulator, TimeSlicedJobsRunAloneUnlessTheSiteAllowsPacking) {
+  // The shipped setting: each time-sliced job holds the GPU alone, one after another.
+  SimResult r = RunSim({MakeNode("t", "T4", 1)}, fmt::format(fmt::runtime(kFiveQuarters), "time-slice"), "gantry");
+  EXPECT_DOUBLE_EQ(r.makespan_s, 500);
+  EXPECT_NEAR(r.gpu_utilization, 1.0, 1e-9);          // each holds the whole GPU
+  EXPECT_NEAR(r.useful_gpu_utilization, 0.25, 1e-9);  // but asked for, and used, a quarter
+}
+
+TEST(Simulator, PlainFractionsGetMpsAndItsMeasuredSpeed) {
+  // auto on a node that can run MPS: four share the GPU at 0.578 of their speed alone (the
+  // H100 figure for 4 clients), ending at ceil(100 / 0.578) = 173.011 s; the fifth then runs
+  // alone to 273.011 s. Useful work is the jobs' own: 125 GPU-s.
+  SimResult r = RunSim({MakeNode("t", "T4", 1)}, fmt::format(fmt::runtime(kFiveQuarters), ""), "gantry");
+  const double four_end = 173.011;
+  EXPECT_NEAR(r.makespan_s, four_end + 100, 1e-3);
+  EXPECT_NEAR(r.gpu_utilization, (4 * 0.25 * four_end + 0.25 * 100) / (four_end + 100), 1e-5);
+  EXPECT_NEAR(r.useful_gpu_utilization, 125.0 / (four_end + 100), 1e-5);
+}
+
+TEST(Simulator, ASharerThatEndsSpeedsUpTheOthers) {
+  // Two MPS halves of 100 s and 50 s: both at 0.725 until the short one's 50 s of work are
+  // done at 50 / 0.725 = 68.966 s; the long one has 50 s of work left, alone at full speed.
+  SimResult r =
+      RunSim({MakeNode("t", "T4", 1)},
+             "submit_time,duration_s,num_gpus,gpu_fraction,sharing\n0,100,1,0.5,mps\n0,50,1,0.5,mps\n", "gantry");
+  EXPECT_EQ(r.jobs_completed, 2);
+  EXPECT_NEAR(r.makespan_s, 68.966 + 50, 1e-3);
+}
+
+TEST(Simulator, WithoutMpsAPlainFractionIsTimeSliced) {
+  Node no_mps = MakeNode("t", "T4", 1);
+  no_mps.mps = false;
+  SimResult r = RunSim({no_mps}, fmt::format(fmt::runtime(kFiveQuarters), "auto"), "gantry");
+  EXPECT_DOUBLE_EQ(r.makespan_s, 500);  // alone, one after another (no packing)
 }
 
 TEST(Simulator, CountsJobsThatCanNeverFitAsRejected) {

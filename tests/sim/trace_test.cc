@@ -64,14 +64,15 @@ TEST(CsvTrace, ColumnsInAnyOrderUnknownIgnored) {
 TEST(CsvTrace, SharingColumns) {
   auto t = ParseTrace(
       "submit_time,duration_s,num_gpus,gpu_fraction,gpu_milli,mig_profile,num_nodes,checkpoint_interval_s,"
-      "estimated_duration_s,time_limit_s,preemptible\n"
-      "0,10,1,0.25,,,,,,,\n"
-      "1,10,1,,500,,,,,,\n"
-      "2,10,1,,,3g.40gb,,,,,\n"
-      "3,10,16,,,,2,600,20,3600,false\n",
+      "estimated_duration_s,time_limit_s,preemptible,sharing\n"
+      "0,10,1,0.25,,,,,,,,\n"
+      "1,10,1,,500,,,,,,,time-slice\n"
+      "2,10,1,,,3g.40gb,,,,,,\n"
+      "3,10,16,,,,2,600,20,3600,false,\n",
       TraceFormat::kCsv, true);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->jobs[0].spec.request.sharing, SharingMode::kTimeSlice);
+  EXPECT_EQ(t->jobs[0].spec.request.sharing, SharingMode::kAuto);  // the cluster's settings decide
+  EXPECT_EQ(t->jobs[1].spec.request.sharing, SharingMode::kTimeSlice);
   EXPECT_EQ(t->jobs[0].spec.request.gpu_milli, 250);
   EXPECT_EQ(t->jobs[1].spec.request.gpu_milli, 500);
   EXPECT_EQ(t->jobs[2].spec.request.sharing, SharingMode::kMig);
