@@ -64,6 +64,7 @@ Expected<std::vector<GpuSample>> FakeGpuProvider::Sample() {
     s.uuid = g.uuid;
     s.lost = st.lost;
     s.last_xid = st.last_xid;
+    s.xid_events = st.xid_events;
     if (st.lost) {
       out.push_back(std::move(s));
       continue;
@@ -120,6 +121,7 @@ bool FakeGpuProvider::InjectXid(const std::string& uuid, int xid) {
   auto it = state_.find(uuid);
   if (it == state_.end()) return false;
   it->second.last_xid = xid;
+  it->second.xid_events++;
   if (xid == 79) it->second.lost = true;
   events_.push_back({uuid, xid, fmt::format("XID {}", xid)});
   return true;

@@ -44,6 +44,7 @@ class FakeGpuProvider : public GpuProvider, public GpuLoadSink {
     int64_t ecc_uncorrected = 0;
     bool lost = false;
     int last_xid = 0;
+    int64_t xid_events = 0;
   };
   GpuInventory inventory_;
   std::mutex mu_;

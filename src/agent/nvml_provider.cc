@@ -197,6 +197,7 @@ class NvmlProvider : public GpuProvider {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = last_xid_.find(dev.uuid);
         if (it != last_xid_.end()) s.last_xid = it->second;
+        s.xid_events = xid_events_[dev.uuid];
       }
       out.push_back(std::move(s));
     }
@@ -222,6 +223,7 @@ class NvmlProvider : public GpuProvider {
         e.what = fmt::format("XID {}", e.xid);
         std::lock_guard<std::mutex> lock(mu_);
         last_xid_[e.uuid] = e.xid;
+        xid_events_[e.uuid]++;
       } else if (data.event_type & nvml::kEventDoubleBitEcc) {
         e.what = "double-bit ECC error";
       } else {
@@ -347,6 +349,7 @@ class NvmlProvider : public GpuProvider {
   nvml::EventSet events_ = nullptr;
   std::mutex mu_;
   std::map<std::string, int> last_xid_;
+  std::map<std::string, int64_t> xid_events_;  // XID events per GPU since the provider opened
 };
 
 }  // namespace

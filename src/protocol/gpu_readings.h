@@ -67,6 +67,7 @@ struct GpuSample {
   int remap_pending = -1;  // 1 when a row remap waits for a reset
   bool lost = false;       // the GPU stopped answering (XID 79, GPU_IS_LOST)
   int last_xid = 0;
+  int64_t xid_events = -1;  // XID events seen since the agent started (-1: not counted): a new one
   // DCGM only (-1 where absent): profiling ratios (0..1) and lifetime ECC counts.
   double sm_active = -1;
   double sm_occupancy = -1;

@@ -96,6 +96,7 @@ nlohmann::json SampleToWire(const GpuSample& s) {
           {"remap", s.remap_pending},
           {"lost", s.lost},
           {"xid", s.last_xid},
+          {"xid_events", s.xid_events},
           {"sm_active", s.sm_active},
           {"sm_occupancy", s.sm_occupancy},
           {"tensor_active", s.tensor_active},
@@ -121,6 +122,7 @@ GpuSample SampleFromWire(const nlohmann::json& j) {
   s.remap_pending = j.value("remap", -1);
   s.lost = j.value("lost", false);
   s.last_xid = j.value("xid", 0);
+  s.xid_events = j.value("xid_events", int64_t{-1});
   s.sm_active = j.value("sm_active", -1.0);
   s.sm_occupancy = j.value("sm_occupancy", -1.0);
   s.tensor_active = j.value("tensor_active", -1.0);

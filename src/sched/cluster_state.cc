@@ -51,7 +51,8 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
     bool has_mig = false;
     for (const Gpu& g : node.gpus) {
       GpuUse gs;
-      gs.usable = g.health == GpuHealth::kHealthy && !g.fenced;
+      gs.usable = g.health == GpuHealth::kHealthy && !g.fenced &&
+                  (snapshot.held_back_gpus.empty() || !snapshot.held_back_gpus.count({static_cast<int>(i), g.index}));
       gs.mig_enabled = g.mig_enabled;
       gs.nvlink_group = g.nvlink_group;
       gs.busy_until = snapshot.now_ms;

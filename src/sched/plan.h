@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,9 @@ struct Snapshot {
   // Teams ("team") and projects ("team/project") whose new jobs are held (a budget spent),
   // with the reason shown in the queue.
   std::map<std::string, std::string> holds;
+  // GPUs (node index, GPU index) that take no new job for now: an MPS GPU whose clients
+  // are being stopped after a fault (its MPS server refuses new clients until they are gone).
+  std::set<std::pair<int, int>> held_back_gpus;
 };
 
 struct StartDecision {

@@ -299,6 +299,11 @@ class ControllerState {
   void EndOnFault(const std::string& id, int n, const std::string& reason, bool stop_there);
   // A time-sliced job whose own processes use more GPU memory than its share is stopped.
   void CheckGpuMemory(int node, int gpu, const GpuSample& sample);
+  // A new XID on a GPU with MPS jobs: every client of its MPS server gets the fault, so all
+  // of them stop and requeue, and the GPU takes no new job until they are gone.
+  void CheckMpsFault(int node, int gpu, const GpuSample& sample);
+  // Lifts the hold of MPS GPUs whose faulted clients have all exited.
+  void ReleaseMpsHolds();
   // The node index and GPU of (node id, GPU index); {-1, null} when there is none.
   std::pair<int, Gpu*> LocateGpu(const std::string& node_id, int gpu);
   void WriteGpuMetrics(MetricsWriter& w) const;
@@ -346,6 +351,7 @@ class ControllerState {
   std::map<std::string, std::string> meta_;
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).
   std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
+  std::set<std::pair<int, int>> mps_fault_holds_;  // (node index, GPU) held back after an MPS fault
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;
   std::map<std::string, TimeMs> below_since_;

@@ -15,8 +15,42 @@ void ControllerState::Readings(NodeReadings readings) {
     if (!located) continue;
     accounting_.Reading(readings.node_id, gpu, s, quotas_->accounting.idle_threshold_pct, now_);
     CheckGpuMemory(n, gpu, s);
+    CheckMpsFault(n, gpu, s);
     telemetry_[n][gpu] = {std::move(s), now_};
   }
+}
+
+void ControllerState::CheckMpsFault(int node, int gpu, const GpuSample& sample) {
+  auto before = telemetry_.find(node);
+  if (sample.last_xid <= 0 || before == telemetry_.end() || !before->second.count(gpu)) return;
+  const GpuSample& last = before->second.at(gpu).first;
+  bool counted = sample.xid_events >= 0 && last.xid_events >= 0;
+  if (counted ? sample.xid_events <= last.xid_events : sample.last_xid == last.last_xid) return;  // no new XID
+  std::vector<JobRecord*> clients;
+  for (const std::string& id : accounting_.JobsOn(snap_.nodes[node].id, gpu)) {
+    JobRecord* job = Find(id);
+    if (job && job->state == JobState::kRunning &&
+        HeldSharing(*job->spec, RunningOf(id).placement) == SharingMode::kMps) {
+      clients.push_back(job);
+    }
+  }
+  if (clients.empty()) return;
+  const std::string& node_id = snap_.nodes[node].id;
+  std::string reason = fmt::format(
+      "XID {} on {} GPU {} under MPS: a fault of one MPS client reaches every client of the GPU, so its MPS "
+      "jobs are requeued",
+      sample.last_xid, node_id, gpu);
+  NodeEvent(node_id, "mps_fault", {{"gpu", gpu}, {"xid", sample.last_xid}, {"jobs", clients.size()}});
+  counters_["mps_faults"]++;
+  mps_fault_holds_.insert({node, gpu});
+  for (JobRecord* job : clients) StopRunning(*job, StopCause::kNodeFault, reason, 0);
+}
+
+void ControllerState::ReleaseMpsHolds() {
+  std::erase_if(mps_fault_holds_, [&](const std::pair<int, int>& held) {
+    return accounting_.JobsOn(snap_.nodes[held.first].id, held.second).empty();
+  });
+  snap_.held_back_gpus = mps_fault_holds_;
 }
 
 void ControllerState::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {

@@ -376,6 +376,7 @@ void ControllerState::Cycle() {
     snap_.below_guarantee_since = below_since_;
   }
   OrderPending();
+  ReleaseMpsHolds();
   Plan plan = engine_->Schedule(snap_, {.explain = false, .pending_in_order = true});
   for (const Preemption& p : plan.preemptions) {
     JobRecord& victim = *Find(p.job_id);

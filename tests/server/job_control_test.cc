@@ -57,6 +57,46 @@ TEST(GpuMemoryWatch, ATimeSlicedJobOverItsShareIsStoppedAndItsNeighbourIsNot) {
       << job.body.dump();
 }
 
+TEST(MpsFault, AnXidUnderMpsRequeuesEveryClientAndHoldsTheGpuUntilTheyAreGone) {
+  Harness h;
+  h.Attach({MakeNode("n1", "A100-80GB", 2)});
+  std::string a = h.Submit("{gpu_fraction: 0.25, command: 'sleep 1000'}", kAlice).body["id"];
+  std::string b = h.Submit("{gpu_fraction: 0.25, command: 'sleep 1000'}", kBob).body["id"];
+  std::string whole = h.Submit("{gpus: 1, command: 'sleep 1000'}", kBob).body["id"];
+  h.controller->Sync();
+  ASSERT_EQ(Api(h.controller->GetJob(kAlice, a)).body["sharing"], "mps");
+  int mps_gpu = Api(h.controller->GetJob(kAlice, a)).body["placement"][0]["gpus"][0]["index"];
+  auto reading = [&](int gpu, int64_t xids, int last_xid) {
+    GpuSample s;
+    s.util_pct = 50;
+    s.xid_events = xids;
+    s.last_xid = last_xid;
+    h.controller->Readings({"n1", {{gpu, s}}});
+    h.controller->Sync();
+  };
+  reading(mps_gpu, 0, 0);
+  reading(1 - mps_gpu, 0, 0);
+  reading(1 - mps_gpu, 1, 13);  // a fault beside no MPS job: that job's own business
+  EXPECT_EQ(h.State(whole, kBob), "running");
+  reading(mps_gpu, 1, 13);  // XID 13 on the MPS GPU: both clients got it
+  EXPECT_EQ(h.State(a, kAlice), "stopping");
+  EXPECT_EQ(h.State(b, kBob), "stopping");
+  EXPECT_NE(Api(h.controller->GetJob(kAlice, a)).body["reason"].get<std::string>().find("XID 13 on n1 GPU"),
+            std::string::npos);
+  // Held back until its clients are gone: a new MPS job waits though the GPU has room.
+  std::string c = h.Submit("{gpu_fraction: 0.25, command: 'sleep 1000'}", kAlice).body["id"];
+  h.controller->Sync();
+  EXPECT_EQ(h.State(c, kAlice), "pending");
+  h.controller->RunExited(ExitReport(a, 1, "n1", 1, "CUDA error"));
+  h.controller->RunExited(ExitReport(b, 1, "n1", 1, "CUDA error"));
+  h.controller->Sync();
+  // Requeued as a fault (not their failure), and started again with c on a fresh server.
+  for (const auto& [id, who] : {std::pair{a, kAlice}, std::pair{b, kBob}, std::pair{c, kAlice}}) {
+    EXPECT_EQ(h.State(id, who), "running") << id;
+  }
+  EXPECT_EQ(Api(h.controller->GetJob(kAlice, a)).body["runs"], 2);
+}
+
 TEST(AllowedExecutables, OnlyListedProgramsAsOneSimpleCommand) {
   auto configure = [](ControllerOptions& o) {
     auto q = QuotaConfig::FromYaml(
