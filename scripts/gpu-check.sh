@@ -6,7 +6,8 @@
 # that its process, memory and utilization are attributed to it, and measures the cost of
 # polling; the job prints its cgroup (per-job cgroups where the machine allows); runs the
 # GPU sharing benchmark (scripts/sharing-bench.sh) and checks that plain fractions got MPS
-# and that the MPS daemons quit after their jobs. Reads the
+# and that the MPS daemons quit after their jobs; and makes one MPS client fault to see its
+# neighbour requeued (GPU_CHECK_SECTIONS=sharing,mps_fault runs only those). Reads the
 # card only: no MIG job is submitted, so no instance is made; no MIG mode, compute-mode,
 # clock, power or persistence change, no reset. Writes its report to $OUT (or ./gpu-check-out).
 set -uo pipefail
@@ -28,6 +29,9 @@ if [ ! -x build/gantry ]; then
 fi
 ./build/gantry --version
 
+
+# NVML readings against nvidia-smi's; MIG and NVLink as found.
+check_nvml() {
 say "NVML provider against nvidia-smi"
 ./build/gantry gpus --provider nvml > "$out/nvml.json" || { echo "NVML provider failed"; fail=1; }
 nvidia-smi --query-gpu=uuid,name,memory.total,temperature.gpu,power.draw,utilization.gpu \
@@ -61,12 +65,18 @@ for s in nvml["samples"]:
 sys.exit(1 if bad else 0)
 PY
 nvidia-smi topo -m || true
+}
 
+# What polling the GPUs costs the agent.
+check_polling() {
 say "polling overhead: 10 s at a 1 s interval"
 ./build/gantry gpus --provider nvml --measure 10 --interval 1 | python3 -c \
   'import json,sys; p=json.load(sys.stdin)["polling"]; print(json.dumps(p)); sys.exit(0 if p["cpu_share_of_one_core_pct"] < 1 else 1)' \
   || { echo "polling costs 1% of a core or more"; fail=1; }
+}
 
+# A real CUDA job under a standalone server, its process and use attributed to it.
+check_cuda_job() {
 say "a real CUDA job under a standalone server"
 data=$(mktemp -d)
 ./build/gantry server --standalone --data-dir "$data" --listen 127.0.0.1:0 --ready-file "$data/ready" > "$out/server.log" 2>&1 &
@@ -118,7 +128,10 @@ else
   echo "PyTorch with CUDA is not installed here: the CUDA job was skipped"; fail=1
 fi
 kill $server; wait $server 2>/dev/null
+}
 
+# The sharing benchmark; plain fractions got MPS; the daemons quit.
+check_sharing() {
 say "GPU sharing: alone, time-slice x2, plain fractions (auto: MPS here) x2 and x4"
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   OUT="$out" bash scripts/sharing-bench.sh 10 || fail=1
@@ -139,6 +152,58 @@ PY
 else
   echo "PyTorch with CUDA is not installed here: the sharing benchmark was skipped"; fail=1
 fi
+}
+
+# An MPS client's fatal fault: two plain halves (MPS here); one triggers a device-side
+# assert (an out-of-bounds index). MPS hands the fault to both; Gantry should requeue both
+# as a fault (reason "XID ... under MPS"), not fail the healthy one for it.
+check_mps_fault() {
+  say "an MPS client fault: its neighbour is requeued, not failed"
+  if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "PyTorch with CUDA is not installed here: skipped"; fail=1; return
+  fi
+  local data server
+  data=$(mktemp -d)
+  ./build/gantry server --standalone --data-dir "$data" --listen 127.0.0.1:0 --ready-file "$data/ready" \
+    > "$out/mps-fault-server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
+  export GANTRY_SERVER; GANTRY_SERVER=$(cat "$data/ready"); export GANTRY_TOKEN_FILE="$data/admin.token"
+  cat > "$data/client.py" <<'PY'
+import sys, time, torch
+x = torch.zeros(16, device="cuda")
+print("mps client", sys.argv[1], "restart", __import__("os").environ.get("GANTRY_RESTART_COUNT"), flush=True)
+end = time.time() + (8 if sys.argv[1] == "bad" else 40)
+while time.time() < end:
+    x += 1; torch.cuda.synchronize(); time.sleep(0.01)
+if sys.argv[1] == "bad" and __import__("os").environ.get("GANTRY_RESTART_COUNT") == "0":
+    i = torch.tensor([1 << 30], device="cuda")
+    x[i] = 1  # out of bounds: a device-side assert, a fatal fault of this MPS client
+    torch.cuda.synchronize()
+print("done", flush=True)
+PY
+  local good bad
+  good=$(./build/gantry submit -o json --gpu-fraction 0.5 --name good -- python3 "$data/client.py" good |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  bad=$(./build/gantry submit -o json --gpu-fraction 0.5 --name bad -- python3 "$data/client.py" bad |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  ./build/gantry wait "$good" > /dev/null 2>&1
+  ./build/gantry wait "$bad" > /dev/null 2>&1
+  ./build/gantry job "$good"; ./build/gantry logs "$good"; ./build/gantry job "$bad"; ./build/gantry logs "$bad"
+  ./build/gantry nodes -o json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["nodes"][0].get("gpus")))'
+  curl -s "$GANTRY_SERVER/metrics" | grep -E 'mps_fault|xid' | head -5
+  dmesg 2>/dev/null | grep -i xid | tail -3
+  ./build/gantry job "$good" -o json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print("good job: state", j["state"], "runs", j["runs"], "-",
+      "the fault stayed with its own client" if j["runs"] == 1 else "requeued after the fault of the other client")
+sys.exit(0 if j["state"] == "succeeded" else 1)' || { echo "the healthy MPS client did not survive its neighbour's fault"; fail=1; }
+  kill $server; wait $server 2>/dev/null
+}
+
+sections=${GPU_CHECK_SECTIONS:-nvml,polling,cuda_job,sharing,mps_fault}
+for section in ${sections//,/ }; do "check_$section"; done
 
 say "result"
 [ $fail -eq 0 ] && echo "gpu-check: all checks passed" || echo "gpu-check: some checks FAILED"

@@ -58,7 +58,7 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
   env["GANTRY_NUM_NODES"] = std::to_string(o.num_nodes);
   env["GANTRY_MASTER_NODE"] = o.leader_node;
   env["GANTRY_SHARING"] = ToString(o.sharing);
-  if (o.sharing == SharingMode::kTimeSlice && !o.gpus.empty()) {
+  if ((o.sharing == SharingMode::kTimeSlice || o.sharing == SharingMode::kMps) && !o.gpus.empty()) {
     env["GANTRY_GPU_FRACTION"] = fmt::format("{:g}", o.gpus[0].milli / 1000.0);
     if (o.gpus[0].memory_mib > 0) env["GANTRY_GPU_MEMORY_LIMIT_MIB"] = std::to_string(o.gpus[0].memory_mib);
   }

@@ -187,6 +187,8 @@ TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
   auto env = LocalAgent::JobEnvironment(o, "/ckpt");
   EXPECT_EQ(env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "30");
   EXPECT_EQ(env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=20480M");
+  EXPECT_EQ(env["GANTRY_SHARING"], "mps");
+  EXPECT_FALSE(env["GANTRY_GPU_FRACTION"].empty());  // the share, as for a time-sliced job
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-ccc");
   EXPECT_EQ(env["GANTRY_CHECKPOINT_DIR"], "/ckpt");
   StartOrder t = Order("t1", "true", SharingMode::kTimeSlice);
