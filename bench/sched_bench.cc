@@ -120,6 +120,7 @@ void BM_FullCycle(benchmark::State& state) {
   }
   SchedulerConfig config = SchedulerConfig::Builtin();
   config.backfill_depth = static_cast<int>(state.range(2));
+  config.sharing.time_slice_packing = true;  // the queue's time-sliced halves pack, as when measured
   Engine engine(Cat(), config);
   size_t starts = 0;
   for (auto _ : state) {
