@@ -19,6 +19,16 @@ exec > >(tee "$log") 2>&1
 say() { echo; echo "== $*"; }
 fail=0
 
+# start_server DATA_DIR LOG: a standalone server on this machine's GPUs, in the background
+# ($server); GANTRY_SERVER and GANTRY_TOKEN_FILE point the CLI at it.
+start_server() {
+  ./build/gantry server --standalone --data-dir "$1" --listen 127.0.0.1:0 --ready-file "$1/ready" > "$2" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do [ -s "$1/ready" ] && break; sleep 0.1; done
+  export GANTRY_SERVER GANTRY_TOKEN_FILE="$1/admin.token"
+  GANTRY_SERVER=$(cat "$1/ready")
+}
+
 say "machine"
 date -u; uname -r; nvidia-smi -L || { echo "no nvidia-smi: not a GPU machine"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,mig.mode.current,compute_mode --format=csv
@@ -79,10 +89,7 @@ say "polling overhead: 10 s at a 1 s interval"
 check_cuda_job() {
 say "a real CUDA job under a standalone server"
 data=$(mktemp -d)
-./build/gantry server --standalone --data-dir "$data" --listen 127.0.0.1:0 --ready-file "$data/ready" > "$out/server.log" 2>&1 &
-server=$!
-for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-export GANTRY_SERVER; GANTRY_SERVER=$(cat "$data/ready"); export GANTRY_TOKEN_FILE="$data/admin.token"
+start_server "$data" "$out/server.log"
 ./build/gantry nodes
 grep -E 'cgroup|GPUs from' "$out/server.log"
 cat > "$data/matmul.py" <<'PY'
@@ -162,13 +169,9 @@ check_mps_fault() {
   if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     echo "PyTorch with CUDA is not installed here: skipped"; fail=1; return
   fi
-  local data server
+  local data
   data=$(mktemp -d)
-  ./build/gantry server --standalone --data-dir "$data" --listen 127.0.0.1:0 --ready-file "$data/ready" \
-    > "$out/mps-fault-server.log" 2>&1 &
-  server=$!
-  for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-  export GANTRY_SERVER; GANTRY_SERVER=$(cat "$data/ready"); export GANTRY_TOKEN_FILE="$data/admin.token"
+  start_server "$data" "$out/mps-fault-server.log"
   cat > "$data/client.py" <<'PY'
 import sys, time, torch
 x = torch.zeros(16, device="cuda")

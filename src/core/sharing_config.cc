@@ -38,16 +38,21 @@ double SharedSpeed(const SharingConfig& config, SharingMode mode, int jobs) {
   return below_speed * below_n / jobs;  // past the last point the GPU's total stays
 }
 
-namespace {
-
-Status ReadMode(const std::string& field, const std::string& text, SharingMode* out) {
+bool ParseFractionSharing(const std::string& text, SharingMode* out) {
   SharingMode m;
   if (!ParseSharingMode(text, &m) ||
       (m != SharingMode::kAuto && m != SharingMode::kMps && m != SharingMode::kTimeSlice)) {
-    return Status::Invalid(field, "must be auto, mps or time-slice, not '" + text + "'");
+    return false;
   }
   *out = m;
-  return Status::Ok();
+  return true;
+}
+
+namespace {
+
+Status ReadMode(const std::string& field, const std::string& text, SharingMode* out) {
+  if (ParseFractionSharing(text, out)) return Status::Ok();
+  return Status::Invalid(field, "must be auto, mps or time-slice, not '" + text + "'");
 }
 
 Status ReadModes(const std::string& field, const std::map<std::string, std::string>& in,

@@ -41,6 +41,9 @@ SharingMode ResolveSharing(const SharingConfig& config, const Node& node, const 
 // for one job, for exclusive and MIG). Linear between the configured points.
 double SharedSpeed(const SharingConfig& config, SharingMode mode, int jobs);
 
+// A fraction's mode from text: auto, mps or time-slice (false for anything else).
+bool ParseFractionSharing(const std::string& text, SharingMode* out);
+
 // Reads the `sharing:` section (null: the defaults); errors name the field.
 Status ParseSharingConfig(const YAML::Node& node, SharingConfig* out);
 

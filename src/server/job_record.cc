@@ -165,7 +165,6 @@ Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<in
       loaded.placement.nodes.push_back(std::move(share));
     }
     // The mode chosen for a plain fraction (older documents: the job's own mode).
-    loaded.placement.sharing = j.spec->request.sharing;
     if (!ParseSharingMode(doc.value("placement_sharing", std::string()), &loaded.placement.sharing) ||
         loaded.placement.sharing == SharingMode::kAuto) {
       loaded.placement.sharing =

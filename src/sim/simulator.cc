@@ -455,12 +455,11 @@ void Simulation::Cycle() {
     // The engine weighs lost work from each running job's last checkpoint.
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       RunningJob& r = snap_.running[i];
-      const JobState& js = jobs_[running_job_[i]];
+      JobState& js = jobs_[running_job_[i]];
       if (js.checkpoint_ms <= 0) continue;
       // Work since the last checkpoint, at the present speed, gives its time.
-      double work =
-          js.work_done_ms +
-          static_cast<double>(std::max<DurationMs>(0, snap_.now_ms - js.progress_t - js.overhead_left_ms)) * Speed(js);
+      Progress(js, snap_.now_ms);
+      double work = js.work_done_ms;
       double since = std::fmod(work, static_cast<double>(js.checkpoint_ms));
       r.last_checkpoint_ms = work >= static_cast<double>(js.checkpoint_ms)
                                  ? snap_.now_ms - static_cast<DurationMs>(since / Speed(js))

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/sharing_config.h"
+
 namespace gantry {
 
 bool SplitCsvLine(const std::string& line, std::vector<std::string>* fields) {
@@ -114,13 +116,8 @@ std::string ParseCsvRow(const Row& row, const Columns& cols, TraceJob* job) {
     if (f < 1 || r.gpus == 1) {
       if (r.gpus != 1) return "gpu_fraction: a fraction needs num_gpus 1";
       r.sharing = SharingMode::kAuto;  // the cluster's sharing settings decide, as for a submit
-      if (has("sharing")) {
-        SharingMode m;
-        if (!ParseSharingMode(get("sharing"), &m) ||
-            (m != SharingMode::kAuto && m != SharingMode::kMps && m != SharingMode::kTimeSlice)) {
-          return "sharing: not auto, mps or time-slice";
-        }
-        r.sharing = m;
+      if (has("sharing") && !ParseFractionSharing(get("sharing"), &r.sharing)) {
+        return "sharing: not auto, mps or time-slice";
       }
       r.gpu_milli = static_cast<int32_t>(std::lround(f * 1000));
       if (r.gpu_milli == kMilliPerGpu) r.sharing = SharingMode::kExclusive, r.gpu_milli = 0;
