@@ -1,6 +1,8 @@
 """Tries every Gantry command of docs/SLURM.md, in order, against a real standalone
-server: each must exit 0. $ID is a job kept pending (it waits on a running one), $DONE a
-job that succeeded, $ARRAY an array whose tasks wait, NODE a node."""
+server: each must exit 0. $ID is a job kept pending (it waits on a running one) until the
+sheet's `update -d afterany:$DONE` frees it, and then runs long enough for the sheet's
+`cancel $ID` to find it; $DONE a job that succeeded, $ARRAY an array whose tasks wait,
+NODE a node."""
 
 import os
 import re
@@ -74,7 +76,7 @@ class SlurmCheatSheet(unittest.TestCase):
         done = self.submit("-g 1 -- echo done")
         rc, out = self.gantry(f"gantry wait {done} --timeout 60")
         self.assertEqual(rc, 0, out)
-        places = {"$ID": self.submit(f"-g 1 -d afterok:{blocker} -- true"),
+        places = {"$ID": self.submit(f"-g 1 -d afterok:{blocker} -- sleep 300"),
                   "$DONE": done,
                   "${ARRAY}": self.submit(f"-g 1 --array 0-9 -d afterok:{blocker} -- true"),
                   "NODE": "a100-80gb-0"}
