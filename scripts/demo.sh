@@ -33,7 +33,8 @@ step() { echo; echo "== $*"; }
 
 step "team vision (alice, carol) and team nlp (bob) submit"
 $g submit --team vision --user alice -f examples/jobs/train-resnet.yaml
-$g submit --team vision --user alice -f examples/jobs/notebook.yaml
+$g submit --team vision --user alice --name notebook --gpu-fraction 0.25 --gpu-memory-gb 10 --estimate 10s \
+  -- 'echo "notebook kernel on a $GANTRY_GPU_FRACTION share of $CUDA_VISIBLE_DEVICES"; sleep 5'
 $g submit --team nlp --user bob --profile llama-7b-finetune --estimate 8s --name llama-ft \
   -- 'echo "fine-tuning on $CUDA_VISIBLE_DEVICES"; sleep 6; echo saved'
 $g submit --team nlp --user bob -f examples/jobs/inference-mps.yaml

@@ -175,21 +175,31 @@ class Client:
                                    + ", ".join(j.id for j in jobs if not j.done))
             time.sleep(poll_interval)
 
-    def logs(self, job_id: str, stream: str = "stdout", offset: int = 0) -> str:
-        """A job's output from `offset` (up to 1 MiB per call)."""
-        return self._log_chunk(job_id, stream, offset)[0]
+    def logs(self, job_id: str, stream: str = "stdout", offset: int = 0, rank: int = 0,
+             run: Optional[int] = None) -> str:
+        """A job's output from `offset` (up to 1 MiB per call): one rank (a multi-node job's
+        node rank) of one run (default: the latest)."""
+        return self._log_chunk(job_id, stream, offset, rank, run)[0]
 
-    def _log_chunk(self, job_id: str, stream: str, offset: int) -> Tuple[str, int, str]:
-        _, headers, body = self.request("GET", f"/v1/jobs/{job_id}/logs", params={"stream": stream, "offset": offset})
+    def _log_chunk(self, job_id: str, stream: str, offset: int, rank: int = 0,
+                   run: Optional[int] = None) -> Tuple[str, int, str, int]:
+        _, headers, body = self.request("GET", f"/v1/jobs/{job_id}/logs",
+                                        params={"stream": stream, "offset": offset, "rank": rank, "run": run})
         lower = {k.lower(): v for k, v in headers.items()}
         return body.decode(errors="replace"), int(lower.get("x-log-offset", offset + len(body))), \
-            lower.get("x-job-state", "")
+            lower.get("x-job-state", ""), int(lower.get("x-log-run", run or 0))
 
-    def follow_logs(self, job_id: str, stream: str = "stdout", poll_interval: float = 0.5) -> Iterator[str]:
-        """Yields the job's output as it comes, until the job has ended and all is read."""
-        offset = 0
+    def follow_logs(self, job_id: str, stream: str = "stdout", poll_interval: float = 0.5,
+                    rank: int = 0) -> Iterator[str]:
+        """Yields one rank's output as it comes, until the job has ended and all is read; a
+        requeued job's next run is followed from its start."""
+        offset, run = 0, 0
         while True:
-            chunk, offset, state = self._log_chunk(job_id, stream, offset)
+            chunk, next_offset, state, served = self._log_chunk(job_id, stream, offset, rank)
+            if served != run:  # a new run: its output starts at 0
+                offset, run = 0, served
+                continue
+            offset = next_offset
             if chunk:
                 yield chunk
                 continue
@@ -259,10 +269,15 @@ class AsyncClient:
                 raise TimeoutError(f"jobs still running after {timeout} s")
             await asyncio.sleep(poll_interval)
 
-    async def follow_logs(self, job_id: str, stream: str = "stdout", poll_interval: float = 0.5):
-        offset = 0
+    async def follow_logs(self, job_id: str, stream: str = "stdout", poll_interval: float = 0.5, rank: int = 0):
+        offset, run = 0, 0
         while True:
-            chunk, offset, state = await asyncio.to_thread(self.sync._log_chunk, job_id, stream, offset)
+            chunk, next_offset, state, served = await asyncio.to_thread(self.sync._log_chunk, job_id, stream, offset,
+                                                                        rank)
+            if served != run:  # a new run: its output starts at 0
+                offset, run = 0, served
+                continue
+            offset = next_offset
             if chunk:
                 yield chunk
                 continue

@@ -8,13 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "agent/cgroups.h"
 #include "agent/process.h"
-#include "core/log_window.h"
+#include "core/host.h"
+#include "core/job_logs.h"
 #include "core/read_file.h"
 
 namespace gantry {
@@ -57,6 +59,19 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
   env["GANTRY_NODE_RANK"] = std::to_string(o.node_rank);
   env["GANTRY_NUM_NODES"] = std::to_string(o.num_nodes);
   env["GANTRY_MASTER_NODE"] = o.leader_node;
+  // What torchrun and torch.distributed's env:// read: one launcher per node, so a gang's
+  // world is its nodes (torchrun sets its own workers' RANK and WORLD_SIZE over these).
+  env["MASTER_ADDR"] = o.master_addr.empty() ? o.leader_node : o.master_addr;
+  if (o.master_port > 0) env["MASTER_PORT"] = std::to_string(o.master_port);
+  env["WORLD_SIZE"] = env["GANTRY_NUM_NODES"];
+  env["NODE_RANK"] = env["RANK"] = env["GANTRY_NODE_RANK"];
+  env["NPROC_PER_NODE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(std::max<size_t>(o.gpus.size(), 1));
+  if (!o.node_address.empty()) env["GANTRY_NODE_ADDRESS"] = o.node_address;
+  for (const auto& [name, port] : o.ports) {
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    env["GANTRY_PORT_" + upper] = std::to_string(port);
+  }
   env["GANTRY_SHARING"] = ToString(o.sharing);
   if ((o.sharing == SharingMode::kTimeSlice || o.sharing == SharingMode::kMps) && !o.gpus.empty()) {
     env["GANTRY_GPU_FRACTION"] = fmt::format("{:g}", o.gpus[0].milli / 1000.0);
@@ -101,6 +116,24 @@ Expected<LocalAgent::Account> LocalAgent::JobAccount(const StartOrder& o) const 
     return Account{};  // root, as the agent itself
   }
   return Account{pw->pw_name, pw->pw_uid, pw->pw_gid};
+}
+
+Status LocalAgent::CheckPortsFree(const StartOrder& o) {
+  std::vector<std::pair<std::string, int>> mine(o.ports.begin(), o.ports.end());
+  if (o.node_rank == 0 && o.master_port != 0) mine.emplace_back("MASTER_PORT", o.master_port);
+  for (const auto& [name, port] : mine) {
+    if (port <= 0) {
+      return Status::Precondition(
+          "ports", fmt::format("node {} has no free port left for {} (its --ports range)", o.node_id, name));
+    }
+    if (!TcpPortFree(port)) {
+      return Status::Precondition(
+          "ports", fmt::format("port {} ({}) on node {} is taken by a process Gantry did not start; keep the "
+                               "node's --ports range for Gantry's jobs",
+                               port, name, o.node_id));
+    }
+  }
+  return Status::Ok();
 }
 
 bool ParseRunAs(const std::string& text, RunAs* out) {
@@ -271,6 +304,7 @@ void LocalAgent::DoStart(StartOrder o) {
     DurationMs hold = o.spec->hold_gpus_ms > 0 ? o.spec->hold_gpus_ms : o.spec->estimated_duration_ms;
     if (hold > 0) r.ends_at_ms = Now() + hold;
   } else {
+    if (Status ports = CheckPortsFree(o); !ports.ok()) return FailStart(o, 125, ports.message());
     auto account = JobAccount(o);
     if (!account) return FailStart(o, 126, account.status().message());
     if (!PrepareJobDirs(o, *account)) return;
@@ -360,8 +394,12 @@ bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::
   req.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
   req.env = JobEnvironment(o, checkpoint);
   req.env.insert(mps_env.begin(), mps_env.end());
-  req.stdout_path = dir + "/stdout.log";
-  req.stderr_path = dir + "/stderr.log";
+  // Each run and rank writes its own logs (agent-owned; the job writes through the
+  // descriptors it inherits), so a restart or another rank never mixes into them.
+  fs::create_directories(RunLogDir(dir, o.run), ec);
+  ::chmod(RunLogDir(dir, o.run).c_str(), 0700);
+  req.stdout_path = RunLogPath(dir, o.run, o.node_rank, "stdout");
+  req.stderr_path = RunLogPath(dir, o.run, o.node_rank, "stderr");
   req.exit_file = r.exit_file;
   auto pid = launcher_.Spawn(req);
   if (!pid) {
@@ -413,10 +451,11 @@ void LocalAgent::TrimLogs() {
   int64_t now = Now();
   if (now - logs_trimmed_ms_ < 1000) return;
   logs_trimmed_ms_ = now;
-  for (const auto& [key, r] : runs_) {
-    if (r.pid <= 0) continue;
-    for (const char* stream : {"/stdout.log", "/stderr.log"})
-      TrimLog(JobDir(r.job_id) + stream, options_.max_log_bytes);
+  std::string last;
+  for (const auto& [key, r] : runs_) {  // by job id first: each job's logs once
+    if (r.pid <= 0 || r.job_id == last) continue;
+    last = r.job_id;
+    CapJobLogs(JobDir(r.job_id), options_.max_log_bytes);
   }
 }
 

@@ -45,12 +45,12 @@ struct LocalAgentOptions {
   // The MPS control command (nvidia-cuda-mps-control on real GPUs). Empty: no MPS daemons
   // (fake GPUs: their jobs get the MPS limits in their environment only).
   std::string mps_control = {};
-  GpuProvider* gpus = nullptr;       // makes MIG instances; null: none can be made
-  GpuLoadSink* load_sink = nullptr;  // told what runs on each GPU (fake GPUs' readings follow it)
-  JobCgroups* cgroups = nullptr;     // each job in its own cgroup; null: host memory watched from /proc
-  int64_t max_log_bytes = 64 << 20;  // each job log keeps its newest part up to this (0: no cap)
-  JobLauncher* launcher = nullptr;   // null: the shim launcher (real processes)
-  const Clock* clock = nullptr;      // null: the wall clock
+  GpuProvider* gpus = nullptr;               // makes MIG instances; null: none can be made
+  GpuLoadSink* load_sink = nullptr;          // told what runs on each GPU (fake GPUs' readings follow it)
+  JobCgroups* cgroups = nullptr;             // each job in its own cgroup; null: host memory watched from /proc
+  int64_t max_log_bytes = int64_t{1} << 30;  // each job's logs keep their newest part up to this (0: no cap)
+  JobLauncher* launcher = nullptr;           // null: the shim launcher (real processes)
+  const Clock* clock = nullptr;              // null: the wall clock
 };
 
 class LocalAgent : public NodeLink {
@@ -94,6 +94,9 @@ class LocalAgent : public NodeLink {
     gid_t gid = 0;
   };
   Expected<Account> JobAccount(const StartOrder& o) const;
+  // The ports lent to this node's part of the run can be bound (none taken by a process
+  // outside Gantry); else why not.
+  static Status CheckPortsFree(const StartOrder& o);
   void Loop();
   void DoStart(StartOrder order);
   // A run that could not start: reported as exited with `code` and why.
@@ -120,7 +123,7 @@ class LocalAgent : public NodeLink {
   // Kills jobs whose processes hold more host memory than they asked for (once a second).
   void CheckHostMemory();
   int64_t memory_checked_ms_ = 0;
-  // Cuts job logs over their cap (once a second).
+  // Cuts jobs' logs over their cap (once a second).
   void TrimLogs();
   int64_t logs_trimmed_ms_ = 0;
   void Exited(const std::string& key, int code, std::string reason);

@@ -1,56 +1,50 @@
 // Log shipping from remote agents.
 #include "agent/log_shipper.h"
 
-#include <filesystem>
-#include <fstream>
-
 #include "core/encoding.h"
+#include "core/job_logs.h"
 #include "core/log_window.h"
 
 namespace gantry {
 
-namespace {
-constexpr const char* kStreams[] = {"stdout", "stderr"};
-}  // namespace
-
-void LogShipper::Track(const std::string& job_id) {
+void LogShipper::Track(const std::string& job_id, int run) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[job_id].ended = false;
+  runs_[{job_id, run}].ended = false;
 }
 
-void LogShipper::Ended(const std::string& job_id) {
+void LogShipper::Ended(const std::string& job_id, int run) {
   std::lock_guard<std::mutex> lock(mu_);
-  jobs_[job_id].ended = true;
+  runs_[{job_id, run}].ended = true;
 }
 
 nlohmann::json LogShipper::Collect(size_t budget) {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json out = nlohmann::json::array();
-  std::error_code ec;
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    const auto& [job_id, run] = it->first;
     bool all_sent = true;
-    for (const char* stream : kStreams) {
-      std::string path = job_dir_(it->first) + "/" + stream + ".log";
-      if (!std::filesystem::exists(path, ec)) continue;
+    for (const RunLogFile& f : ListRunLogs(job_dir_(job_id), run)) {
       // Logical offsets: a log cut at its cap goes on from the oldest byte it still has.
-      int64_t size = LogLogicalSize(path);
-      int64_t from = it->second.sent[stream];
+      int64_t size = LogLogicalSize(f.path);
+      int64_t from = it->second.sent[{f.rank, f.stream}];
       if (size <= from) continue;
       all_sent = false;
       if (budget == 0) continue;
       size_t n = std::min<size_t>(budget, static_cast<size_t>(size - from));
       int64_t next = from;
-      std::string chunk = ReadLog(path, from, n, &next);
+      std::string chunk = ReadLog(f.path, from, n, &next);
       from = next - static_cast<int64_t>(chunk.size());
       budget -= chunk.size();
-      out.push_back({{"job_id", it->first},
-                     {"stream", stream},
+      out.push_back({{"job_id", job_id},
+                     {"run", run},
+                     {"rank", f.rank},
+                     {"stream", f.stream},
                      {"offset", from},
                      {"bytes", chunk.size()},
                      {"data", Base64Encode(chunk)}});
     }
-    // An ended job whose output the server has in full is done.
-    it = it->second.ended && all_sent ? jobs_.erase(it) : std::next(it);
+    // An ended run whose output the server has in full is done.
+    it = it->second.ended && all_sent ? runs_.erase(it) : std::next(it);
   }
   return out;
 }
@@ -58,10 +52,10 @@ nlohmann::json LogShipper::Collect(size_t budget) {
 void LogShipper::Acknowledge(const nlohmann::json& entries) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& e : entries) {
-    auto it = jobs_.find(e.value("job_id", ""));
-    if (it == jobs_.end()) continue;
+    auto it = runs_.find({e.value("job_id", ""), e.value("run", 0)});
+    if (it == runs_.end()) continue;
     int64_t end = e.value("offset", int64_t{0}) + e.value("bytes", int64_t{0});
-    int64_t& sent = it->second.sent[e.value("stream", "")];
+    int64_t& sent = it->second.sent[{e.value("rank", 0), e.value("stream", "")}];
     sent = std::max(sent, end);
   }
 }

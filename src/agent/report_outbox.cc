@@ -13,12 +13,12 @@ void ReportOutbox::Push(F f) {
 }
 
 void ReportOutbox::RunStarted(const RunReport& run) {
-  if (logs_) logs_->Track(run.job_id);
+  if (logs_) logs_->Track(run.job_id, run.run);
   Push([&] { pending_.events.push_back({ReportEvent::Kind::kStarted, run, {}}); });
 }
 
 void ReportOutbox::RunExited(const RunReport& run) {
-  if (logs_) logs_->Ended(run.job_id);
+  if (logs_) logs_->Ended(run.job_id, run.run);
   Push([&] { pending_.events.push_back({ReportEvent::Kind::kExited, run, {}}); });
 }
 

@@ -30,6 +30,8 @@ nlohmann::json RegistrationToJson(const Registration& reg) {
   if (reg.cpus >= 0) body["cpus"] = reg.cpus;
   if (reg.memory_mib >= 0) body["memory_mib"] = reg.memory_mib;
   if (!reg.labels.empty()) body["labels"] = reg.labels;
+  if (!reg.network.address.empty()) body["address"] = reg.network.address;
+  body["ports"] = fmt::format("{}-{}", reg.network.port_first, reg.network.port_last);
   return body;
 }
 

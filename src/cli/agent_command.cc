@@ -98,6 +98,11 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
   out << setup->note << "\n";
+  auto network = NodeNetworkFrom(o.runner);
+  if (!network) {
+    err << "gantry agent: " << network.status().ToString() << "\n";
+    return 2;
+  }
 
   LocalAgent* runner_ptr = nullptr;
   LogShipper logs([&](const std::string& id) { return runner_ptr->JobDir(id); });
@@ -106,15 +111,15 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   runner_ptr = &runner;
   std::vector<RunReport> recovered = runner.Recover();
   for (const RunReport& r : recovered) {
-    logs.Track(r.job_id);  // the server skips what it has already
-    if (r.exited) logs.Ended(r.job_id);
+    logs.Track(r.job_id, r.run);  // the server skips what it has already
+    if (r.exited) logs.Ended(r.job_id, r.run);
   }
   auto registration = [&](std::vector<RunReport> runs) {
     if (auto now = gpus->provider->Inventory()) {  // MIG instances may have changed
       now->mps = gpus->inventory.mps;
       gpus->inventory = *now;
     }
-    Registration reg{node_id, gpus->inventory, std::move(runs), HostCpus(), HostMemoryMib(), {}};
+    Registration reg{node_id, gpus->inventory, std::move(runs), HostCpus(), HostMemoryMib(), {}, *network};
     if (gpus->fake) reg.labels["gantry.io/fake"] = "true";
     return reg;
   };

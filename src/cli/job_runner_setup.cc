@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "core/host.h"
+
 namespace gantry {
 
 Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::string& state_dir, GpuProvider* gpus,
@@ -24,6 +26,16 @@ Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::
       .cgroups = setup.cgroups.get(),
       .max_log_bytes = static_cast<int64_t>(flags.max_log_mb * 1024 * 1024)};
   return setup;
+}
+
+Expected<NodeNetwork> NodeNetworkFrom(const JobRunnerFlags& flags) {
+  NodeNetwork network;
+  network.address = flags.address.empty() ? Hostname() : flags.address;
+  if (!ParsePortRange(flags.ports, &network.port_first, &network.port_last)) {
+    return Status::Invalid("--ports", "expected FIRST-LAST within 1024-65535, e.g. 20000-29999");
+  }
+  if (Status s = ValidateNodeNetwork(network, "node"); !s.ok()) return Status::Invalid("--address", s.message());
+  return network;
 }
 
 }  // namespace gantry

@@ -17,8 +17,13 @@ struct JobRunnerFlags {
   std::string shim;                  // the gantry binary (job shim); empty: this one
   std::string run_jobs_as = "auto";  // --run-jobs-as: auto, user or agent (see RunAs)
   std::string job_cgroups = "auto";  // --job-cgroups: auto, required or off (see JobCgroups::ForMode)
-  double max_log_mb = 64;            // --max-log-mb: each job log keeps its newest part up to this
+  double max_log_mb = 1024;  // --max-log-mb: a job's logs (all runs and ranks) keep their newest part up to this
+  std::string address;       // --address: how jobs on this node are reached; empty: the host name
+  std::string ports = "20000-29999";  // --ports: the TCP ports this node lends to jobs
 };
+
+// The node's address and port range from --address and --ports; errors name the flag.
+Expected<NodeNetwork> NodeNetworkFrom(const JobRunnerFlags& flags);
 
 struct JobRunnerSetup {
   LocalAgentOptions options;

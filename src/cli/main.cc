@@ -27,8 +27,15 @@ void AddJobRunnerFlags(CLI::App* cmd, gantry::JobRunnerFlags& runner) {
                   "Each job in its own cgroup v2 with its CPU and memory limits: auto (when root and the machine "
                   "allows it), required, off")
       ->check(CLI::IsMember({"auto", "required", "off"}));
-  cmd->add_option("--max-log-mb", runner.max_log_mb, "Each job log keeps its newest part up to this (MiB)")
+  cmd->add_option("--max-log-mb", runner.max_log_mb,
+                  "Each job's logs, all runs and ranks together, keep their newest part up to this (MiB; older "
+                  "runs go first)")
       ->check(CLI::Range(0.01, 1e6));
+  cmd->add_option("--address", runner.address,
+                  "How other nodes and users reach this node's jobs: a gang's MASTER_ADDR, the host of job port "
+                  "URLs (default: the host name)");
+  cmd->add_option("--ports", runner.ports, "TCP ports this node lends to jobs (MASTER_PORT, named ports)")
+      ->default_str(runner.ports);
 }
 
 }  // namespace

@@ -169,6 +169,9 @@ Status StartStandalone(const ServerOptions& o, const std::string& data_dir, Cont
   auto rules = HealthRules::LoadDir(o.config_dir);
   if (!rules) return Status::Invalid("health.yaml", rules.status().ToString());
   if (Status found = FindStandaloneGpus(o.fake_gpus, controller.catalog(), s, out); !found.ok()) return found;
+  auto network = NodeNetworkFrom(o.runner);
+  if (!network) return network.status();
+  for (Node& n : s.nodes) n.network = *network;
   auto setup = SetUpJobRunner(o.runner, data_dir + "/agent", s.provider.get(), s.fake);
   if (!setup) return setup.status();
   out << setup->note << "\n";
@@ -221,10 +224,11 @@ Expected<HttpOptions> HttpOptionsFrom(const ServerOptions& o, AgentHub& hub, Sta
     };
   }
   LocalAgent* agent = local.agent.get();
-  hopts.log_path = [agent, &hub](const std::string& id, const std::string& stream) {
-    std::error_code missing;
-    std::string here = agent ? agent->JobDir(id) + "/" + stream + ".log" : "";
-    return agent && fs::exists(here, missing) ? here : hub.LogPath(id, stream);
+  hopts.job_log_dirs = [agent, &hub](const std::string& id) {
+    std::vector<std::string> dirs;
+    if (agent) dirs.push_back(agent->JobDir(id));
+    dirs.push_back(hub.JobLogDir(id));
+    return dirs;
   };
   hopts.limits.workers = o.http_threads;
   hopts.limits.max_per_client = o.max_connections_per_client;
@@ -301,7 +305,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   auto bound = api.Bind(host, port);
   if (!bound) return fail(bound.status(), 2);
   std::string address = fmt::format("{}://{}:{}", hopts->tls ? "https" : "http", host, *bound);
-  out << "gantry server listening on " << address << " (store " << db << ")" << std::endl;
+  out << "gantry server listening on " << address << " (store " << db << ", remote jobs' logs in " << data_dir
+      << "/logs)" << std::endl;
   if (!o.ready_file.empty()) {
     std::ofstream(o.ready_file + ".tmp") << address << "\n";
     fs::rename(o.ready_file + ".tmp", o.ready_file, ec);

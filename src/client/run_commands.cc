@@ -9,7 +9,9 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <ostream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -49,34 +51,92 @@ void Nap(int ms, int interrupts_seen) {
   }
 }
 
-// Which of the job's streams go where; whether to follow it to its end.
+// Which of the job's streams go where; whether to follow it to its end; which rank and run.
 struct FollowOptions {
   std::vector<std::pair<std::string, std::ostream*>> streams;  // "stdout"/"stderr", printed to
   bool follow = true;
   bool cancel_on_interrupt = false;  // gantry run: Ctrl-C cancels the job; twice stops waiting
+  int rank = -1;                     // -1: every rank, "[rank N] " before each line when several
+  int run = 0;                       // 0: the latest, followed into the next after a requeue
 };
 
-// Prints a job's output until it has ended and all of it is read; returns the exit status
-// (ExitStatusOf the job; 130 when a second Ctrl-C stopped the wait; 1 on an error).
+// One rank's stream as it is read: the next offset, and with rank prefixes the start of a
+// line that has not ended yet (printed once it has, or at the end).
+struct LogCursor {
+  int64_t offset = 0;
+  std::string partial;
+  bool cut_told = false;
+};
+
+// Prints `text` to `to`, each whole line after `prefix` (none: as it comes).
+void PrintLines(std::ostream& to, const std::string& prefix, LogCursor& c, const std::string& text) {
+  if (prefix.empty()) {
+    to << text;
+    return;
+  }
+  c.partial += text;
+  size_t start = 0;
+  for (size_t nl; (nl = c.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    to << prefix << std::string_view(c.partial).substr(start, nl + 1 - start);
+  }
+  c.partial.erase(0, start);
+}
+
+// Prints a job's output until it has ended and all of it is read (without follow: until
+// all there is now is read); returns the exit status (ExitStatusOf the job; 130 when a
+// second Ctrl-C stopped the wait; 1 on an error).
 int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std::ostream& err) {
-  std::vector<int64_t> offsets(o.streams.size(), 0);
-  int handled = 0;
-  for (;;) {
-    bool quiet = true;
-    std::string state;
-    for (size_t s = 0; s < o.streams.size(); ++s) {
-      auto a = api.Get(fmt::format("/v1/jobs/{}/logs?stream={}&offset={}", id, o.streams[s].first, offsets[s]));
-      if (!a || a->status != 200) {
-        err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
-        return 1;
-      }
-      *o.streams[s].second << a->text << std::flush;
-      offsets[s] = std::stoll(a->headers["X-Log-Offset"]);
-      state = a->headers["X-Job-State"];
-      quiet = quiet && a->text.empty();
+  std::map<std::pair<size_t, int>, LogCursor> cursors;  // (stream, rank)
+  int run = o.run, ranks = 1, handled = 0;
+  auto flush = [&] {  // lines cut short at the end (only prefixed output keeps them back)
+    for (auto& [where, c] : cursors) {
+      if (!c.partial.empty()) *o.streams[where.first].second << fmt::format("[rank {}] {}\n", where.second, c.partial);
+      c.partial.clear();
     }
-    if (!o.follow) return 0;
-    if (Ended(state) && quiet) break;
+  };
+  for (;;) {
+    bool quiet = true, restarted = false;
+    std::string state;
+    for (size_t s = 0; s < o.streams.size() && !restarted; ++s) {
+      for (int rank = std::max(o.rank, 0); rank < (o.rank >= 0 ? o.rank + 1 : ranks) && !restarted; ++rank) {
+        LogCursor& c = cursors[{s, rank}];
+        std::string path = fmt::format("/v1/jobs/{}/logs?stream={}&offset={}&rank={}{}", id, o.streams[s].first,
+                                       c.offset, rank, run > 0 ? fmt::format("&run={}", run) : "");
+        auto a = api.Get(path);
+        if (!a || a->status != 200) {
+          err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+          return 1;
+        }
+        int served = std::atoi(a->headers["X-Log-Run"].c_str());
+        if (o.run == 0 && served != run) {
+          // The job was requeued and runs again: its new run's output starts from 0.
+          if (run > 0) {
+            flush();
+            err << fmt::format("gantry: job {} runs again (run {})\n", id, served);
+          }
+          run = served;
+          cursors.clear();
+          restarted = true;
+          quiet = false;
+          break;
+        }
+        ranks = std::max(ranks, std::atoi(a->headers["X-Log-Ranks"].c_str()));
+        if (!a->headers["X-Log-Cut"].empty() && !c.cut_told) {
+          c.cut_told = true;
+          err << fmt::format(
+              "gantry: the oldest {} bytes of rank {}'s {} (run {}) were cut to keep the job's log cap\n",
+              a->headers["X-Log-Cut"], rank, o.streams[s].first, run);
+        }
+        std::string prefix = o.rank < 0 && ranks > 1 ? fmt::format("[rank {}] ", rank) : "";
+        PrintLines(*o.streams[s].second, prefix, c, a->text);
+        *o.streams[s].second << std::flush;
+        c.offset = std::stoll(a->headers["X-Log-Offset"]);
+        state = a->headers["X-Job-State"];
+        quiet = quiet && a->text.empty();
+      }
+    }
+    if (!o.follow && quiet) break;
+    if (o.follow && Ended(state) && quiet) break;
     int pressed = g_interrupts.load();
     if (o.cancel_on_interrupt && pressed > handled) {
       if (pressed > 1) {
@@ -90,6 +150,9 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
     }
     if (quiet) Nap(300, pressed);
   }
+  flush();
+  for (const auto& [stream, to] : o.streams) *to << std::flush;
+  if (!o.follow) return 0;
   auto job = api.Get("/v1/jobs/" + id);
   if (!job || job->status != 200) return 1;
   return ExitStatusOf(job->body);
@@ -227,11 +290,17 @@ void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const C
   auto id = std::make_shared<std::string>();
   auto follow = std::make_shared<bool>(false);
   auto use_stderr = std::make_shared<bool>(false);
+  auto rank = std::make_shared<int>(-1);
+  auto run_number = std::make_shared<int>(0);
   CLI::App* logs = app.add_subcommand("logs", "A job's output (-f: until it ends, exiting with its status)");
   p.common(logs);
   logs->add_option("id", *id, "Job id")->required();
   logs->add_flag("-f,--follow", *follow, "Keep printing until the job ends; exit with its exit code");
   logs->add_flag("--stderr", *use_stderr, "The error stream instead of stdout");
+  logs->add_option("--rank", *rank, "One rank of a multi-node job (default: all, each line after [rank N])")
+      ->check(CLI::Range(0, 65535));
+  logs->add_option("--run", *run_number, "One run of a job that was requeued or retried (default: the latest)")
+      ->check(CLI::Range(1, 1 << 30));
   logs->callback([=, &out, &err] {
     *chosen = [=, &out, &err]() -> int {
       if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
@@ -240,7 +309,8 @@ void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const C
       }
       ApiClient api(*cfg);
       // The chosen stream goes to stdout either way, so `gantry logs --stderr 7 > err.txt` works.
-      return FollowJob(api, *id, {{{*use_stderr ? "stderr" : "stdout", &out}}, *follow, false}, err);
+      return FollowJob(api, *id, {{{*use_stderr ? "stderr" : "stdout", &out}}, *follow, false, *rank, *run_number},
+                       err);
     };
   });
 }

@@ -59,6 +59,9 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("--node-selector", f.node_selector, "Run only on nodes with this label: KEY=VALUE (repeat)");
   c->add_option("--prefer-label", f.prefer_labels, "Prefer nodes with this label: KEY=VALUE[:WEIGHT] (repeat)");
   c->add_option("--toleration", f.tolerations, "Tolerate a node taint: KEY or KEY=VALUE (repeat)");
+  c->add_option("--port", f.ports,
+                "A named TCP port the job listens on, e.g. jupyter: given as $GANTRY_PORT_JUPYTER, shown as a URL "
+                "(repeat)");
   c->add_option("--retries", f.retries, "Run again up to N times when the command exits non-zero");
   c->add_option("--max-fault-retries", f.fault_retries, "Requeue up to N times after a node or GPU fault (default 3)");
   c->add_option("--notify", f.notify, "Events to hear of: start, end, fail, preempt, all (e.g. end,fail)");
@@ -146,6 +149,7 @@ Status SetPlacementFlags(const SubmitFlags& f, YAML::Node& spec) {
     spec["preferred_labels"].push_back(pref);
   }
   for (const std::string& t : f.tolerations) spec["tolerations"].push_back(t);
+  for (const std::string& p : f.ports) spec["ports"].push_back(p);
   if (f.prefer_listed_order) spec["prefer_listed_order"] = true;
   if (!f.gpu_indices.empty()) spec["gpu_indices"] = f.gpu_indices;
   if (f.retries >= 0) spec["retries_on_failure"] = f.retries;

@@ -20,7 +20,7 @@ struct SubmitFlags {
   std::string notify, mail_type, webhook, notify_format, mail_user;
   int gpus = -1, cpus = -1, nodes = -1, mps_thread_percent = -1, retries = -1, fault_retries = -1;
   double fraction = -1, memory_gb = -1, gpu_memory_gb = -1, cost_limit = -1;
-  std::vector<std::string> gpu_types, env, command, node_selector, prefer_labels, tolerations;
+  std::vector<std::string> gpu_types, env, command, node_selector, prefer_labels, tolerations, ports;
   std::vector<int> gpu_indices;
   bool checkpointable = false, not_preemptible = false, prefer_listed_order = false;
 };

@@ -137,6 +137,11 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
                        Str(u, "gpu"), u.value("sm_util_pct", 0.0), of_share, u.value("avg_share_used_pct", 0.0),
                        Str(u, "memory_used_mib"), source);
   }
+  for (const auto& p : j.value("ports", nlohmann::json::array())) {
+    out << (Str(p, "name") == "master"
+                ? fmt::format("  master     {}:{} (MASTER_ADDR:MASTER_PORT)\n", Str(p, "address"), Str(p, "port"))
+                : fmt::format("  port       {} {} (on {})\n", Str(p, "name"), Str(p, "url"), Str(p, "node")));
+  }
   if (j.contains("exit_code")) out << fmt::format("  exit code  {}\n", Str(j, "exit_code"));
   out << fmt::format("  runs       {} (evicted {} times)\n", Str(j, "runs"), Str(j, "evictions"));
   if (j.contains("cost")) {

@@ -82,6 +82,9 @@ struct JobSpec {
   int max_retries = 3;                     // restarts after a node or GPU fault
   int retries_on_failure = 0;              // restarts after the command exits non-zero
   double cost_limit = 0;                   // currency; 0: none. Alert at 80%, stopped at 100%
+  // Named TCP ports the job listens on (jupyter, tensorboard): each node of the job lends
+  // one to each name, given as GANTRY_PORT_<NAME> and shown as a URL.
+  std::vector<std::string> ports;
 
   // Workflow (the controller's, not the engine's): an array spec at submit ("0-99%8"; each
   // task becomes a job and has none) and the dependency list ("afterok:12,singleton").

@@ -70,6 +70,15 @@ bool TrimLog(const std::string& path, int64_t cap_bytes) {
   return cut_done;
 }
 
+bool DropLog(const std::string& path) {
+  int64_t size = LogLogicalSize(path);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  bool ok = ftruncate(fd, 0) == 0 && WriteCut(path, size);
+  ::close(fd);
+  return ok;
+}
+
 std::string ReadLog(const std::string& path, int64_t offset, size_t max_bytes, int64_t* next) {
   int64_t cut = LogCutBytes(path);
   int64_t physical = std::max<int64_t>(offset - cut, 0);

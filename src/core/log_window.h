@@ -17,6 +17,8 @@ int64_t LogLogicalSize(const std::string& path);
 // In place (fallocate COLLAPSE_RANGE) where the file system can, so a job appending
 // through its own descriptor keeps writing at the end; else by copying the newest part.
 bool TrimLog(const std::string& path, int64_t cap_bytes);
+// Empties the log, counting all it held as cut (a dropped log reads as cut from 0).
+bool DropLog(const std::string& path);
 // Up to `max_bytes` from logical offset `offset` (an offset before the cut reads from
 // the oldest byte kept); `*next` is the logical offset after what was read.
 std::string ReadLog(const std::string& path, int64_t offset, size_t max_bytes, int64_t* next);

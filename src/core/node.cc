@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <string_view>
+
 namespace gantry {
 
 const char* ToString(NodeState s) {
@@ -13,6 +16,30 @@ const char* ToString(NodeState s) {
     case NodeState::kDown: return "down";
   }
   return "?";
+}
+
+bool ParsePortRange(const std::string& text, int* first, int* last) {
+  size_t dash = text.find('-');
+  if (dash == std::string::npos) return false;
+  auto number = [](std::string_view digits, int* out) {
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), *out);
+    return ec == std::errc() && end == digits.data() + digits.size() && !digits.empty();
+  };
+  std::string_view all(text);
+  return number(all.substr(0, dash), first) && number(all.substr(dash + 1), last) && *first >= 1024 && *last <= 65535 &&
+         *first <= *last;
+}
+
+Status ValidateNodeNetwork(const NodeNetwork& network, const std::string& field) {
+  const std::string& a = network.address;
+  if (a.size() > 253 ||
+      a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != std::string::npos) {
+    return Status::Invalid(field + ".address", "must be a host name or IP address (letters, digits, . - :)");
+  }
+  if (network.port_first < 1024 || network.port_last > 65535 || network.port_first > network.port_last) {
+    return Status::Invalid(field + ".ports", "must be a range FIRST-LAST within 1024-65535");
+  }
+  return Status::Ok();
 }
 
 Status ValidateNode(const Node& node, const GpuCatalog& catalog) {

@@ -39,6 +39,20 @@ struct Taint {
   bool operator==(const Taint&) const = default;
 };
 
+// Where a node's jobs are reached: the address its agent gives (a name or IP that other
+// nodes and users resolve: a gang's MASTER_ADDR, the host of a job's port URLs) and the
+// TCP ports it lends to jobs (MASTER_PORT, named ports such as a notebook's).
+struct NodeNetwork {
+  std::string address;  // empty: the node id
+  int port_first = 20000;
+  int port_last = 29999;
+};
+// "20000-29999" (within 1024..65535, first <= last); false otherwise.
+bool ParsePortRange(const std::string& text, int* first, int* last);
+// The address: a host name or IPv4/IPv6 address (letters, digits, . - :), at most 253
+// characters; the range as ParsePortRange takes it. `field` names the setting in errors.
+Status ValidateNodeNetwork(const NodeNetwork& network, const std::string& field);
+
 struct Node {
   std::string id;
   std::vector<Gpu> gpus;  // one GPU model per node
@@ -48,6 +62,8 @@ struct Node {
   std::vector<Taint> taints;
   NodeState state = NodeState::kUp;
   bool mps = false;  // its agent can run MPS control daemons (fractions may use MPS here)
+  NodeNetwork network;
+  const std::string& address() const { return network.address.empty() ? id : network.address; }
 
   bool schedulable() const { return state == NodeState::kUp; }
   GpuTypeId gpu_type() const { return gpus.empty() ? 0 : gpus.front().type; }

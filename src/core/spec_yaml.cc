@@ -103,6 +103,28 @@ int64_t ReadGbField(YamlReader& r, const std::string& key, double max) {
   return GbToMib(gb);
 }
 
+// Port names become variable names (GANTRY_PORT_JUPYTER): lower-case identifiers, each
+// once, at most 16; "master" is MASTER_PORT's.
+Status CheckPortNames(const std::vector<std::string>& names) {
+  if (names.size() > 16) return Status::Invalid("ports", "at most 16 named ports");
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    std::string field = fmt::format("ports[{}]", i);
+    if (n.empty() || n.size() > 32 || n[0] < 'a' || n[0] > 'z' ||
+        n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      return Status::Invalid(field, fmt::format("'{}' is not a port name: a lower-case identifier "
+                                                "(letters, digits, _; at most 32), e.g. jupyter",
+                                                n));
+    }
+    if (n == "master") return Status::Invalid(field, "'master' is taken: every job gets MASTER_PORT");
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), n) !=
+        names.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return Status::Invalid(field, fmt::format("'{}' is named twice", n));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
@@ -147,6 +169,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.max_retries = r.Optional<int>("max_retries", 3);
   j.retries_on_failure = r.Optional<int>("retries_on_failure", 0);
   j.cost_limit = r.Optional<double>("cost_limit", 0.0);
+  j.ports = r.Optional<std::vector<std::string>>("ports", {});
   j.array = r.Optional<std::string>("array", "");
   j.dependency = r.Optional<std::string>("dependency", "");
   YAML::Node notify = r.Child("notify");
@@ -166,6 +189,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
     if (auto d = ParseDependency(j.dependency); !d) return d.status();
   }
   if (Status n = ParseNotify(notify, &j); !n.ok()) return n;
+  if (Status p = CheckPortNames(j.ports); !p.ok()) return p;
   bool has_fraction = node["gpu_fraction"] && !node["gpu_fraction"].IsNull();
   if (!std::isfinite(fraction) || fraction < 0 || fraction > 1 || (has_fraction && fraction == 0)) {
     return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", fraction));

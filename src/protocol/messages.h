@@ -4,6 +4,7 @@
 // in-process agent and the HTTP wire (order_wire.h, report_wire.h) carry exactly these.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,7 +42,11 @@ struct StartOrder {
   std::string node_id;
   int node_rank = 0;  // 0..num_nodes-1 within a gang
   int num_nodes = 1;
-  std::string leader_node;  // node of rank 0 (GANTRY_MASTER_NODE)
+  std::string leader_node;           // node of rank 0 (GANTRY_MASTER_NODE)
+  std::string master_addr;           // rank 0's node address (MASTER_ADDR)
+  int master_port = 0;               // a port lent by rank 0's node (MASTER_PORT); 0: none
+  std::string node_address;          // this node's address (GANTRY_NODE_ADDRESS)
+  std::map<std::string, int> ports;  // the job's named ports on this node (GANTRY_PORT_<NAME>)
   SharingMode sharing = SharingMode::kExclusive;
   std::vector<AssignedGpu> gpus;
   std::vector<MigOrder> mig;  // made before the start, in order

@@ -38,6 +38,10 @@ nlohmann::json StartOrderToJson(const StartOrder& o) {
           {"node_rank", o.node_rank},
           {"num_nodes", o.num_nodes},
           {"leader_node", o.leader_node},
+          {"master_addr", o.master_addr},
+          {"master_port", o.master_port},
+          {"node_address", o.node_address},
+          {"ports", o.ports},
           {"sharing", ToString(o.sharing)},
           {"gpus", gpus},
           {"mig", mig},
@@ -60,6 +64,10 @@ Expected<StartOrder> StartOrderFromJson(const nlohmann::json& j) {
     o.node_rank = j.at("node_rank").get<int>();
     o.num_nodes = j.at("num_nodes").get<int>();
     o.leader_node = j.at("leader_node").get<std::string>();
+    o.master_addr = j.value("master_addr", "");  // older servers: none
+    o.master_port = j.value("master_port", 0);
+    o.node_address = j.value("node_address", "");
+    o.ports = j.value("ports", std::map<std::string, int>{});
     if (!ParseSharingMode(j.at("sharing").get<std::string>(), &o.sharing)) {
       return Status::Invalid("sharing", "unknown sharing mode");
     }

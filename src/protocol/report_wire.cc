@@ -218,6 +218,17 @@ Expected<Registration> ParseRegistration(const nlohmann::json& body) {
   for (const auto& [k, v] : FieldOr(body, "labels", EmptyObject()).items()) {
     if (v.is_string()) reg.labels[k] = v.get<std::string>();
   }
+  if (body.contains("address")) {
+    if (!body["address"].is_string()) return Status::Invalid("address", "must be a string");
+    reg.network.address = body["address"].get<std::string>();
+  }
+  if (body.contains("ports")) {
+    if (!body["ports"].is_string() ||
+        !ParsePortRange(body["ports"].get<std::string>(), &reg.network.port_first, &reg.network.port_last)) {
+      return Status::Invalid("ports", "must be a range FIRST-LAST within 1024-65535");
+    }
+  }
+  if (Status s = ValidateNodeNetwork(reg.network, "node"); !s.ok()) return s;
   return reg;
 }
 
@@ -258,8 +269,8 @@ Expected<AgentReport> ParseAgentReport(const nlohmann::json& body) {
   }
   if (parsed.ok()) {
     parsed = EachObject(body, "logs", [&](const nlohmann::json& l) {
-      report.logs.push_back(
-          {l.value("job_id", ""), l.value("stream", ""), l.value("data", ""), l.value("offset", int64_t{-1})});
+      report.logs.push_back({l.value("job_id", ""), l.value("stream", ""), l.value("data", ""),
+                             l.value("offset", int64_t{-1}), l.value("run", 0), l.value("rank", 0)});
     });
   }
   if (!parsed.ok()) return parsed;

@@ -45,6 +45,7 @@ struct Registration {
   int64_t cpus = -1;        // -1: not given
   int64_t memory_mib = -1;  // -1: not given
   std::map<std::string, std::string> labels;
+  NodeNetwork network;  // "address", "ports": "FIRST-LAST" (older agents: the defaults)
 };
 // The body must be an object with a plain node_id; a field of the wrong type is refused
 // naming its element (inventory.gpus[1], runs[0]).
@@ -63,6 +64,8 @@ struct AgentReport {
   struct LogChunk {
     std::string job_id, stream, data;  // data in base64
     int64_t offset = -1;
+    int run = 0;   // the job's run (1 for the first)
+    int rank = 0;  // the node's rank in the job's gang
   };
   std::string node_id;
   std::vector<ReportEvent> events;

@@ -48,6 +48,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   j["max_retries"] = s.max_retries;
   if (s.retries_on_failure > 0) j["retries_on_failure"] = s.retries_on_failure;
   if (s.cost_limit > 0) j["cost_limit"] = s.cost_limit;
+  if (!s.ports.empty()) j["ports"] = s.ports;
   if (!s.array.empty()) j["array"] = s.array;
   if (!s.dependency.empty()) j["dependency"] = s.dependency;
   if (!s.notify.empty()) j["notify"] = s.notify;

@@ -10,6 +10,7 @@
 
 #include "core/encoding.h"
 #include "core/host.h"
+#include "core/job_logs.h"
 #include "core/log_window.h"
 #include "protocol/inventory.h"
 #include "protocol/order_wire.h"
@@ -104,6 +105,7 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog(), size);
   if (!node) return node.status();
   for (const auto& [k, v] : reg->labels) node->labels[k] = v;
+  node->network = reg->network;
   Queue* queue = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -187,25 +189,22 @@ Answer AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   return nlohmann::json{{"ok", true}};
 }
 
-std::string AgentHub::LogPath(const std::string& job_id, const std::string& stream) const {
-  return log_dir_ + "/" + job_id + "/" + stream + ".log";
-}
+std::string AgentHub::JobLogDir(const std::string& job_id) const { return log_dir_ + "/" + job_id; }
 
-// Appends a chunk of a remote job's output at its offset. Bytes the server has already (a
-// resent report, a restarted agent reading from 0) are skipped; a chunk past the end
-// (bytes lost on the way) is not written.
+// Appends a chunk of a remote job's output at its offset, to the file of its run, rank and
+// stream. Bytes the server has already (a resent report, a restarted agent reading from 0)
+// are skipped; a chunk past the end (bytes lost on the way) is not written.
 void AgentHub::AppendLog(const AgentReport::LogChunk& chunk) {
   const std::string& job_id = chunk.job_id;
-  const std::string& stream = chunk.stream;
   if (log_dir_.empty() || job_id.empty() || job_id.find_first_not_of("0123456789") != std::string::npos ||
-      (stream != "stdout" && stream != "stderr")) {
+      !IsLogStream(chunk.stream) || chunk.run < 1 || chunk.rank < 0 || chunk.rank > kMaxRank) {
     return;
   }
   std::string bytes;
   if (!Base64Decode(chunk.data, &bytes)) return;
   int64_t offset = chunk.offset;
   std::lock_guard<std::mutex> lock(log_mu_);
-  std::string path = LogPath(job_id, stream);
+  std::string path = RunLogPath(JobLogDir(job_id), chunk.run, chunk.rank, chunk.stream);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   int64_t have = LogLogicalSize(path);
@@ -217,7 +216,7 @@ void AgentHub::AppendLog(const AgentReport::LogChunk& chunk) {
     have = offset;
   }
   std::ofstream(path, std::ios::binary | std::ios::app) << bytes.substr(static_cast<size_t>(have - offset));
-  TrimLog(path, max_log_bytes_);
+  CapJobLogs(JobLogDir(job_id), max_log_bytes_);
 }
 
 void AgentHub::Close() {

@@ -21,12 +21,13 @@ namespace gantry {
 
 class AgentHub {
  public:
-  // Remote jobs' output goes to `log_dir`/<job id>/<stream>.log (none when empty), each
-  // stream kept to `max_log_bytes` (the newest part; 0: no cap).
+  // Remote jobs' output goes under `log_dir`/<job id>/ (run-<K>/rank-<N>.<stream>.log; none
+  // when empty), each job's logs kept to `max_log_bytes` in all (the newest; 0: no cap).
   explicit AgentHub(Controller& controller, std::string log_dir = "", int64_t max_log_bytes = 0);
   ~AgentHub();
-  // Where a remote job's output is kept.
-  std::string LogPath(const std::string& job_id, const std::string& stream) const;
+  // Where a remote job's output is kept (job_logs.h names the files in it).
+  std::string JobLogDir(const std::string& job_id) const;
+  static constexpr int kMaxRank = 65535;
 
   // Each call comes from an agent token bound to one node: a call for another node is
   // refused (403) and audited.
@@ -44,7 +45,7 @@ class AgentHub {
   void Poll(const Actor& who, const std::string& node_id, const std::string& session, uint64_t ack, int wait_s,
             std::function<void(Answer)> answer);
   // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...],
-  // logs: [{job_id, stream, offset, bytes, data}]}
+  // logs: [{job_id, run, rank, stream, offset, bytes, data}]}
   Answer Report(const Actor& who, const nlohmann::json& body);
   // Answers every waiting poll and stops the hub's timer (shutdown).
   void Close();

@@ -61,8 +61,9 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
       r.attained_gpu_ms = job.attained_gpu_ms;
       r.stop_at_ms = loaded->stop_at_ms;
       running_pos_[id] = static_cast<int>(snap_.running.size());
-      running_nodes_[id] = static_cast<int>(r.placement.nodes.size());
+      running_nodes_[id] = NodeIdsOf(r.placement);
       snap_.running.push_back(std::move(r));
+      for (const JobPort& p : job.ports) ports_.Hold(snap_.nodes[p.node].id, p.port);
     }
     jobs_.emplace(job.seq, std::move(job));
   }

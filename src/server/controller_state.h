@@ -28,6 +28,7 @@
 #include "server/auth.h"
 #include "server/job_record.h"
 #include "server/metrics.h"
+#include "server/port_allocator.h"
 #include "server/store.h"
 
 namespace gantry {
@@ -257,6 +258,10 @@ class ControllerState {
                 const std::string& reason, TimeMs ended_ms = -1);
   void StartJob(const StartDecision& s, size_t running_index);
   void SendStart(const JobRecord& job, int node_index);
+  // Lends the run its ports: MASTER_PORT on rank 0's node, each named port on every node.
+  void LendPorts(JobRecord& job, const Placement& placement);
+  void ReturnPorts(JobRecord& job);
+  std::set<std::string> NodeIdsOf(const Placement& placement) const;
   void StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms);
   void Requeue(JobRecord& job, const std::string& event);
   void Finish(JobRecord& job, JobState state, const std::string& reason);
@@ -341,11 +346,13 @@ class ControllerState {
   // MIG changes planned for a job's start, by job: (node index, order); sent with the start.
   std::unordered_map<std::string, std::vector<std::pair<int, MigOrder>>> mig_orders_;
   std::vector<NodeLink*> node_link_;
-  std::vector<TimeMs> last_seen_;                       // per node: the last heartbeat of its (remote) agent
-  std::unordered_map<std::string, int> running_nodes_;  // job id -> node processes still running
-  std::unordered_map<std::string, int> running_pos_;    // job id -> index in snap_.running
-  std::set<uint64_t> kept_out_;  // seqs of pending jobs not in snap_.pending (WhyKeptOut says why)
-  bool gates_dirty_ = true;      // a job started, ended or was released: AdmitKeptOut has work
+  std::vector<TimeMs> last_seen_;  // per node: the last heartbeat of its (remote) agent
+  PortAllocator ports_;            // ports lent to running jobs, per node
+  // job id -> the nodes whose part of the run still runs (a node reports each part once)
+  std::unordered_map<std::string, std::set<std::string>> running_nodes_;
+  std::unordered_map<std::string, int> running_pos_;  // job id -> index in snap_.running
+  std::set<uint64_t> kept_out_;                       // seqs of pending jobs not in snap_.pending (WhyKeptOut says why)
+  bool gates_dirty_ = true;                           // a job started, ended or was released: AdmitKeptOut has work
   std::unordered_map<uint64_t, std::map<int, uint64_t>> arrays_;            // array id -> task -> seq
   std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
   std::map<std::string, std::string> meta_;

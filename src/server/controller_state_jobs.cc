@@ -177,10 +177,11 @@ void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
     }
   }
   running_pos_[s.job_id] = static_cast<int>(running_index);
-  running_nodes_[s.job_id] = static_cast<int>(s.placement.nodes.size());
+  running_nodes_[s.job_id] = NodeIdsOf(s.placement);
   Event(job, "started",
         {{"run", job.runs}, {"placement", PlacementToJson(s.placement, snap_.nodes, options_.config.catalog)}}, now);
   OpenLedger(job, s.placement);
+  LendPorts(job, s.placement);
   counters_["started"]++;
   Dirty(job);
   for (const NodeShare& ns : s.placement.nodes) SendStart(job, ns.node);
@@ -198,6 +199,12 @@ void ControllerState::SendStart(const JobRecord& job, int node_index) {
   order.node_id = node.id;
   order.num_nodes = static_cast<int>(placement.nodes.size());
   order.leader_node = snap_.nodes[placement.nodes.front().node].id;
+  order.master_addr = snap_.nodes[placement.nodes.front().node].address();
+  order.node_address = node.address();
+  for (const JobPort& p : job.ports) {
+    if (p.name == "master") order.master_port = p.port;
+    if (p.name != "master" && p.node == node_index) order.ports[p.name] = p.port;
+  }
   order.sharing = HeldSharing(*job.spec, placement);
   for (size_t rank = 0; rank < placement.nodes.size(); ++rank) {
     const NodeShare& ns = placement.nodes[rank];
@@ -227,6 +234,29 @@ void ControllerState::SendStart(const JobRecord& job, int node_index) {
   SendAfterCommit(node_index, std::move(order));
 }
 
+std::set<std::string> ControllerState::NodeIdsOf(const Placement& placement) const {
+  std::set<std::string> ids;
+  for (const NodeShare& ns : placement.nodes) ids.insert(snap_.nodes[ns.node].id);
+  return ids;
+}
+
+void ControllerState::LendPorts(JobRecord& job, const Placement& placement) {
+  ReturnPorts(job);
+  auto lend = [&](const std::string& name, int node) {
+    // A range with no port left gives -1: the agent fails the start saying so.
+    job.ports.push_back({name, node, ports_.Take(snap_.nodes[node])});
+  };
+  lend("master", placement.nodes.front().node);
+  for (const NodeShare& ns : placement.nodes) {
+    for (const std::string& name : job.spec->ports) lend(name, ns.node);
+  }
+}
+
+void ControllerState::ReturnPorts(JobRecord& job) {
+  for (const JobPort& p : job.ports) ports_.Release(snap_.nodes[p.node].id, p.port);
+  job.ports.clear();
+}
+
 void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::string& reason, DurationMs grace_ms) {
   const std::string& id = job.spec->id;
   job.state = JobState::kStopping;
@@ -236,8 +266,12 @@ void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::st
   entry.stop_at_ms = now_ + grace_ms;
   Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
   Dirty(job);
+  const std::set<std::string>& left = running_nodes_[id];
   for (const NodeShare& ns : entry.placement.nodes) {
-    SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason});
+    // Not to a gang member that has exited already: it would answer "not running" once more.
+    if (left.count(snap_.nodes[ns.node].id)) {
+      SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason});
+    }
   }
 }
 
@@ -245,6 +279,10 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
                                const std::string& reason, TimeMs ended_ms) {
   JobRecord* job = Find(job_id);
   if (!job || job->runs != run || (job->state != JobState::kRunning && job->state != JobState::kStopping)) return;
+  // Each node's part ends once: a second report (an answer to a stop that came after the
+  // part had exited) neither ends the gang early nor replaces its reason.
+  std::set<std::string>& left = running_nodes_[job_id];
+  if (left.erase(node_id) == 0) return;
   // The agent's exit time (an exit while the server was down ends the interval then, not at
   // the reconnect); never before the start or after now.
   TimeMs now = now_;
@@ -256,11 +294,13 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
   if (!reason.empty() && job->stop_cause == StopCause::kNone && exit_code != 0) job->reason = reason;
   dirty_ = true;
   Dirty(*job);
-  if (--running_nodes_[job_id] > 0) {
+  if (!left.empty()) {
     // One process of a gang failed: the others cannot go on alone.
     if (exit_code != 0 && job->state == JobState::kRunning) {
-      StopRunning(*job, StopCause::kNone, fmt::format("a gang member on {} exited with {}", node_id, exit_code),
-                  options_.kill_wait_ms);
+      StopRunning(
+          *job, StopCause::kNone,
+          fmt::format("a gang member on {} exited with {}{}", node_id, exit_code, reason.empty() ? "" : ": " + reason),
+          options_.kill_wait_ms);
     }
     return;
   }
@@ -335,6 +375,7 @@ void ControllerState::RemoveRunning(const std::string& id) {
   running_pos_.erase(id);
   running_nodes_.erase(id);
   mig_orders_.erase(id);
+  if (JobRecord* job = Find(id)) ReturnPorts(*job);
   // A draining node with nothing left on it is drained.
   for (int n : nodes) {
     if (snap_.nodes[n].state != NodeState::kDraining) continue;

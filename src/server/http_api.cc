@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "billing/report.h"
+#include "core/job_logs.h"
 #include "core/log_window.h"
 #include "core/spec_yaml.h"
 #include "core/yaml_util.h"
@@ -273,6 +275,36 @@ bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, http
   return false;
 }
 
+void HttpApi::ServeJobLog(const nlohmann::json& job, const httplib::Request& req, httplib::Response& res) {
+  std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
+  if (!IsLogStream(stream)) return ReplyError(res, 400, "invalid_argument", "must be stdout or stderr", "stream");
+  int64_t offset = 0, rank = 0, run = job.value("runs", 0);
+  if (!IntParam(req, res, "offset", 0, INT64_MAX, &offset) || !IntParam(req, res, "rank", 0, 65535, &rank) ||
+      !IntParam(req, res, "run", 1, INT32_MAX, &run)) {
+    return;
+  }
+  if (!options_.job_log_dirs) return ReplyError(res, 404, "not_found", "this server keeps no logs");
+  // "12_4" names a task: its logs are under its own job id.
+  std::vector<std::string> dirs = options_.job_log_dirs(job.value("id", ""));
+  int ranks = job.contains("placement") ? static_cast<int>(job["placement"].size()) : 0;
+  std::string path;
+  for (const std::string& dir : dirs) {
+    ranks = std::max(ranks, RunLogRanks(dir, static_cast<int>(run)));
+    std::string here = RunLogPath(dir, static_cast<int>(run), static_cast<int>(rank), stream);
+    std::error_code missing;
+    if (path.empty() && std::filesystem::exists(here, missing)) path = here;
+  }
+  int64_t next = offset;
+  std::string chunk = path.empty() ? "" : ReadLog(path, offset, 1 << 20, &next);
+  int64_t cut = path.empty() ? 0 : LogCutBytes(path);
+  if (offset < cut) res.set_header("X-Log-Cut", std::to_string(cut));
+  res.set_header("X-Log-Offset", std::to_string(next));
+  res.set_header("X-Log-Run", std::to_string(run));
+  res.set_header("X-Log-Ranks", std::to_string(std::max(ranks, 1)));
+  res.set_header("X-Job-State", job.value("state", ""));
+  res.set_content(chunk, "text/plain");
+}
+
 void HttpApi::Routes() {
   httplib::Server& s = *server_;
   // Authenticates (401 without a valid bearer token) and runs `fn` with the caller.
@@ -417,23 +449,11 @@ void HttpApi::Routes() {
         }));
   s.Get(R"(/v1/jobs/([^/]+)/logs)",
         authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
-          if (!OnlyParams(req, res, {"stream", "offset"})) return;
+          if (!OnlyParams(req, res, {"stream", "offset", "rank", "run"})) return;
           std::string id = req.matches[1];
           Answer job = controller_.GetJob(who, id);  // 404 for other teams' jobs
           if (!job) return Reply(res, job);
-          std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
-          if (stream != "stdout" && stream != "stderr") {
-            return ReplyError(res, 400, "invalid_argument", "must be stdout or stderr", "stream");
-          }
-          int64_t offset = 0;
-          if (!IntParam(req, res, "offset", 0, INT64_MAX, &offset)) return;
-          if (!options_.log_path) return ReplyError(res, 404, "not_found", "this server keeps no logs");
-          int64_t next = offset;
-          // "12_4" names a task: its logs are under its own job id.
-          std::string chunk = ReadLog(options_.log_path(job->value("id", id), stream), offset, 1 << 20, &next);
-          res.set_header("X-Log-Offset", std::to_string(next));
-          res.set_header("X-Job-State", job->value("state", ""));
-          res.set_content(chunk, "text/plain");
+          ServeJobLog(*job, req, res);
         }));
   s.Get("/v1/queue", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;

@@ -25,8 +25,9 @@ struct HttpOptions {
   FrontLimits limits;               // connections, timeouts, body size, workers
   std::shared_ptr<TlsContext> tls;  // null: plain HTTP
   bool open_metrics = true;         // /metrics without a token
-  // Where a job's logs are (standalone: the in-process agent's files); empty: none.
-  std::function<std::string(const std::string& job_id, const std::string& stream)> log_path;
+  // The directories that may hold a job's logs (job_logs.h), searched in order (standalone:
+  // the in-process agent's, then what remote agents shipped); empty: the server keeps none.
+  std::function<std::vector<std::string>(const std::string& job_id)> job_log_dirs;
   // Fake GPUs only: inject a fault ({"xid": 79}, {"temperature_c": 95}, {"ecc_uncorrected": 2},
   // {"heal": true}) into GPU `gpu` of a node. Empty: the endpoint answers 404.
   std::function<Status(const std::string& node, int gpu, const nlohmann::json& fault)> inject_fault;
@@ -48,6 +49,10 @@ class HttpApi {
 
  private:
   void Routes();
+  // GET /v1/jobs/ID/logs for a job the caller may see: one run's (default: the latest) rank's
+  // (default: 0) stream from an offset, with X-Log-Offset, X-Log-Run, X-Log-Ranks,
+  // X-Job-State and, where the cap cut what was asked for, X-Log-Cut.
+  void ServeJobLog(const nlohmann::json& job, const httplib::Request& req, httplib::Response& res);
   // The request's Idempotency-Key (empty when none); false after answering 400 (audited)
   // for one longer than 255 characters.
   bool IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,

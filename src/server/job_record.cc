@@ -89,8 +89,11 @@ nlohmann::json JobToDoc(const JobRecord& job, const JobSchedule& schedule, const
     placement.push_back(
         {{"node", nodes[ns.node].id}, {"gpus", gpus}, {"cpus", ns.cpus}, {"memory_mib", ns.memory_mib}});
   }
+  nlohmann::json ports = nlohmann::json::array();
+  for (const JobPort& p : job.ports) ports.push_back({{"name", p.name}, {"node", nodes[p.node].id}, {"port", p.port}});
   return {{"seq", job.seq},
           {"spec", SpecToJson(*job.spec)},
+          {"ports", ports},
           {"state", ToString(job.state)},
           {"submit_ms", job.submit_ms},
           {"start_ms", job.start_ms},
@@ -164,6 +167,12 @@ Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<in
       share.memory_mib = ns.at("memory_mib").get<int64_t>();
       loaded.placement.nodes.push_back(std::move(share));
     }
+    for (const nlohmann::json& p : doc.value("ports", nlohmann::json::array())) {
+      JobPort port{p.at("name").get<std::string>(), node_index(p.at("node").get<std::string>()),
+                   p.at("port").get<int>()};
+      if (port.node < 0) return Status::Internal(fmt::format("stored job {}: unknown node", j.seq));
+      j.ports.push_back(std::move(port));
+    }
     // The mode chosen for a plain fraction (older documents: the job's own mode).
     if (!ParseSharingMode(doc.value("placement_sharing", std::string()), &loaded.placement.sharing) ||
         loaded.placement.sharing == SharingMode::kAuto) {
@@ -175,6 +184,23 @@ Expected<LoadedJob> JobFromDoc(const nlohmann::json& doc, const std::function<in
     return Status::Internal(std::string("stored job document: ") + e.what());
   }
 }
+
+namespace {
+
+// The job's ports as users reach them: MASTER_ADDR:MASTER_PORT, and a URL per named port.
+nlohmann::json PortsToApi(const std::vector<JobPort>& ports, const std::vector<Node>& nodes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const JobPort& p : ports) {
+    const std::string& host = nodes[p.node].address();
+    std::string where = host.find(':') != std::string::npos ? "[" + host + "]" : host;  // IPv6
+    nlohmann::json port = {{"name", p.name}, {"node", nodes[p.node].id}, {"address", host}, {"port", p.port}};
+    if (p.name != "master") port["url"] = fmt::format("http://{}:{}", where, p.port);
+    out.push_back(std::move(port));
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const std::vector<Node>& nodes,
                         const GpuCatalog& catalog, bool full) {
@@ -216,6 +242,7 @@ nlohmann::json JobToApi(const JobRecord& job, const JobSchedule& schedule, const
     j["placement"] = PlacementToJson(*schedule.placement, nodes, catalog);
     j["gpu_share"] = PlacementShare(*schedule.placement, s.request.sharing);
     j["sharing"] = ToString(HeldSharing(s, *schedule.placement));
+    if (!job.ports.empty()) j["ports"] = PortsToApi(job.ports, nodes);
   }
   return j;
 }

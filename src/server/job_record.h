@@ -29,6 +29,14 @@ inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
 enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault, kCostLimit, kIdle, kGpuMemory };
 const char* ToString(StopCause c);
 
+// A port a node lends to a running job: "master" (MASTER_PORT, on rank 0's node) or one
+// of the spec's named ports (on each node of the job).
+struct JobPort {
+  std::string name;
+  int node = 0;  // index into the controller's nodes
+  int port = 0;
+};
+
 struct JobRecord {
   uint64_t seq = 0;  // the id as a number: ids are "1", "2", ... in submit order
   JobSpecPtr spec;
@@ -55,6 +63,7 @@ struct JobRecord {
   int cost_alert = 0;                 // cost-limit alerts sent: 0, 80 or 100 (%)
   bool idle_flagged = false;          // the current run holds GPUs it does not use
   TimeMs last_exit_ms = -1;           // the latest exit reported for the current run (not stored)
+  std::vector<JobPort> ports;         // lent to the current run; given back when it ends
 };
 
 // What the job's scheduler entry holds, as the JSON forms need it: the placement (node

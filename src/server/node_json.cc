@@ -29,10 +29,16 @@ nlohmann::json NodeToDoc(const Node& node, const GpuCatalog& catalog) {
   }
   nlohmann::json taints = nlohmann::json::array();
   for (const Taint& t : node.taints) taints.push_back(t.value.empty() ? t.key : t.key + "=" + t.value);
-  return {{"id", node.id},         {"state", kNodeStates[static_cast<int>(node.state)]},
-          {"cpus", node.cpus},     {"memory_mib", node.memory_mib},
-          {"labels", node.labels}, {"taints", taints},
-          {"mps", node.mps},       {"gpus", gpus}};
+  return {{"id", node.id},
+          {"state", kNodeStates[static_cast<int>(node.state)]},
+          {"cpus", node.cpus},
+          {"memory_mib", node.memory_mib},
+          {"labels", node.labels},
+          {"taints", taints},
+          {"mps", node.mps},
+          {"gpus", gpus},
+          {"address", node.address()},
+          {"ports", fmt::format("{}-{}", node.network.port_first, node.network.port_last)}};
 }
 
 Expected<Node> NodeFromDoc(const nlohmann::json& doc, const GpuCatalog& catalog) {
@@ -52,6 +58,9 @@ Expected<Node> NodeFromDoc(const nlohmann::json& doc, const GpuCatalog& catalog)
     n.memory_mib = doc.at("memory_mib").get<int64_t>();
     n.labels = doc.at("labels").get<std::map<std::string, std::string>>();
     n.mps = doc.value("mps", false);
+    if (doc.value("address", n.id) != n.id) n.network.address = doc["address"].get<std::string>();
+    if (doc.contains("ports"))
+      ParsePortRange(doc["ports"].get<std::string>(), &n.network.port_first, &n.network.port_last);
     for (const auto& t : doc.at("taints")) {
       std::string text = t.get<std::string>();
       size_t eq = text.find('=');

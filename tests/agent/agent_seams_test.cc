@@ -68,7 +68,7 @@ TEST_F(AgentSeamsTest, AStopSendsSigtermAndSigkillExactlyAtTheGraceDeadline) {
   SpawnRequest req = launcher_.spawned()[0].second;
   EXPECT_EQ(req.command, "python3 train.py");
   EXPECT_EQ(req.env["CUDA_VISIBLE_DEVICES"], "GPU-aaa");
-  EXPECT_EQ(req.stdout_path, agent->JobDir("g1") + "/stdout.log");
+  EXPECT_EQ(req.stdout_path, agent->JobDir("g1") + "/run-1/rank-0.stdout.log");
   EXPECT_EQ(req.exit_file, agent->JobDir("g1") + "/run-1-n1.exit");
   ASSERT_TRUE(Eventually([&] {
     std::lock_guard<std::mutex> lock(sink.mu);

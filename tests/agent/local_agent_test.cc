@@ -3,7 +3,9 @@
 #include "agent/local_agent.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -66,8 +68,8 @@ TEST_F(LocalAgentTest, RunsTheCommandWithItsEnvironmentAndLogs) {
   agent->Serve();
   agent->Start(Order("j1", "echo $CUDA_VISIBLE_DEVICES $GANTRY_JOB_ID $GANTRY_RESTART_COUNT; echo err >&2; exit 3"));
   EXPECT_EQ(reports_.WaitExit("j1"), 3);
-  EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stdout.log"), "GPU-aaa j1 0\n");
-  EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/stderr.log"), "err\n");
+  EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/run-1/rank-0.stdout.log"), "GPU-aaa j1 0\n");
+  EXPECT_EQ(ReadFile(agent->JobDir("j1") + "/run-1/rank-0.stderr.log"), "err\n");
   EXPECT_TRUE(std::filesystem::is_directory(agent->JobDir("j1") + "/checkpoint"));
 }
 
@@ -90,7 +92,7 @@ TEST_F(LocalAgentTest, MakesThePlannedMigInstanceAndRefusesToTouchABusyGpu) {
   small.mig.push_back({0, "GPU-h100", {}, {{"3g.40gb", 4}}});
   agent.Start(small);
   ASSERT_EQ(reports_.WaitExit("small"), 0);
-  std::string device = ReadFile(agent.JobDir("small") + "/stdout.log");
+  std::string device = ReadFile(agent.JobDir("small") + "/run-1/rank-0.stdout.log");
   EXPECT_EQ(device.rfind("MIG-fake-GPU-h100-", 0), 0u) << device;
   {
     std::lock_guard<std::mutex> lock(reports_.mu);
@@ -151,7 +153,8 @@ TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   EXPECT_EQ(reports_.WaitExit("u1"), 0);
   struct passwd* nobody = getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
-  EXPECT_EQ(ReadFile(agent->JobDir("u1") + "/stdout.log"), fmt::format("nobody\n{}\nnobody\n", nobody->pw_dir));
+  EXPECT_EQ(ReadFile(agent->JobDir("u1") + "/run-1/rank-0.stdout.log"),
+            fmt::format("nobody\n{}\nnobody\n", nobody->pw_dir));
   EXPECT_EQ(reports_.WaitExit("u2"), 126);
   std::lock_guard<std::mutex> lock(reports_.mu);
   EXPECT_NE(reports_.exits["u2"].reason.find("no Unix user 'no-such-user-here'"), std::string::npos);
@@ -173,7 +176,7 @@ TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) 
   EXPECT_EQ(reports_.WaitExit("m2"), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(ReadFile(calls), "start GPU-ccc " + dir_ + "/mps/GPU-ccc/pipe\nquit GPU-ccc\n");
-  EXPECT_EQ(ReadFile(agent->JobDir("m1") + "/stdout.log"), dir_ + "/mps/GPU-ccc/pipe\n");
+  EXPECT_EQ(ReadFile(agent->JobDir("m1") + "/run-1/rank-0.stdout.log"), dir_ + "/mps/GPU-ccc/pipe\n");
   // A control program that fails: the job fails at once, saying why.
   std::ofstream(control, std::ios::trunc) << "#!/bin/sh\nexit 3\n";
   agent->Start(Order("m3", "true", SharingMode::kMps));
@@ -197,6 +200,48 @@ TEST_F(LocalAgentTest, MpsJobsGetTheirLimits) {
   StartOrder mig = Order("g1", "true", SharingMode::kMig);
   mig.gpus[0].mig_uuid = "MIG-123";
   EXPECT_EQ(LocalAgent::JobEnvironment(mig, "/c")["CUDA_VISIBLE_DEVICES"], "MIG-123");
+}
+
+TEST_F(LocalAgentTest, AGangRankGetsWhatTorchrunReads) {
+  StartOrder o = Order("g1", "true");
+  o.node_rank = 1;
+  o.num_nodes = 2;
+  o.leader_node = "n0";
+  o.master_addr = "10.0.0.5";
+  o.master_port = 20007;
+  o.node_address = "10.0.0.6";
+  o.ports = {{"jupyter", 20008}};
+  auto env = LocalAgent::JobEnvironment(o, "/ckpt");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.5");
+  EXPECT_EQ(env["MASTER_PORT"], "20007");
+  EXPECT_EQ(env["WORLD_SIZE"], "2");
+  EXPECT_EQ(env["NODE_RANK"], "1");
+  EXPECT_EQ(env["RANK"], "1");
+  EXPECT_EQ(env["NPROC_PER_NODE"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "1");
+  EXPECT_EQ(env["GANTRY_NODE_ADDRESS"], "10.0.0.6");
+  EXPECT_EQ(env["GANTRY_PORT_JUPYTER"], "20008");
+}
+
+TEST_F(LocalAgentTest, ALentPortThatAnotherProcessHoldsFailsTheStartSayingSo) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  auto agent = NewAgent();
+  agent->Serve();
+  StartOrder o = Order("p1", "echo started");
+  o.master_port = ntohs(addr.sin_port);
+  agent->Start(o);
+  EXPECT_EQ(reports_.WaitExit("p1"), 125);
+  close(fd);
+  std::lock_guard<std::mutex> lock(reports_.mu);
+  EXPECT_NE(reports_.exits["p1"].reason.find("is taken by a process Gantry did not start"), std::string::npos)
+      << reports_.exits["p1"].reason;
 }
 
 TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {

@@ -99,6 +99,22 @@ TEST(JobSpecYaml, NamesTheBadField) {
   ASSERT_FALSE(not_map.ok());
 }
 
+TEST(JobSpecYaml, PortNamesAreIdentifiersGivenOnce) {
+  auto ok = ParseJobSpecText("{ports: [jupyter, tensorboard_2]}");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->ports, (std::vector<std::string>{"jupyter", "tensorboard_2"}));
+  for (const char* bad : {"{ports: [Jupyter]}", "{ports: ['$(id)']}", "{ports: [web, 'a b']}", "{ports: [master]}",
+                          "{ports: [web, web]}", "{ports: ['']}"}) {
+    auto refused = ParseJobSpecText(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().field().rfind("ports[", 0), 0u) << bad << ": " << refused.status().ToString();
+  }
+  auto many = ParseJobSpecText("{ports: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]}");
+  ASSERT_FALSE(many.ok());
+  EXPECT_EQ(many.status().field(), "ports");
+  EXPECT_EQ(ParseJobSpecText("{ports: web}").status().field(), "ports");
+}
+
 TEST(Durations, ParseCommonForms) {
   EXPECT_EQ(*ParseDuration("90"), 90 * kSecondMs);
   EXPECT_EQ(*ParseDuration("15m"), 15 * kMinuteMs);

@@ -141,7 +141,7 @@ TEST_F(Input, JobLogsAreCappedKeepingTheNewestOutput) {
       Json(alice.Post("/v1/jobs", R"({"gpus": 1, "command": "seq -f '%063g' 1 49152; sleep 1.5; echo the-end"})",
                       "application/json"))["id"];
   ASSERT_EQ(WaitUntil([&] { return JobField(alice, id, "state"); }, "succeeded"), "succeeded");
-  std::string log = server_->data_dir() + "/agent/jobs/" + id + "/stdout.log";
+  std::string log = server_->data_dir() + "/agent/jobs/" + id + "/run-1/rank-0.stdout.log";
   EXPECT_LE(std::filesystem::file_size(log), 1u << 20);
   auto r = alice.Get("/v1/jobs/" + id + "/logs");
   ASSERT_TRUE(r);

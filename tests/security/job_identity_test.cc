@@ -113,7 +113,7 @@ std::string RunOnAgent(const std::string& id, JobSpec spec, int* code) {
   RunAsThisAccount(o);  // the same account: the job may read its shim's environment
   agent.Start(o);
   *code = reports.WaitExit(id);
-  std::ifstream in(agent.JobDir(id) + "/stdout.log");
+  std::ifstream in(agent.JobDir(id) + "/run-1/rank-0.stdout.log");
   std::stringstream out;
   out << in.rdbuf();
   return out.str();
@@ -192,7 +192,7 @@ TEST_F(JobIdentity, AJobsDirectoriesAndFilesAreItsUsersAlone) {
   ASSERT_EQ(Finished(reader), "succeeded");
   EXPECT_EQ(Logs(reader, kBobToken), "refused\n");
   // The logs are the agent's, 0600: a job cannot swap them for a link to a secret.
-  ASSERT_EQ(stat((std::filesystem::path(checkpoint).parent_path() / "stdout.log").c_str(), &st), 0);
+  ASSERT_EQ(stat((std::filesystem::path(checkpoint).parent_path() / "run-1/rank-0.stdout.log").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, 0u);
 }
