@@ -7,7 +7,9 @@
 # polling; the job prints its cgroup (per-job cgroups where the machine allows); runs the
 # GPU sharing benchmark (scripts/sharing-bench.sh) and checks that plain fractions got MPS
 # and that the MPS daemons quit after their jobs; and makes one MPS client fault to see its
-# neighbour requeued (GPU_CHECK_SECTIONS=sharing,mps_fault runs only those). Reads the
+# neighbour requeued; runs torchrun from the variables Gantry gives; runs a container job on
+# the GPU where podman and a CDI spec exist (GPU_CHECK_SECTIONS=sharing,mps_fault runs only
+# those). Reads the
 # card only: no MIG job is submitted, so no instance is made; no MIG mode, compute-mode,
 # clock, power or persistence change, no reset. Writes its report to $OUT (or ./gpu-check-out).
 set -uo pipefail
@@ -205,7 +207,53 @@ sys.exit(0 if j["state"] == "succeeded" else 1)' || { echo "the healthy MPS clie
   kill $server; wait $server 2>/dev/null
 }
 
-sections=${GPU_CHECK_SECTIONS:-nvml,polling,cuda_job,sharing,mps_fault}
+# torchrun as a user writes it, from the variables Gantry gives (MASTER_ADDR, MASTER_PORT,
+# WORLD_SIZE, NODE_RANK, NPROC_PER_NODE): an NCCL all-reduce over the job's GPUs.
+check_torchrun() {
+  say "torchrun from Gantry's variables: an NCCL all-reduce"
+  if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null || ! command -v torchrun > /dev/null; then
+    echo "PyTorch with CUDA (torchrun) is not installed here: skipped"; return
+  fi
+  local data id
+  data=$(mktemp -d)
+  start_server "$data" "$out/torchrun-server.log"
+  cat > "$data/allreduce.py" <<'PY'
+import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+rank = dist.get_rank()
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+t = torch.ones(1, device="cuda") * (rank + 1)
+dist.all_reduce(t)
+print(f"rank {rank} of {dist.get_world_size()}: all-reduce {t.item():g}", flush=True)
+dist.destroy_process_group()
+PY
+  id=$(./build/gantry submit -o json -g 1 --name torchrun -- torchrun --nnodes='$WORLD_SIZE' --node_rank='$NODE_RANK' \
+    --nproc_per_node='$NPROC_PER_NODE' --master_addr='$MASTER_ADDR' --master_port='$MASTER_PORT' "$data/allreduce.py" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  ./build/gantry wait "$id" --timeout 3m || fail=1
+  ./build/gantry job "$id" | grep -E "state|master|exit"
+  ./build/gantry logs "$id"; ./build/gantry logs --stderr "$id" | tail -5
+  kill $server; wait $server 2>/dev/null
+}
+
+# A container job on the GPU: runs only where podman and a CDI spec for the GPUs exist.
+check_container() {
+  say "a container job on the GPU (podman, CDI)"
+  if ! command -v podman > /dev/null; then echo "podman is not installed here: skipped"; return; fi
+  if ! grep -rqs "nvidia.com/gpu" /etc/cdi /var/run/cdi; then
+    echo "no CDI spec for the GPUs (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml): skipped"; return
+  fi
+  local data id image=${GPU_CHECK_IMAGE:-docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04}
+  data=$(mktemp -d)
+  start_server "$data" "$out/container-server.log"
+  id=$(./build/gantry submit -o json -g 1 --container-image "$image" -- nvidia-smi -L |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  ./build/gantry wait "$id" --timeout 5m || fail=1
+  ./build/gantry job "$id" | grep -E "state|exit"; ./build/gantry logs "$id"; ./build/gantry logs --stderr "$id" | tail -3
+  kill $server; wait $server 2>/dev/null
+}
+
+sections=${GPU_CHECK_SECTIONS:-nvml,polling,cuda_job,sharing,mps_fault,torchrun,container}
 for section in ${sections//,/ }; do "check_$section"; done
 
 say "result"

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   curl procps openssl clang libclang-rt-14-dev
   python3 python3-venv groff-base
+  podman runc catatonit busybox-static
 )
 
 missing=()

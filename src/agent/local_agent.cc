@@ -17,6 +17,7 @@
 #include "agent/process.h"
 #include "core/host.h"
 #include "core/job_logs.h"
+#include "core/log_window.h"
 #include "core/read_file.h"
 
 namespace gantry {
@@ -30,6 +31,7 @@ LocalAgent::LocalAgent(LocalAgentOptions options, NodeReports& reports)
       clock_(options_.clock ? *options_.clock : WallClock()) {
   std::error_code ec;
   options_.state_dir = fs::absolute(options_.state_dir, ec).lexically_normal().string();  // jobs chdir away
+  options_.containers.instance = options_.state_dir;
   if (!options_.mps_control.empty()) {
     mps_ = std::make_unique<MpsDaemons>(options_.mps_control, options_.state_dir + "/mps");
   }
@@ -242,6 +244,15 @@ void LocalAgent::Loop() {
 
 namespace {
 
+// The last non-empty line of a log (what a failed runtime said last).
+std::string LastLine(const std::string& path) {
+  int64_t size = LogLogicalSize(path), next = 0;
+  std::string tail = ReadLog(path, std::max<int64_t>(0, size - 4096), 4096, &next);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+  size_t nl = tail.rfind('\n');
+  return nl == std::string::npos ? tail : tail.substr(nl + 1);
+}
+
 std::vector<MigDeviceInfo> MigDevicesNow(GpuProvider* provider, int gpu) {
   if (!provider) return {};
   auto inv = provider->Inventory();
@@ -401,6 +412,11 @@ bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::
   req.stdout_path = RunLogPath(dir, o.run, o.node_rank, "stdout");
   req.stderr_path = RunLogPath(dir, o.run, o.node_rank, "stderr");
   req.exit_file = r.exit_file;
+  r.stderr_log = req.stderr_path;
+  if (o.spec->container.enabled() && !PrepareContainerRun(o, account, req, r)) {
+    if (!r.cgroup.empty()) options_.cgroups->Remove(r.cgroup);
+    return false;
+  }
   auto pid = launcher_.Spawn(req);
   if (!pid) {
     if (!r.cgroup.empty()) options_.cgroups->Remove(r.cgroup);
@@ -412,6 +428,39 @@ bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::
   std::lock_guard<std::mutex> lock(sessions_mu_);
   sessions_[r.pid] = o.job_id;
   return true;
+}
+
+bool LocalAgent::PrepareContainerRun(const StartOrder& o, const Account& account, SpawnRequest& req, ActiveRun& r) {
+  std::string dir = JobDir(o.job_id);
+  ContainerJob job{&o,          req.env,     RunLogDir(dir, o.run), dir + "/checkpoint",
+                   account.uid, account.gid, account.user.empty(),  ""};
+  if (auto pipe = req.env.find("CUDA_MPS_PIPE_DIRECTORY"); pipe != req.env.end()) job.mps_pipe_dir = pipe->second;
+  auto launch = PrepareContainer(options_.containers, job);
+  if (!launch) {
+    FailStart(o, 125, launch.status().message());
+    return false;
+  }
+  // The runtime runs as the agent, with the agent's environment; the job's variables are in
+  // its env file, and its account applies inside the container.
+  req.argv = launch->argv;
+  req.user.clear();
+  req.env.clear();
+  req.working_dir = dir;
+  r.container = launch->name;
+  r.container_id_file = launch->cid_file;
+  return true;
+}
+
+void LocalAgent::LearnContainerIds() {
+  for (auto& [key, r] : runs_) {
+    if (r.container.empty() || r.container_id_file.empty()) continue;
+    std::string id = ReadFileNoThrow(r.container_id_file, 128).value_or("");
+    while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) id.pop_back();
+    if (id.empty()) continue;
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    containers_[id] = r.job_id;
+    r.container_id_file.clear();  // learnt
+  }
 }
 
 void LocalAgent::DoStop(const StopOrder& o) {
@@ -461,6 +510,7 @@ void LocalAgent::TrimLogs() {
 
 void LocalAgent::Poll() {
   CheckHostMemory();
+  LearnContainerIds();
   TrimLogs();
   int64_t now = Now();
   std::vector<std::pair<std::string, int>> ended;
@@ -474,6 +524,7 @@ void LocalAgent::Poll() {
     bool saved = r.kill_at_ms >= 0 && !r.checkpoint_done.empty() && fs::exists(r.checkpoint_done, ec);
     if (r.kill_at_ms >= 0 && (now >= r.kill_at_ms || saved)) {
       launcher_.Signal(r.pid, SIGKILL);
+      if (!r.container.empty()) RemoveContainer(options_.containers, r.container);  // not in the group
       r.kill_at_ms = -1;
       if (saved) fs::remove(r.checkpoint_done, ec);
     }
@@ -543,7 +594,11 @@ std::string LocalAgent::JobOfPid(int pid) {
   std::string state, ppid, pgrp, session;
   rest >> state >> ppid >> pgrp >> session;
   it = sessions_.find(std::atoi(session.c_str()));
-  return it == sessions_.end() ? "" : it->second;
+  if (it != sessions_.end()) return it->second;
+  // A process in a container is not in its runtime's session: its cgroup names the container.
+  std::string container = containers_.empty() ? "" : ContainerIdOfPid(pid);
+  auto in = containers_.find(container);
+  return in == containers_.end() ? "" : in->second;
 }
 
 void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
@@ -560,6 +615,17 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
     sessions_.erase(r.pid);
   }
   launcher_.Signal(r.pid, SIGKILL);  // leftovers of the group
+  if (!r.container.empty()) {
+    RemoveContainer(options_.containers, r.container);  // a runtime killed before it could remove it
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    for (auto it = containers_.begin(); it != containers_.end();) {
+      it = it->second == r.job_id ? containers_.erase(it) : std::next(it);
+    }
+    // 125-127 with the runtime's "Error: ...": it failed itself (no such image, a refused
+    // option, a command not in the image); its last word says why.
+    std::string last = code >= 125 && code <= 127 && reason.empty() ? LastLine(r.stderr_log) : "";
+    if (last.rfind("Error: ", 0) == 0) reason = "container runtime: " + last.substr(7);
+  }
   if (!r.cgroup.empty() && options_.cgroups) {
     if (code != 0 && reason.empty() && options_.cgroups->OomKills(r.cgroup) > 0) {
       reason = fmt::format("killed by the kernel: over its memory limit of {} MiB (memory_gb)", r.memory_limit_mib);

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/container_launch.h"
 #include "agent/gpu_provider.h"
 #include "agent/job_launcher.h"
 #include "agent/mps_daemons.h"
@@ -50,6 +51,7 @@ struct LocalAgentOptions {
   JobCgroups* cgroups = nullptr;             // each job in its own cgroup; null: host memory watched from /proc
   int64_t max_log_bytes = int64_t{1} << 30;  // each job's logs keep their newest part up to this (0: no cap)
   JobLauncher* launcher = nullptr;           // null: the shim launcher (real processes)
+  ContainerRuntime containers = {};          // runs the jobs that name a container_image
   const Clock* clock = nullptr;              // null: the wall clock
 };
 
@@ -86,6 +88,7 @@ class LocalAgent : public NodeLink {
     std::string record_file;
     std::string stop_reason;
     std::vector<AssignedGpu> gpus;
+    std::string stderr_log;  // why a container runtime failed is its last line
   };
   // The account a job runs under (empty user: the agent's own), or why it may not run.
   struct Account {
@@ -118,6 +121,12 @@ class LocalAgent : public NodeLink {
   // Starts the job's process (in its cgroup) and records it; false when it did not start.
   bool Launch(const StartOrder& o, const Account& account, const std::map<std::string, std::string>& mps_env,
               ActiveRun& run);
+  // Makes `req` run the job in its container (the runtime as the agent, the job's account
+  // inside); false (the run reported as failed) when it cannot.
+  bool PrepareContainerRun(const StartOrder& o, const Account& account, SpawnRequest& req, ActiveRun& r);
+  // Learns the container ids of runs whose runtime has written them (GPU processes inside
+  // a container are mapped to their job by it).
+  void LearnContainerIds();
   void DoStop(const StopOrder& order);
   void Poll();
   // Kills jobs whose processes hold more host memory than they asked for (once a second).
@@ -142,7 +151,8 @@ class LocalAgent : public NodeLink {
   std::map<std::string, ActiveRun> runs_;  // by Key(); agent thread only
   std::unique_ptr<MpsDaemons> mps_;        // null: no MPS daemons (fake GPUs)
   std::mutex sessions_mu_;
-  std::map<int, std::string> sessions_;  // shim pid (= session id) -> job id
+  std::map<int, std::string> sessions_;            // shim pid (= session id) -> job id
+  std::map<std::string, std::string> containers_;  // container id -> job id
   // What runs on each GPU, kept as runs start and end (the fake GPUs' readings follow it).
   struct GpuLoad {
     int64_t milli = 0;

@@ -76,7 +76,12 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   envp.push_back(nullptr);
   std::vector<std::string> args = {req.shim, "job-shim", "--exit-file", req.exit_file};
   if (!req.user.empty()) args.insert(args.end(), {"--user", req.user});
-  args.insert(args.end(), {"--env-fd", std::to_string(kShimEnvFd), "--", "/bin/sh", "-c", req.command});
+  args.insert(args.end(), {"--env-fd", std::to_string(kShimEnvFd), "--"});
+  if (req.argv.empty()) {
+    args.insert(args.end(), {"/bin/sh", "-c", req.command});
+  } else {
+    args.insert(args.end(), req.argv.begin(), req.argv.end());
+  }
   int env_fd = JobEnvironmentFile(req);
   if (env_fd < 0) return Status::Internal(std::string("cannot pass the job's environment: ") + std::strerror(errno));
   std::vector<char*> argv;

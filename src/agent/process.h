@@ -17,9 +17,10 @@
 namespace gantry {
 
 struct SpawnRequest {
-  std::string shim;         // path of the gantry binary
-  std::string command;      // run by /bin/sh -c
-  std::string working_dir;  // must exist
+  std::string shim;               // path of the gantry binary
+  std::string command;            // run by /bin/sh -c (unless argv is given)
+  std::vector<std::string> argv;  // run as it is instead (a container runtime's command line)
+  std::string working_dir;        // must exist
   // The job's variables. With `user` (another account) the job starts from a clean
   // environment (PATH, LANG, TZ) plus these; else from the agent's own plus these.
   std::map<std::string, std::string> env;

@@ -18,7 +18,9 @@ Status WriteRunRecord(const std::string& path, const RunRecord& r) {
                         {"exit_file", r.exit_file},
                         {"memory_limit_mib", r.memory_limit_mib},
                         {"cgroup", r.cgroup},
-                        {"mps_gpus", r.mps_gpus}};
+                        {"mps_gpus", r.mps_gpus},
+                        {"container", r.container},
+                        {"container_id_file", r.container_id_file}};
   if (r.ended) {
     doc["ended"] = true;
     doc["exit_code"] = r.exit_code;
@@ -48,6 +50,8 @@ Expected<RunRecord> ReadRunRecord(const std::string& path) {
     r.memory_limit_mib = doc.value("memory_limit_mib", int64_t{0});
     r.cgroup = doc.value("cgroup", "");
     r.mps_gpus = doc.value("mps_gpus", std::vector<std::string>{});
+    r.container = doc.value("container", "");
+    r.container_id_file = doc.value("container_id_file", "");
     r.ended = doc.value("ended", false);
     r.exit_code = doc.value("exit_code", -1);
     r.reason = doc.value("reason", "");

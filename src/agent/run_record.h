@@ -21,6 +21,8 @@ struct RunRecord {
   int64_t memory_limit_mib = 0;
   std::string cgroup;
   std::vector<std::string> mps_gpus;  // GPUs whose MPS daemon the run holds
+  std::string container;              // the run's container (its name), if it runs in one
+  std::string container_id_file;      // where the runtime wrote the container's id
   bool ended = false;
   int exit_code = -1;
   std::string reason;

@@ -1,7 +1,11 @@
 // Job runner options from command-line flags.
 #include "cli/job_runner_setup.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <sstream>
+#include <thread>
 
 #include "core/host.h"
 
@@ -25,6 +29,19 @@ Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::
       .load_sink = fake,
       .cgroups = setup.cgroups.get(),
       .max_log_bytes = static_cast<int64_t>(flags.max_log_mb * 1024 * 1024)};
+  ContainerRuntime& rt = setup.options.containers;
+  rt.command = flags.container_runtime;
+  std::istringstream options(flags.container_runtime_options);
+  for (std::string o; options >> o;) rt.global_options.push_back(o);
+  std::istringstream run_options(flags.container_run_options);
+  for (std::string o; run_options >> o;) rt.run_options.push_back(o);
+  rt.gpu_devices = fake == nullptr;  // fake GPUs have no devices to pass
+  // What the runtime is takes a moment to ask: the log says so once it is known.
+  std::thread([rt] {
+    std::string line = DescribeContainerRuntime(rt) + "\n";  // write(2): no stream that exit() destroys
+    ssize_t ignored = ::write(STDOUT_FILENO, line.data(), line.size());
+    (void)ignored;
+  }).detach();
   return setup;
 }
 

@@ -19,7 +19,10 @@ struct JobRunnerFlags {
   std::string job_cgroups = "auto";  // --job-cgroups: auto, required or off (see JobCgroups::ForMode)
   double max_log_mb = 1024;  // --max-log-mb: a job's logs (all runs and ranks) keep their newest part up to this
   std::string address;       // --address: how jobs on this node are reached; empty: the host name
-  std::string ports = "20000-29999";  // --ports: the TCP ports this node lends to jobs
+  std::string ports = "20000-29999";         // --ports: the TCP ports this node lends to jobs
+  std::string container_runtime = "podman";  // --container-runtime: runs container jobs
+  std::string container_runtime_options;     // --container-runtime-options: before `run`, split at spaces
+  std::string container_run_options;         // --container-run-options: after `run`, split at spaces
 };
 
 // The node's address and port range from --address and --ports; errors name the flag.

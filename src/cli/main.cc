@@ -36,6 +36,14 @@ void AddJobRunnerFlags(CLI::App* cmd, gantry::JobRunnerFlags& runner) {
                   "URLs (default: the host name)");
   cmd->add_option("--ports", runner.ports, "TCP ports this node lends to jobs (MASTER_PORT, named ports)")
       ->default_str(runner.ports);
+  cmd->add_option("--container-runtime", runner.container_runtime,
+                  "The OCI runtime command for jobs with a container_image (podman's run flags)")
+      ->default_str(runner.container_runtime);
+  cmd->add_option("--container-runtime-options", runner.container_runtime_options,
+                  "Options before `run`, e.g. '--runtime runc --cgroup-manager cgroupfs'");
+  cmd->add_option("--container-run-options", runner.container_run_options,
+                  "Options after `run`, e.g. '--ulimit nproc=4096:4096' where the node refuses the agent's own "
+                  "limits inside a container");
 }
 
 }  // namespace

@@ -42,6 +42,11 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("--cost-limit", f.cost_limit, "Stop the job once it has cost this much (alert at 80%)");
   c->add_option("--workdir", f.workdir, "Working directory (absolute)");
   c->add_option("-e,--env", f.env, "NAME=VALUE (repeat)");
+  c->add_option("--container-image", f.container_image, "Run in this OCI image, e.g. nvcr.io/nvidia/pytorch:24.05-py3");
+  c->add_option("--container-mount", f.container_mounts, "HOST:CONTAINER[:ro] into the container (repeat)");
+  c->add_option("--container-workdir", f.container_workdir, "Working directory inside the container");
+  c->add_option("--container-env", f.container_env, "NAME=VALUE inside the container only (repeat)");
+  c->add_option("--container-pull", f.container_pull, "Pull the image: missing (default), always, never");
   c->add_flag("--checkpointable", f.checkpointable, "The job saves and resumes from GANTRY_CHECKPOINT_DIR");
   c->add_flag("--not-preemptible", f.not_preemptible, "Never evict this job");
   c->add_option("-a,--array", f.array,
@@ -215,11 +220,17 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (f.not_preemptible) set("preemptible", false);
   if (Status s = SetNotify(f, spec); !s.ok()) return s;
   if (Status s = SetPlacementFlags(f, spec); !s.ok()) return s;
-  for (const std::string& kv : f.env) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return Status::Invalid("env", "expected NAME=VALUE, got '" + kv + "'");
-    spec["env"][kv.substr(0, eq)] = kv.substr(eq + 1);
+  for (const auto& [field, list] : {std::pair{"env", &f.env}, std::pair{"container_env", &f.container_env}}) {
+    for (const std::string& kv : *list) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) return Status::Invalid(field, "expected NAME=VALUE, got '" + kv + "'");
+      spec[field][kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
   }
+  if (!f.container_image.empty()) set("container_image", f.container_image);
+  if (!f.container_workdir.empty()) set("container_workdir", f.container_workdir);
+  if (!f.container_pull.empty()) set("container_pull", f.container_pull);
+  for (const std::string& m : f.container_mounts) spec["container_mounts"].push_back(m);
   if (!f.command.empty()) {
     std::string cmd;
     for (const std::string& a : f.command)

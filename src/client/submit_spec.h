@@ -18,6 +18,8 @@ struct SubmitFlags {
   std::string file, jobs_file, profile, name, project, priority, sharing, mig, time_limit, estimate, workdir, key;
   std::string user, team, array, dependency, hold_gpus;
   std::string notify, mail_type, webhook, notify_format, mail_user;
+  std::string container_image, container_workdir, container_pull;
+  std::vector<std::string> container_mounts, container_env;
   int gpus = -1, cpus = -1, nodes = -1, mps_thread_percent = -1, retries = -1, fault_retries = -1;
   double fraction = -1, memory_gb = -1, gpu_memory_gb = -1, cost_limit = -1;
   std::vector<std::string> gpu_types, env, command, node_selector, prefer_labels, tolerations, ports;

@@ -167,12 +167,21 @@ Status ValidateRunFields(const JobSpec& spec) {
   }
   if (spec.working_dir.size() > 4096) return Status::Invalid("working_dir", "longer than 4096 characters");
   if (HasControlChar(spec.working_dir)) return Status::Invalid("working_dir", "contains a control character");
-  if (spec.env.size() > 256) return Status::Invalid("env", "more than 256 variables");
-  for (const auto& [k, v] : spec.env) {
-    if (!IsEnvName(k) || k.size() > 256) return Status::Invalid("env", fmt::format("'{}' is not a variable name", k));
-    if (std::string why = ReservedEnvReason(k); !why.empty()) return Status::Invalid("env." + k, why);
-    if (v.size() > 32 * 1024) return Status::Invalid("env." + k, "longer than 32 KiB");
-    if (v.find('\0') != std::string::npos) return Status::Invalid("env." + k, "contains a NUL byte");
+  // The container's variables follow the same rules (one per line of the runtime's env file).
+  for (const auto& [field, vars] : {std::pair{"env", &spec.env}, std::pair{"container_env", &spec.container.env}}) {
+    if (vars->size() > 256) return Status::Invalid(field, "more than 256 variables");
+    for (const auto& [k, v] : *vars) {
+      std::string at = std::string(field) + "." + k;
+      if (!IsEnvName(k) || k.size() > 256) {
+        return Status::Invalid(field, fmt::format("'{}' is not a variable name", k));
+      }
+      if (std::string why = ReservedEnvReason(k); !why.empty()) return Status::Invalid(at, why);
+      if (v.size() > 32 * 1024) return Status::Invalid(at, "longer than 32 KiB");
+      if (v.find('\0') != std::string::npos) return Status::Invalid(at, "contains a NUL byte");
+      if (spec.container.enabled() && v.find('\n') != std::string::npos) {
+        return Status::Invalid(at, "a container job's variables are one line each");
+      }
+    }
   }
   if (spec.max_retries < 0 || spec.max_retries > 100) return Status::Invalid("max_retries", "must be within 0..100");
   if (spec.retries_on_failure < 0 || spec.retries_on_failure > 100) {

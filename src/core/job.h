@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/container_spec.h"
 #include "core/gpu_catalog.h"
 #include "core/node.h"
 #include "core/time.h"
@@ -85,6 +86,7 @@ struct JobSpec {
   // Named TCP ports the job listens on (jupyter, tensorboard): each node of the job lends
   // one to each name, given as GANTRY_PORT_<NAME> and shown as a URL.
   std::vector<std::string> ports;
+  ContainerSpec container;  // run in this OCI image (container_* fields); none: on the node itself
 
   // Workflow (the controller's, not the engine's): an array spec at submit ("0-99%8"; each
   // task becomes a job and has none) and the dependency list ("afterok:12,singleton").

@@ -95,6 +95,7 @@ Status ParseTeam(const YAML::Node& node, const std::string& where, const GpuCata
   std::string idle_action = r.Optional<std::string>("idle_action", "flag");
   q->webhook = r.Optional<std::string>("webhook", "");
   q->allowed_executables = r.Optional<std::vector<std::string>>("allowed_executables", {});
+  q->allowed_images = r.Optional<std::vector<std::string>>("allowed_images", {});
   if (Status s = r.Finish(); !s.ok()) return s;
   if (budget && !budget.IsNull()) {
     if (Status s = ParseBudget(budget, where + ".budget", &q->budget); !s.ok()) return s;
@@ -148,7 +149,11 @@ Expected<QuotaConfig> QuotaConfig::FromYaml(const std::string& text, const GpuCa
   YAML::Node teams = top.Child("teams");
   YAML::Node defaults = top.Child("default_team");
   YAML::Node accounting = top.Child("accounting");
+  c.container_mount_roots = top.Optional<std::vector<std::string>>("container_mount_roots", c.container_mount_roots);
   if (Status s = top.Finish(); !s.ok()) return s;
+  for (const std::string& root : c.container_mount_roots) {
+    if (root.empty() || root[0] != '/') return Status::Invalid("container_mount_roots", "each an absolute directory");
+  }
   if (Status s = ParseAccounting(accounting, &c.accounting); !s.ok()) return s;
   for (const auto& [cls, text_value] : runtimes) {
     auto d = ParseDuration(text_value);
@@ -217,9 +222,36 @@ Status CheckAllowedExecutable(const std::string& command, const std::vector<std:
   return Status::Invalid("command", fmt::format("'{}' is not among your team's allowed programs ({})", program, list));
 }
 
+// The image among the team's allowed ones; each mount under an allowed root.
+Status CheckContainerPolicy(const ContainerSpec& c, const TeamQuota& team, const QuotaConfig& quotas) {
+  if (!c.enabled()) return Status::Ok();
+  if (!team.allowed_images.empty() &&
+      std::none_of(team.allowed_images.begin(), team.allowed_images.end(),
+                   [&](const std::string& p) { return fnmatch(p.c_str(), c.image.c_str(), 0) == 0; })) {
+    std::string list;
+    for (const std::string& p : team.allowed_images) list += (list.empty() ? "" : ", ") + p;
+    return Status::Invalid("container_image",
+                           fmt::format("'{}' is not among your team's allowed images ({})", c.image, list));
+  }
+  for (size_t i = 0; i < c.mounts.size(); ++i) {
+    std::string field = fmt::format("container_mounts[{}]", i);
+    auto m = ParseMount(c.mounts[i], field);
+    if (!m) return m.status();
+    if (m->host == "/" || !UnderAnyRoot(m->host, quotas.container_mount_roots)) {
+      std::string roots;
+      for (const std::string& r : quotas.container_mount_roots) roots += (roots.empty() ? "" : ", ") + r;
+      return Status::Invalid(field, fmt::format("{} is outside the directories containers may mount ({}; "
+                                                "team_quotas.yaml container_mount_roots)",
+                                                m->host, roots));
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckQuotaAdmissible(const JobSpec& spec, const QuotaConfig& quotas, const GpuCatalog& catalog) {
   const TeamQuota& team = quotas.Team(spec.team);
   if (Status s = CheckAllowedExecutable(spec.command, team.allowed_executables); !s.ok()) return s;
+  if (Status s = CheckContainerPolicy(spec.container, team, quotas); !s.ok()) return s;
   double share = JobGpuShare(spec.request, catalog);
   double ceiling = team.ceiling();
   auto fmt_gpus = [](double g) { return std::to_string(g).substr(0, std::to_string(g).find('.') + 3); };

@@ -43,6 +43,9 @@ struct TeamQuota {
   // When set, a job's command must be one simple command (no shell syntax) whose program
   // matches one of these glob patterns ("/usr/bin/python3", "/opt/conda/envs/*/bin/python").
   std::vector<std::string> allowed_executables;
+  // When set, a container job's image must match one of these glob patterns
+  // ("registry.example.com/vision/*", "nvcr.io/nvidia/pytorch:*").
+  std::vector<std::string> allowed_images;
   std::string webhook;  // alerts for this team (else the accounting webhook)
 
   double guaranteed_total() const;
@@ -66,6 +69,9 @@ struct QuotaConfig {
   double user_max_gpus = kUnlimited;  // per user, every team
   std::map<std::string, DurationMs> class_max_runtime_ms;
   AccountingPolicy accounting;
+  // Host directories a container job may mount (the host side of container_mounts must lie
+  // under one); "/" itself is never mounted.
+  std::vector<std::string> container_mount_roots{"/home", "/data", "/datasets", "/scratch", "/tmp"};
 
   const TeamQuota& Team(const std::string& team) const;
   double TotalWeight() const;

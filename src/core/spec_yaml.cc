@@ -170,6 +170,11 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.retries_on_failure = r.Optional<int>("retries_on_failure", 0);
   j.cost_limit = r.Optional<double>("cost_limit", 0.0);
   j.ports = r.Optional<std::vector<std::string>>("ports", {});
+  j.container.image = r.Optional<std::string>("container_image", "");
+  j.container.mounts = r.Optional<std::vector<std::string>>("container_mounts", {});
+  j.container.workdir = r.Optional<std::string>("container_workdir", "");
+  j.container.env = r.Optional<std::map<std::string, std::string>>("container_env", {});
+  std::string pull = r.Optional<std::string>("container_pull", "missing");
   j.array = r.Optional<std::string>("array", "");
   j.dependency = r.Optional<std::string>("dependency", "");
   YAML::Node notify = r.Child("notify");
@@ -190,6 +195,10 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   }
   if (Status n = ParseNotify(notify, &j); !n.ok()) return n;
   if (Status p = CheckPortNames(j.ports); !p.ok()) return p;
+  if (!ParsePullPolicy(pull, &j.container.pull)) {
+    return Status::Invalid("container_pull", "must be missing, always or never, not '" + pull + "'");
+  }
+  if (Status c = ValidateContainerSpec(j.container); !c.ok()) return c;
   bool has_fraction = node["gpu_fraction"] && !node["gpu_fraction"].IsNull();
   if (!std::isfinite(fraction) || fraction < 0 || fraction > 1 || (has_fraction && fraction == 0)) {
     return Status::Invalid("gpu_fraction", fmt::format("must be in (0, 1], got {:g}", fraction));

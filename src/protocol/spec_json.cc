@@ -49,6 +49,13 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (s.retries_on_failure > 0) j["retries_on_failure"] = s.retries_on_failure;
   if (s.cost_limit > 0) j["cost_limit"] = s.cost_limit;
   if (!s.ports.empty()) j["ports"] = s.ports;
+  if (s.container.enabled()) {
+    j["container_image"] = s.container.image;
+    if (!s.container.mounts.empty()) j["container_mounts"] = s.container.mounts;
+    if (!s.container.workdir.empty()) j["container_workdir"] = s.container.workdir;
+    if (!s.container.env.empty()) j["container_env"] = s.container.env;
+    j["container_pull"] = ToString(s.container.pull);
+  }
   if (!s.array.empty()) j["array"] = s.array;
   if (!s.dependency.empty()) j["dependency"] = s.dependency;
   if (!s.notify.empty()) j["notify"] = s.notify;
