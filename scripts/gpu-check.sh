@@ -227,8 +227,9 @@ dist.all_reduce(t)
 print(f"rank {rank} of {dist.get_world_size()}: all-reduce {t.item():g}", flush=True)
 dist.destroy_process_group()
 PY
-  id=$(./build/gantry submit -o json -g 1 --name torchrun -- torchrun --nnodes='$WORLD_SIZE' --node_rank='$NODE_RANK' \
-    --nproc_per_node='$NPROC_PER_NODE' --master_addr='$MASTER_ADDR' --master_port='$MASTER_PORT' "$data/allreduce.py" |
+  # One string after --: the job's shell expands the variables (separate words are quoted).
+  id=$(./build/gantry submit -o json -g 1 --name torchrun -- "torchrun --nnodes=\$WORLD_SIZE --node_rank=\$NODE_RANK \
+--nproc_per_node=\$NPROC_PER_NODE --master_addr=\$MASTER_ADDR --master_port=\$MASTER_PORT $data/allreduce.py" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   ./build/gantry wait "$id" --timeout 3m || fail=1
   ./build/gantry job "$id" | grep -E "state|master|exit"

@@ -154,7 +154,6 @@ class Simulation {
   TimeMs last_reorder_ = -1;
   std::map<std::string, double> factors_;
   std::map<std::string, int> below_;
-  bool stop_happened_ = false;
 
   std::vector<std::string> teams_;
   std::map<std::string, int> team_index_;
