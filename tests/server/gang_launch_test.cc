@@ -111,6 +111,21 @@ TEST_F(GangLaunch, TwoNodesMeetAtMasterAddrAndPortAndKeepTheirOwnLogs) {
   EXPECT_EQ(out, rank1);
 }
 
+// gantry run on a gang: every rank's lines as they come, each after its rank (srun -l), and
+// the job's exit code.
+TEST_F(GangLaunch, GantryRunPrefixesEachRanksLinesAndExitsWithTheJobsCode) {
+  std::string out;
+  int rc = RunCommand(fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} run --nodes 2 -g 8 -- "
+                                  "'echo hello from $NODE_RANK; echo oops $NODE_RANK >&2; exit 4' 2>&1",
+                                  server_->address(), kAliceToken, GANTRY_BINARY),
+                      &out);
+  EXPECT_EQ(rc, 4) << out;
+  for (const char* line :
+       {"[rank 0] hello from 0\n", "[rank 1] hello from 1\n", "[rank 0] oops 0\n", "[rank 1] oops 1\n"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  }
+}
+
 TEST_F(GangLaunch, OneFailedRankStopsTheOthersAndTheGangFailsAsOne) {
   std::string id = Submit(
       R"({"gpus": 8, "nodes": 2, "command": "if [ $NODE_RANK = 1 ]; then exit 3; fi; echo waiting; sleep 300"})");
