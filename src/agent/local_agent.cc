@@ -617,6 +617,8 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   launcher_.Signal(r.pid, SIGKILL);  // leftovers of the group
   if (!r.container.empty()) {
     RemoveContainer(options_.containers, r.container);  // a runtime killed before it could remove it
+    std::error_code gone;
+    fs::remove(RunLogDir(JobDir(r.job_id), r.run) + "/container.env", gone);  // the job's variables, secrets too
     std::lock_guard<std::mutex> lock(sessions_mu_);
     for (auto it = containers_.begin(); it != containers_.end();) {
       it = it->second == r.job_id ? containers_.erase(it) : std::next(it);

@@ -30,6 +30,8 @@ TEST_F(Containers, AJobRunsInItsImageAsItsAccountWithItsVariablesAndCheckpoints)
   EXPECT_EQ(Log(id), want);
   // The checkpoint directory is the host's, at the same path.
   EXPECT_TRUE(std::filesystem::exists(server_->data_dir() + "/agent/jobs/" + id + "/checkpoint/saved"));
+  // The file that carried its variables in is gone with the run.
+  EXPECT_FALSE(std::filesystem::exists(server_->data_dir() + "/agent/jobs/" + id + "/run-1/container.env"));
 }
 
 TEST_F(Containers, ACancelReachesTheContainersProcessesAndLeavesNoContainer) {
