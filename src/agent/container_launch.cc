@@ -146,7 +146,12 @@ Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const Con
     if (!m) return m.status();
     a.insert(a.end(), {"-v", m->host + ":" + m->container + (m->read_only ? ":ro" : ":rw")});
   }
-  if (!job.as_root) a.insert(a.end(), {"--user", fmt::format("{}:{}", job.uid, job.gid), "--cap-drop", "all"});
+  if (!job.as_root) {
+    a.insert(a.end(), {"--user", fmt::format("{}:{}", job.uid, job.gid), "--cap-drop", "all"});
+    for (gid_t g : job.groups) {
+      if (g != job.gid) a.insert(a.end(), {"--group-add", std::to_string(g)});
+    }
+  }
   if (o.memory_mib > 0) a.insert(a.end(), {"--memory", fmt::format("{}m", o.memory_mib)});
   if (o.cpus > 0) a.insert(a.end(), {"--cpus", std::to_string(o.cpus)});
   if (!job.mps_pipe_dir.empty()) a.insert(a.end(), {"-v", job.mps_pipe_dir + ":" + job.mps_pipe_dir, "--ipc", "host"});

@@ -45,6 +45,7 @@ struct ContainerJob {
   std::string checkpoint_dir;              // mounted at the same path
   uid_t uid = 0;                           // the account inside; 0 with `as_root`
   gid_t gid = 0;
+  std::vector<gid_t> groups;  // the account's supplementary groups (--group-add), as on the node
   bool as_root = true;
   std::string mps_pipe_dir;  // mounted, with the host's IPC namespace, for MPS clients
 };

@@ -2,6 +2,7 @@
 #include "agent/local_agent.h"
 
 #include <fmt/format.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -432,8 +433,18 @@ bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::
 
 bool LocalAgent::PrepareContainerRun(const StartOrder& o, const Account& account, SpawnRequest& req, ActiveRun& r) {
   std::string dir = JobDir(o.job_id);
-  ContainerJob job{&o,          req.env,     RunLogDir(dir, o.run), dir + "/checkpoint",
-                   account.uid, account.gid, account.user.empty(),  ""};
+  ContainerJob job{
+      &o, req.env, RunLogDir(dir, o.run), dir + "/checkpoint", account.uid, account.gid, {}, account.user.empty(), ""};
+  if (!account.user.empty()) {  // its groups on the node reach the mounts as they would a bare job's
+    int count = 64;
+    std::vector<gid_t> groups(static_cast<size_t>(count));
+    if (getgrouplist(account.user.c_str(), account.gid, groups.data(), &count) < 0) {
+      groups.resize(static_cast<size_t>(count));
+      getgrouplist(account.user.c_str(), account.gid, groups.data(), &count);
+    }
+    groups.resize(static_cast<size_t>(std::max(count, 0)));
+    job.groups = groups;
+  }
   if (auto pipe = req.env.find("CUDA_MPS_PIPE_DIRECTORY"); pipe != req.env.end()) job.mps_pipe_dir = pipe->second;
   auto launch = PrepareContainer(options_.containers, job);
   if (!launch) {

@@ -39,7 +39,7 @@ class ContainerLaunchTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   ContainerJob Job() {
-    return ContainerJob{&order_, {{"GANTRY_JOB_ID", "7"}}, dir_ + "/run", "/ckpt/7", 1000, 1000, false, ""};
+    return ContainerJob{&order_, {{"GANTRY_JOB_ID", "7"}}, dir_ + "/run", "/ckpt/7", 1000, 1000, {1000, 44}, false, ""};
   }
   bool Has(const std::vector<std::string>& argv, const std::string& a, const std::string& b) {
     for (size_t i = 0; i + 1 < argv.size(); ++i) {
@@ -71,6 +71,8 @@ TEST_F(ContainerLaunchTest, TheCommandLineCarriesDevicesAccountLimitsAndMounts) 
   EXPECT_FALSE(Has(a, "--device", "nvidia.com/gpu=GPU-bbb"));
   EXPECT_TRUE(Has(a, "--user", "1000:1000"));
   EXPECT_TRUE(Has(a, "--cap-drop", "all"));
+  EXPECT_TRUE(Has(a, "--group-add", "44"));  // its supplementary groups, as on the node
+  EXPECT_FALSE(Has(a, "--group-add", "1000"));
   EXPECT_TRUE(Has(a, "--network", "host"));
   EXPECT_TRUE(Has(a, "--memory", "2048m"));
   EXPECT_TRUE(Has(a, "--cpus", "4"));
