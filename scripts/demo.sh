@@ -82,8 +82,12 @@ $g alerts
 step "the monthly bill (also --format json, csv, or html for a self-contained page)"
 $g report
 $g report --format html --out "$data/bill.html"
+step "the web dashboard: served at $GANTRY_SERVER/ (sign in with the admin token); its history of the cluster"
+curl -s "$GANTRY_SERVER/" | grep -o '<title>.*</title>'
+curl -s -H "Authorization: Bearer $(cat "$data/admin.token")" "$GANTRY_SERVER/v1/history?range=1h" | head -c 300
+echo
 step "metrics (Prometheus text, a few lines)"
 curl -s "$GANTRY_SERVER/metrics" |
-  grep -E '^gantry_(gpus_total|jobs_total|submit_to_start_seconds_count|month_cost|budget_held)' || true
+  grep -E '^gantry_(gpus|jobs_total|submit_to_start_seconds_count|month_cost|budget_held)' || true
 echo
 echo "The server keeps its state in $data/gantry.db; the admin token is in $data/admin.token."

@@ -11,6 +11,7 @@ packages=(
   curl procps openssl clang libclang-rt-14-dev
   python3 python3-venv groff-base
   podman runc catatonit busybox-static
+  nodejs npm chromium prometheus
 )
 
 missing=()

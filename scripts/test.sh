@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 echo "== build and run every test under AddressSanitizer + UBSan"
+bash scripts/install-npm.sh
 bash scripts/build.sh build-asan -DGANTRY_SANITIZE=ON -DGANTRY_BUILD_BENCH=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"

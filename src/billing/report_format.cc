@@ -30,16 +30,28 @@ std::string Text(const nlohmann::json& j, const char* key) {
 
 std::string Money(double x) { return FormatAmount(x); }
 
+// A budget's limit or use ({"cost": 20000, "gpu_hours": 5000}) as words: "20000.00 USD and
+// 5000.00 GPU-hours".
+std::string BudgetAmounts(const nlohmann::json& amounts, const std::string& currency) {
+  std::string out;
+  if (amounts.contains("cost")) out = Money(amounts["cost"].get<double>()) + " " + currency;
+  if (amounts.contains("gpu_hours")) {
+    out += (out.empty() ? "" : " and ") + Money(amounts["gpu_hours"].get<double>()) + " GPU-hours";
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 std::string ReportCsv(const nlohmann::json& r) {
-  std::string out = "section,team,project,user,gpu_type,job_id,date,gpu_hours,cost,avg_utilization_pct,idle_cost\n";
+  std::string out =
+      "section,team,project,user,gpu_type,job_id,date,gpu_hours,cost,avg_utilization_pct,idle_cost,job_name\n";
   auto rows = [&](const char* section, const nlohmann::json& lines) {
     for (const auto& l : lines) {
       out += section;
       for (const char* k : {"team", "project", "user", "gpu_type", "job_id", "date"}) out += "," + CsvField(Text(l, k));
-      out += fmt::format(",{:.6f},{},{},{}\n", l.value("gpu_hours", 0.0), Money(l.value("cost", 0.0)),
-                         Text(l, "avg_utilization_pct"), Money(l.value("idle_cost", 0.0)));
+      out += fmt::format(",{:.6f},{},{},{},{}\n", l.value("gpu_hours", 0.0), Money(l.value("cost", 0.0)),
+                         Text(l, "avg_utilization_pct"), Money(l.value("idle_cost", 0.0)), CsvField(Text(l, "name")));
     }
   };
   rows("total", nlohmann::json::array({r["totals"]}));
@@ -145,10 +157,12 @@ std::string ReportHtml(const nlohmann::json& r) {
       "table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px}}"
       "td.n{{text-align:right}}.big{{font-size:1.4em}}</style></head><body>"
       "<h1>GPU bill for {0}</h1><p>{1} to {2} ({3}){4}</p>"
-      "<p class='big'>{5} {6} for {7:.1f} GPU-hours; average utilization {8}%, idle cost {9} {6}; {10} jobs</p>",
+      "<p class='big'>{5} {6} for {7} GPU-hours; {8}, idle cost {9} {6}; {10} jobs</p>",
       HtmlEscape(Text(r, "month")), HtmlEscape(Text(r, "from")), HtmlEscape(Text(r, "to")),
       HtmlEscape(Text(r, "timezone")), r.value("complete", true) ? "" : " &mdash; month in progress",
-      Money(t.value("cost", 0.0)), HtmlEscape(currency), t.value("gpu_hours", 0.0), Text(t, "avg_utilization_pct"),
+      Money(t.value("cost", 0.0)), HtmlEscape(currency), Money(t.value("gpu_hours", 0.0)),
+      Text(t, "avg_utilization_pct").empty() ? "no utilization readings"
+                                             : "average utilization " + Text(t, "avg_utilization_pct") + "%",
       Money(t.value("idle_cost", 0.0)), Text(t, "jobs"));
   out += CostBars("Cost by team", r["teams"], {"team"}, currency);
   out += CostBars("Cost by GPU type", r["gpu_types"], {"gpu_type"}, currency);
@@ -156,16 +170,18 @@ std::string ReportHtml(const nlohmann::json& r) {
   out += "<h2>Teams</h2>" + Table(r["teams"], {"team"}, currency);
   out += "<h2>Projects</h2>" + Table(r["projects"], {"team", "project"}, currency);
   out += "<h2>GPU types</h2>" + Table(r["gpu_types"], {"gpu_type"}, currency);
-  out += "<h2>Top jobs by cost</h2>" + Table(r["top_jobs"], {"job_id", "team", "project", "user"}, currency);
+  out += "<h2>Top jobs by cost</h2>" + Table(r["top_jobs"], {"job_id", "name", "team", "project", "user"}, currency);
   if (!r["idle_jobs"].empty()) {
-    out += "<h2>Jobs flagged idle</h2>" + Table(r["idle_jobs"], {"job_id", "team", "project", "user"}, currency);
+    out +=
+        "<h2>Jobs flagged idle</h2>" + Table(r["idle_jobs"], {"job_id", "name", "team", "project", "user"}, currency);
   }
   if (r.contains("budgets") && !r["budgets"].empty()) {
     out += "<h2>Budgets</h2><table><tr><th>scope</th><th>budget</th><th>used</th><th>%</th></tr>";
     for (const auto& b : r["budgets"]) {
-      out += fmt::format("<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{:.1f}</td></tr>",
-                         HtmlEscape(Text(b, "scope")), HtmlEscape(Text(b, "limit")), HtmlEscape(Text(b, "used")),
-                         b.value("used_pct", 0.0));
+      out += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{:.1f}</td></tr>", HtmlEscape(Text(b, "scope")),
+          HtmlEscape(BudgetAmounts(b.value("limit", nlohmann::json{}), currency)),
+          HtmlEscape(BudgetAmounts(b.value("used", nlohmann::json{}), currency)), b.value("used_pct", 0.0));
     }
     out += "</table>";
   }

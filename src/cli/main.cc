@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
   server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
       ->check(CLI::Range(0.5, 86400.0));
+  server_cmd
+      ->add_option("--history-interval", server.history_interval_s,
+                   "Seconds between the cluster samples the dashboard's charts are drawn from (0: none)")
+      ->check(CLI::Range(0.0, 86400.0));
   AddJobRunnerFlags(server_cmd, server.runner);
   server_cmd->add_option("--tls-cert", server.tls_cert, "PEM certificate chain: serve HTTPS (with --tls-key)")
       ->check(CLI::ExistingFile);

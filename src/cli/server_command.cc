@@ -159,6 +159,7 @@ Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
   // Watched even before it exists: a team_quotas.yaml written later applies at once.
   if (!o.config_dir.empty()) copts.quotas_path = o.config_dir + "/team_quotas.yaml";
   copts.node_timeout_ms = static_cast<DurationMs>(o.node_timeout_s * 1000);
+  copts.history_interval_ms = static_cast<DurationMs>(o.history_interval_s * 1000);
   return copts;
 }
 

@@ -18,6 +18,7 @@ struct ServerOptions {
   std::string fake_gpus;                  // standalone: fake nodes instead of the machine's GPUs
   std::string ready_file;                 // written with the bound address once serving (scripts, tests)
   bool sync_full = true;                  // fsync every commit
+  double history_interval_s = 60;         // a cluster sample for the dashboard's history
   double node_timeout_s = 60;             // a remote agent silent this long: its node is lost, its jobs requeue
   int http_threads = 16;                  // workers that parse requests and run handlers (waiting polls hold none)
   int max_connections = 10000;            // open connections in total

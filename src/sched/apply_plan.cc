@@ -70,9 +70,14 @@ ClusterStatus ComputeStatus(const Snapshot& snap, const GpuCatalog& catalog) {
     const Node& node = snap.nodes[n];
     ++st.nodes;
     if (node.schedulable()) ++st.nodes_schedulable;
-    if (node.state == NodeState::kDown || node.state == NodeState::kDrained) continue;
+    bool out = node.state == NodeState::kDown || node.state == NodeState::kDrained;
     for (const Gpu& g : node.gpus) {
       TypeCapacity& cap = st.by_type[catalog.Get(g.type).name];
+      if (out || g.health != GpuHealth::kHealthy || g.fenced) {
+        ++cap.unavailable;
+        ++st.unavailable_gpus;
+      }
+      if (out) continue;
       ++cap.total;
       ++st.total_gpus;
       bool free = node.schedulable() && g.health == GpuHealth::kHealthy && !g.fenced && !busy[n][g.index];

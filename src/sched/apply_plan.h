@@ -23,6 +23,7 @@ struct TypeCapacity {
   int total = 0;         // GPUs on nodes that are up or draining
   int available = 0;     // idle, healthy GPUs on schedulable nodes
   double allocated = 0;  // GPU shares held by running jobs
+  int unavailable = 0;   // out of service: on drained or down nodes, unhealthy or fenced
 };
 
 struct ClusterStatus {
@@ -30,6 +31,7 @@ struct ClusterStatus {
   int total_gpus = 0;
   int available_gpus = 0;
   double allocated_gpus = 0;
+  int unavailable_gpus = 0;
   double utilization = 0;  // allocated / total
   int queued = 0;
   int running = 0;

@@ -148,13 +148,17 @@ std::string RenderStatusText(const ClusterStatus& st) {
 nlohmann::json StatusToJson(const ClusterStatus& st) {
   nlohmann::json by_type = nlohmann::json::object();
   for (const auto& [type, cap] : st.by_type) {
-    by_type[type] = {{"total", cap.total}, {"available", cap.available}, {"allocated", cap.allocated}};
+    by_type[type] = {{"total", cap.total},
+                     {"available", cap.available},
+                     {"allocated", cap.allocated},
+                     {"unavailable", cap.unavailable}};
   }
   return {{"nodes", st.nodes},
           {"nodes_schedulable", st.nodes_schedulable},
           {"total_gpus", st.total_gpus},
           {"available_gpus", st.available_gpus},
           {"allocated_gpus", st.allocated_gpus},
+          {"unavailable_gpus", st.unavailable_gpus},
           {"utilization", st.utilization},
           {"queued", st.queued},
           {"running", st.running},

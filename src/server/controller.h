@@ -58,9 +58,13 @@ class Controller : public NodeReports {
   Answer Update(const Actor& who, const std::string& id, const YAML::Node& changes);
   Answer GetJob(const Actor& who, const std::string& id);
   Answer ListJobs(const Actor& who, const JobFilter& filter);
-  Answer Queue(const Actor& who);
+  Answer Queue(const Actor& who, const PageQuery& page = {});
   Answer Cluster();
-  Answer Nodes();
+  Answer Nodes(const Actor& who, const PageQuery& page = {});
+  // Each team's running and waiting jobs against its guarantee and limits (users: theirs).
+  Answer Teams(const Actor& who);
+  // The cluster's stored samples over "24h", "7d" or "30d", averaged in buckets (history.h).
+  Answer History(const std::string& range);
   Answer SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
   Answer Events(const Actor& who, const std::string& id);
   Answer AuditLog(const Actor& who, int limit);
@@ -69,7 +73,7 @@ class Controller : public NodeReports {
   void RecordAudit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
                    const std::string& detail);
   // GPUs of one node with their latest telemetry; a node's history.
-  Answer NodeGpus(const std::string& node_id);
+  Answer NodeGpus(const Actor& who, const std::string& node_id);
   Answer NodeHistory(const std::string& node_id, int limit);
   std::string Metrics();
   // Accounting (controller_reports.cc): usage over a window, the monthly bill, budgets and
@@ -129,6 +133,8 @@ class Controller : public NodeReports {
   TimeMs Now() const;
   void Tick();
   void RefreshQuotas();
+  // Gives each usage line of a job ("job_id") its job's name.
+  void AddJobNames(nlohmann::json& lines);
   // The ledger as of now: the store's rows, with the open intervals' newest telemetry.
   std::vector<Allocation> LedgerView(TimeMs from, TimeMs to);
 

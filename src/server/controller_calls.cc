@@ -4,6 +4,7 @@
 // history) read the store on the caller's thread.
 #include "core/encoding.h"
 #include "server/controller.h"
+#include "server/history.h"
 
 namespace gantry {
 
@@ -73,24 +74,36 @@ Answer Controller::ListJobs(const Actor& who, const JobFilter& filter) {
   return Call([&] { return state_.ListJobs(who, filter); });
 }
 
-Answer Controller::Queue(const Actor& who) {
-  return Call([&] { return state_.Queue(who); });
+Answer Controller::Queue(const Actor& who, const PageQuery& page) {
+  return Call([&] { return state_.Queue(who, page); });
 }
 
 Answer Controller::Cluster() {
   return Call([&] { return state_.Cluster(); });
 }
 
-Answer Controller::Nodes() {
-  return Call([&] { return state_.Nodes(); });
+Answer Controller::Nodes(const Actor& who, const PageQuery& page) {
+  return Call([&] { return state_.Nodes(who, page); });
+}
+
+Answer Controller::Teams(const Actor& who) {
+  return Call([&] { return state_.Teams(who); });
+}
+
+Answer Controller::History(const std::string& range) {
+  auto r = ParseHistoryRange(range, Now());
+  if (!r) return r.status();
+  auto rows = store_->History(r->from, r->to);
+  if (!rows) return rows.status();
+  return HistorySeries(*rows, *r);
 }
 
 Answer Controller::SetDrain(const Actor& who, const std::string& node, int gpu, bool drain) {
   return Call([&] { return state_.SetDrain(who, node, gpu, drain); });
 }
 
-Answer Controller::NodeGpus(const std::string& node_id) {
-  return Call([&] { return state_.NodeGpus(node_id); });
+Answer Controller::NodeGpus(const Actor& who, const std::string& node_id) {
+  return Call([&] { return state_.NodeGpus(who, node_id); });
 }
 
 Answer Controller::Budgets(const Actor& who) {

@@ -25,6 +25,15 @@ std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
   return out;
 }
 
+void Controller::AddJobNames(nlohmann::json& lines) {
+  Call([&] {
+    for (auto& l : lines) {
+      if (l.contains("job_id")) l["name"] = state_.JobName(l["job_id"].get<std::string>());
+    }
+    return 0;
+  });
+}
+
 Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
   auto by = ParseUsageGrouping(q.by);
   if (!by) return by.status();
@@ -47,6 +56,7 @@ Answer Controller::Usage(const Actor& who, const UsageQuery& q) {
     total.util_gpu_ms += l.util_gpu_ms;
     total.idle_cost += l.idle_cost;
   }
+  if (q.by == "job") AddJobNames(lines);
   return nlohmann::json{{"from", FormatUtc(q.from)},
                         {"to", q.to == kNever ? FormatUtc(now) : FormatUtc(q.to)},
                         {"by", q.by},
@@ -72,6 +82,8 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
     if (who.admin() || b["team"] == who.team) mine.push_back(std::move(b));
   }
   (*report)["budgets"] = std::move(mine);
+  AddJobNames((*report)["top_jobs"]);
+  AddJobNames((*report)["idle_jobs"]);
   // Reconciliation: the same GPU-seconds recomputed from the job event history alone.
   auto events = store_->EventsOfKinds({"started", "released"}, bounds->second);
   if (events) {

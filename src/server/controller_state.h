@@ -71,6 +71,17 @@ struct JobFilter {
   TimeMs since_ms = -1;  // only jobs not ended before this (sacct -S); -1: any
   TimeMs until_ms = -1;  // only jobs submitted before this (sacct -E); -1: any
   int limit = 500;
+  int offset = 0;      // matching jobs skipped (newest first) before the page
+  std::string search;  // matches a job's id, or part of its name or user (case-insensitive)
+};
+
+// GET /v1/queue and GET /v1/nodes: one page of the list (limit 0: all), and for the queue
+// only one team's jobs when `team` is set.
+struct PageQuery {
+  int limit = 0;
+  int offset = 0;
+  std::string team;
+  bool telemetry = false;  // nodes: each GPU's latest reading
 };
 
 // GET /v1/usage: a window, an optional team, a grouping.
@@ -98,6 +109,7 @@ struct ControllerOptions {
   std::shared_ptr<const UserDirectory> users;
   std::string public_url;                       // links in job notifications: PUBLIC_URL/v1/jobs/ID
   std::string sendmail = "/usr/sbin/sendmail";  // mail to a job's mail_user; absent: no mail
+  DurationMs history_interval_ms = 60000;       // a cluster sample for the dashboard's history (0: none)
 };
 
 // Where a new job sits in its array, and whether it goes straight into the queue (an
@@ -183,13 +195,20 @@ class ControllerState {
   // Views (controller_state_views.cc).
   Answer GetJob(const Actor& who, const std::string& id);
   Answer ListJobs(const Actor& who, const JobFilter& filter) const;
-  Answer Queue(const Actor& who);
+  Answer Queue(const Actor& who, const PageQuery& page = {});
   Answer Cluster() const;
-  Answer Nodes() const;
-  Answer NodeGpus(const std::string& node_id) const;
+  Answer Nodes(const Actor& who, const PageQuery& page = {}) const;
+  Answer NodeGpus(const Actor& who, const std::string& node_id) const;
+  // Dashboard (controller_state_dashboard.cc): a cluster sample for the stored history
+  // once a history interval has passed (Tick), and each team's jobs and GPUs against its
+  // guarantee and limits (users: their own team).
+  void SampleHistory();
+  Answer Teams(const Actor& who) const;
   bool KnowsNode(const std::string& node_id) const { return node_index_.count(node_id) > 0; }
   // The API view of a job this state knows.
   nlohmann::json JobView(const std::string& id);
+  // A job's name ("" for a job this state does not know).
+  std::string JobName(const std::string& id) const;
   Answer Budgets(const Actor& who) const;
   // The alerts the caller may see, newest first.
   nlohmann::json Alerts(const Actor& who) const;
@@ -358,6 +377,7 @@ class ControllerState {
   std::map<std::string, std::string> meta_;
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).
   std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
+  TimeMs last_history_ms_ = -1;                    // when SampleHistory last took a sample
   std::set<std::pair<int, int>> mps_fault_holds_;  // (node index, GPU) held back after an MPS fault
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;

@@ -216,11 +216,11 @@ void ControllerState::WriteBillingMetrics(MetricsWriter& w) const {
   }
   std::map<std::string, Accrual> team_month = accounting_.TeamMonth(now);
   w.Family("gantry_month_cost", "gauge", "Cost of GPUs held this month, by team (pricing currency)");
-  w.Family("gantry_month_gpu_hours", "gauge", "GPU-hours held this month, by team");
+  w.Family("gantry_month_gpu_seconds", "gauge", "GPU time held this month, by team (seconds: Prometheus' base unit)");
   for (const auto& [scope, acc] : team_month) {
     if (scope.find('/') != std::string::npos) continue;
     w.Sample("gantry_month_cost", {{"team", scope}, {"currency", options_.pricing.currency}}, RoundTo(acc.cost, 4));
-    w.Sample("gantry_month_gpu_hours", {{"team", scope}}, acc.gpu_ms / kHourMs);
+    w.Sample("gantry_month_gpu_seconds", {{"team", scope}}, acc.gpu_ms / 1000.0);
   }
   w.Family("gantry_job_idle", "gauge", "1 for a running job flagged idle (GPUs under the threshold)");
   for (const std::string& id : accounting_.OpenJobs()) {

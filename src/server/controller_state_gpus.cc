@@ -221,7 +221,7 @@ nlohmann::json SampleToJson(const GpuSample& s) {
 
 }  // namespace
 
-Answer ControllerState::NodeGpus(const std::string& node_id) const {
+Answer ControllerState::NodeGpus(const Actor& who, const std::string& node_id) const {
   auto it = node_index_.find(node_id);
   if (it == node_index_.end()) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
   int n = it->second;
@@ -230,7 +230,7 @@ Answer ControllerState::NodeGpus(const std::string& node_id) const {
   for (const RunningJob& r : snap_.running) {
     for (const NodeShare& ns : r.placement.nodes) {
       for (const GpuShare& g : ns.gpus) {
-        if (ns.node == n) jobs[g.gpu].push_back(r.spec->id);
+        if (ns.node == n && who.SeesTeam(r.spec->team)) jobs[g.gpu].push_back(r.spec->id);
       }
     }
   }
@@ -248,6 +248,10 @@ Answer ControllerState::NodeGpus(const std::string& node_id) const {
       const auto& [sample, at] = t->second.at(g.index);
       j["telemetry"] = SampleToJson(sample);
       j["telemetry"]["age_s"] = static_cast<double>(now - at) / 1000.0;
+      for (auto& proc : j["telemetry"]["processes"]) {  // users see their own team's jobs only
+        const JobRecord* job = Find(proc.value("job", ""));
+        if (job && !who.SeesTeam(job->spec->team)) proc["job"] = "";
+      }
     }
     gpus.push_back(std::move(j));
   }

@@ -460,6 +460,7 @@ void ControllerState::Tick() {
     }
   }
   AccountingTick();
+  SampleHistory();
   dirty_ = true;  // ages and fair share move with time
 }
 

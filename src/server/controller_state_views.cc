@@ -22,6 +22,25 @@ Answer ControllerState::GetJob(const Actor& who, const std::string& id) {
   return r;
 }
 
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The entries [offset, offset + limit) of `all` (limit 0: to the end).
+nlohmann::json Page(nlohmann::json all, int offset, int limit) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = static_cast<size_t>(offset);
+       i < all.size() && (limit <= 0 || out.size() < static_cast<size_t>(limit)); ++i) {
+    out.push_back(std::move(all[i]));
+  }
+  return out;
+}
+
+}  // namespace
+
 Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
   JobState wanted = JobState::kPending;
   bool active_only = f.state == "active";
@@ -30,8 +49,10 @@ Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
         "state", "unknown state '" + f.state + "' (pending, running, stopping, succeeded, failed, cancelled, active)");
   }
   if (f.limit < 1 || f.limit > 10000) return Status::Invalid("limit", "must be within 1..10000");
+  std::string search = Lower(f.search);
   nlohmann::json out = nlohmann::json::array();
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && static_cast<int>(out.size()) < f.limit; ++it) {
+  int matched = 0;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
     const JobRecord& job = it->second;
     const JobSpec& s = *job.spec;
     if (!who.SeesTeam(s.team)) continue;
@@ -41,9 +62,14 @@ Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
     if (!f.user.empty() && s.user != f.user) continue;
     if (f.since_ms >= 0 && job.end_ms >= 0 && job.end_ms < f.since_ms) continue;
     if (f.until_ms >= 0 && job.submit_ms > f.until_ms) continue;
+    if (!search.empty() && s.id != f.search && Lower(s.name).find(search) == std::string::npos &&
+        Lower(s.user).find(search) == std::string::npos) {
+      continue;
+    }
+    if (matched++ < f.offset || static_cast<int>(out.size()) >= f.limit) continue;
     out.push_back(ApiView(job, false));
   }
-  return nlohmann::json{{"jobs", out}};
+  return nlohmann::json{{"jobs", out}, {"total", matched}, {"offset", f.offset}};
 }
 
 namespace {
@@ -56,7 +82,7 @@ void AddArrayIds(const JobRecord& job, nlohmann::json& e) {
 
 }  // namespace
 
-Answer ControllerState::Queue(const Actor& who) {
+Answer ControllerState::Queue(const Actor& who, const PageQuery& page) {
   if (queue_cache_version_ != version_ || !queue_cache_) {
     snap_.now_ms = now_;
     OrderPending();  // the order the next cycle uses
@@ -66,16 +92,22 @@ Answer ControllerState::Queue(const Actor& who) {
   const Plan& plan = *queue_cache_;
   TimeMs now = now_;
   nlohmann::json out = nlohmann::json::array();
+  int others = 0;
   for (const WaitingJob& w : plan.waiting) {
     const JobRecord* job = Find(w.job_id);
     if (!job) continue;
     const JobSpec& s = *job->spec;
-    bool visible = who.SeesTeam(s.team);
+    if (!page.team.empty() && s.team != page.team) continue;
+    // A user sees their team's jobs; the others only as the gaps in the positions and a count.
+    if (!who.SeesTeam(s.team)) {
+      ++others;
+      continue;
+    }
     nlohmann::json e = {{"position", w.position},
                         {"id", s.id},
                         {"team", s.team},
-                        {"user", visible ? s.user : ""},
-                        {"name", visible ? s.name : ""},
+                        {"user", s.user},
+                        {"name", s.name},
                         {"priority", s.priority_class},
                         {"gpus", JobGpuShare(s.request, options_.config.catalog)},
                         {"sharing", ToString(s.request.sharing)},
@@ -87,14 +119,17 @@ Answer ControllerState::Queue(const Actor& who) {
     out.push_back(std::move(e));
   }
   nlohmann::json starting = nlohmann::json::array();
-  for (const StartDecision& s : plan.starts) starting.push_back(s.job_id);
+  for (const StartDecision& s : plan.starts) {
+    const JobRecord* job = Find(s.job_id);
+    if (job && who.SeesTeam(job->spec->team)) starting.push_back(s.job_id);
+  }
   // Held jobs, jobs waiting on a dependency and tasks over their array's limit are out of
   // the line until that changes.
   nlohmann::json blocked = nlohmann::json::array();
   GateScan scan;
   for (uint64_t seq : kept_out_) {
     const JobRecord& job = jobs_.at(seq);
-    if (!who.SeesTeam(job.spec->team)) continue;
+    if (!who.SeesTeam(job.spec->team) || (!page.team.empty() && job.spec->team != page.team)) continue;
     Blocker b = WhyKeptOut(job, scan);
     nlohmann::json e = {{"id", job.spec->id},
                         {"team", job.spec->team},
@@ -107,7 +142,13 @@ Answer ControllerState::Queue(const Actor& who) {
     AddArrayIds(job, e);
     blocked.push_back(std::move(e));
   }
-  return nlohmann::json{{"queue", out}, {"starting_next_cycle", starting}, {"blocked", blocked}};
+  size_t total = out.size(), total_blocked = blocked.size();
+  return nlohmann::json{{"queue", Page(std::move(out), page.offset, page.limit)},
+                        {"total", total},
+                        {"other_teams_waiting", others},
+                        {"starting_next_cycle", starting},
+                        {"blocked", Page(std::move(blocked), page.offset, page.limit)},
+                        {"total_blocked", total_blocked}};
 }
 
 Answer ControllerState::Cluster() const {
@@ -121,22 +162,58 @@ Answer ControllerState::Cluster() const {
   return body;
 }
 
-Answer ControllerState::Nodes() const {
-  std::vector<std::map<int, std::vector<std::string>>> users(snap_.nodes.size());
+Answer ControllerState::Nodes(const Actor& who, const PageQuery& page) const {
+  std::vector<std::map<int, std::vector<const RunningJob*>>> users(snap_.nodes.size());
+  std::vector<std::map<int, std::vector<const GpuShare*>>> shares(snap_.nodes.size());
   for (const RunningJob& r : snap_.running) {
     for (const NodeShare& ns : r.placement.nodes) {
-      for (const GpuShare& g : ns.gpus) users[ns.node][g.gpu].push_back(r.spec->id);
+      for (const GpuShare& g : ns.gpus) {
+        users[ns.node][g.gpu].push_back(&r);
+        shares[ns.node][g.gpu].push_back(&g);
+      }
     }
   }
+  const GpuCatalog& catalog = options_.config.catalog;
   nlohmann::json out = nlohmann::json::array();
-  for (size_t n = 0; n < snap_.nodes.size(); ++n) {
-    nlohmann::json doc = NodeToDoc(snap_.nodes[n], options_.config.catalog);
-    doc["gpu_type"] = options_.config.catalog.Get(snap_.nodes[n].gpu_type()).name;
+  int end = page.limit > 0 ? std::min<int>(page.offset + page.limit, snap_.nodes.size()) : snap_.nodes.size();
+  for (int n = page.offset; n < end; ++n) {
+    nlohmann::json doc = NodeToDoc(snap_.nodes[n], catalog);
+    doc["gpu_type"] = catalog.Get(snap_.nodes[n].gpu_type()).name;
     doc["agent_connected"] = node_link_[n] != nullptr;
-    for (auto& g : doc["gpus"]) g["jobs"] = users[n][g["index"].get<int>()];
+    for (auto& g : doc["gpus"]) {
+      int index = g["index"].get<int>();
+      // Another team's jobs are a share of the GPU without a name (users see their team).
+      nlohmann::json ids = nlohmann::json::array(), parts = nlohmann::json::array();
+      const auto& on_gpu = users[n][index];
+      for (size_t k = 0; k < on_gpu.size(); ++k) {
+        const RunningJob& r = *on_gpu[k];
+        const GpuShare& share = *shares[n][index][k];
+        bool visible = who.SeesTeam(r.spec->team);
+        if (visible) ids.push_back(r.spec->id);
+        double part = r.spec->request.sharing == SharingMode::kExclusive ? 1.0 : share.milli / 1000.0;
+        nlohmann::json p = {{"share", part}, {"sharing", ToString(r.spec->request.sharing)}};
+        if (visible) p.update({{"job", r.spec->id}, {"team", r.spec->team}, {"user", r.spec->user}});
+        if (share.mig_profile >= 0) p["mig_profile"] = share.mig_profile;
+        parts.push_back(std::move(p));
+      }
+      g["jobs"] = ids;
+      g["shares"] = parts;
+      if (page.telemetry) {
+        auto t = telemetry_.find(n);
+        if (t != telemetry_.end() && t->second.count(index)) {
+          const auto& [sample, at] = t->second.at(index);
+          g["telemetry"] = {{"utilization_pct", sample.util_pct},
+                            {"memory_used_mib", sample.mem_used_mib},
+                            {"memory_total_mib", sample.mem_total_mib},
+                            {"temperature_c", sample.temperature_c},
+                            {"power_w", sample.power_w},
+                            {"age_s", static_cast<double>(now_ - at) / 1000.0}};
+        }
+      }
+    }
     out.push_back(std::move(doc));
   }
-  return nlohmann::json{{"nodes", out}};
+  return nlohmann::json{{"nodes", out}, {"total", snap_.nodes.size()}, {"offset", page.offset}};
 }
 
 Answer ControllerState::SetDrain(const Actor& who, const std::string& node_id, int gpu, bool drain) {
@@ -191,10 +268,25 @@ void ControllerState::WriteMetrics(MetricsWriter& w) {
   w.Family("gantry_jobs_running", "gauge", "Running jobs by team");
   for (const auto& [team, v] : running) w.Sample("gantry_jobs_running", {{"team", team}}, v);
   ClusterStatus st = ComputeStatus(snap_, catalog);
-  w.Family("gantry_gpus_total", "gauge", "GPUs on nodes that are up or draining");
-  for (const auto& [type, cap] : st.by_type) w.Sample("gantry_gpus_total", {{"gpu_type", type}}, cap.total);
+  w.Family("gantry_gpus", "gauge", "GPUs on nodes that are up or draining");
+  for (const auto& [type, cap] : st.by_type) w.Sample("gantry_gpus", {{"gpu_type", type}}, cap.total);
   w.Family("gantry_gpus_available", "gauge", "Idle healthy GPUs on schedulable nodes");
   for (const auto& [type, cap] : st.by_type) w.Sample("gantry_gpus_available", {{"gpu_type", type}}, cap.available);
+  w.Family("gantry_gpus_unavailable", "gauge", "GPUs out of service: on drained or down nodes, unhealthy or fenced");
+  for (const auto& [type, cap] : st.by_type) {
+    w.Sample("gantry_gpus_unavailable", {{"gpu_type", type}}, cap.unavailable);
+  }
+  std::map<std::string, double> oldest_wait;
+  for (const PendingJob& p : snap_.pending) {
+    double waited = static_cast<double>(now_ - p.submit_ms) / 1000.0;
+    oldest_wait[p.spec->team] = std::max(oldest_wait[p.spec->team], waited);
+  }
+  w.Family("gantry_queue_oldest_wait_seconds", "gauge", "How long each team's oldest waiting job has waited");
+  for (const auto& [team, v] : oldest_wait) w.Sample("gantry_queue_oldest_wait_seconds", {{"team", team}}, v);
+  w.Family("gantry_team_guaranteed_gpus", "gauge", "Each team's guaranteed GPUs (team_quotas.yaml)");
+  for (const auto& [team, quota] : quotas_->teams) {
+    w.Sample("gantry_team_guaranteed_gpus", {{"team", team}}, quota.guaranteed_total());
+  }
   w.Family("gantry_jobs_total", "counter", "Job transitions since the server started");
   for (const auto& [event, v] : counters_) w.Sample("gantry_jobs_total", {{"event", event}}, static_cast<double>(v));
   WriteGpuMetrics(w);
@@ -206,5 +298,10 @@ void ControllerState::WriteLatencyMetrics(MetricsWriter& w) const {
 }
 
 nlohmann::json ControllerState::JobView(const std::string& id) { return ApiView(*Find(id), true); }
+
+std::string ControllerState::JobName(const std::string& id) const {
+  const JobRecord* job = Find(id);
+  return job ? job->spec->name : "";
+}
 
 }  // namespace gantry

@@ -20,6 +20,7 @@
 #include "core/spec_yaml.h"
 #include "core/yaml_util.h"
 #include "server/agent_hub.h"
+#include "server/web_assets.h"
 
 namespace gantry {
 
@@ -112,6 +113,20 @@ bool OnlyParams(const httplib::Request& req, httplib::Response& res, std::initia
       return false;
     }
   }
+  return true;
+}
+
+bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name, int64_t lo, int64_t hi,
+              int64_t* out);
+
+// `limit` (1..10000; absent: all) and `offset` of a paged list.
+bool ReadPage(const httplib::Request& req, httplib::Response& res, PageQuery* page) {
+  int64_t limit = 0, offset = 0;
+  if (!IntParam(req, res, "limit", 1, 10000, &limit) || !IntParam(req, res, "offset", 0, INT32_MAX, &offset)) {
+    return false;
+  }
+  page->limit = static_cast<int>(limit);
+  page->offset = static_cast<int>(offset);
   return true;
 }
 
@@ -329,6 +344,22 @@ void HttpApi::Routes() {
     };
   };
 
+  // The dashboard: its page at /, its files under /ui/, compiled in. Loading them needs no
+  // token; every number the page shows comes from the API with the signed-in user's token.
+  auto serve_asset = [](const std::string& path, httplib::Response& res) {
+    const WebAsset* asset = FindWebAsset(path);
+    if (!asset) return ReplyError(res, 404, "not_found", "no such page", "path");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                   "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(asset->data, asset->size, asset->content_type);
+  };
+  s.Get("/", [serve_asset](const httplib::Request&, httplib::Response& res) { serve_asset("/", res); });
+  s.Get(R"(/ui(/.+))",
+        [serve_asset](const httplib::Request& req, httplib::Response& res) { serve_asset(req.matches[1], res); });
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -397,7 +428,7 @@ void HttpApi::Routes() {
            Send(res, submitted->created ? 201 : 200, submitted->job);
          }));
   s.Get("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
-          if (!OnlyParams(req, res, {"state", "team", "user", "limit", "since", "until"})) return;
+          if (!OnlyParams(req, res, {"state", "team", "user", "limit", "offset", "q", "since", "until"})) return;
           JobFilter f;
           f.state = req.get_param_value("state");
           f.team = req.get_param_value("team");
@@ -407,9 +438,14 @@ void HttpApi::Routes() {
               return ReplyError(res, 400, "invalid_argument", "must be a UTC time: 2026-11-26T14:00:00Z", name);
             }
           }
-          int64_t limit = 500;
-          if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
+          int64_t limit = 500, offset = 0;
+          if (!IntParam(req, res, "limit", 1, 10000, &limit) || !IntParam(req, res, "offset", 0, INT32_MAX, &offset)) {
+            return;
+          }
           f.limit = static_cast<int>(limit);
+          f.offset = static_cast<int>(offset);
+          f.search = req.get_param_value("q");
+          if (f.search.size() > 200) return ReplyError(res, 400, "invalid_argument", "at most 200 characters", "q");
           Reply(res, controller_.ListJobs(who, f));
         }));
   s.Get(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
@@ -456,16 +492,34 @@ void HttpApi::Routes() {
           ServeJobLog(*job, req, res);
         }));
   s.Get("/v1/queue", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
-          if (!OnlyParams(req, res, {})) return;
-          Reply(res, controller_.Queue(who));
+          if (!OnlyParams(req, res, {"team", "limit", "offset"})) return;
+          PageQuery page;
+          if (!ReadPage(req, res, &page)) return;
+          page.team = req.get_param_value("team");
+          Reply(res, controller_.Queue(who, page));
         }));
   s.Get("/v1/cluster", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
           Reply(res, controller_.Cluster());
         }));
-  s.Get("/v1/nodes", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+  s.Get("/v1/nodes", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {"limit", "offset", "telemetry"})) return;
+          PageQuery page;
+          if (!ReadPage(req, res, &page)) return;
+          std::string telemetry = req.get_param_value("telemetry");
+          if (!telemetry.empty() && telemetry != "true" && telemetry != "false") {
+            return ReplyError(res, 400, "invalid_argument", "must be true or false", "telemetry");
+          }
+          page.telemetry = telemetry == "true";
+          Reply(res, controller_.Nodes(who, page));
+        }));
+  s.Get("/v1/teams", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
-          Reply(res, controller_.Nodes());
+          Reply(res, controller_.Teams(who));
+        }));
+  s.Get("/v1/history", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {"range"})) return;
+          Reply(res, controller_.History(req.get_param_value("range")));
         }));
   for (bool drain : {true, false}) {
     s.Post(drain ? R"(/v1/nodes/([^/]+)/drain)" : R"(/v1/nodes/([^/]+)/undrain)",
@@ -476,9 +530,10 @@ void HttpApi::Routes() {
              Reply(res, controller_.SetDrain(who, req.matches[1], static_cast<int>(gpu), drain));
            }));
   }
-  s.Get(R"(/v1/nodes/([^/]+)/gpus)", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+  s.Get(R"(/v1/nodes/([^/]+)/gpus)",
+        authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
-          Reply(res, controller_.NodeGpus(req.matches[1]));
+          Reply(res, controller_.NodeGpus(who, req.matches[1]));
         }));
   s.Get(R"(/v1/nodes/([^/]+)/events)",
         authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {

@@ -57,6 +57,10 @@ const char* const kMigrations[] = {
         WHEN 422 THEN 'idempotency_mismatch' ELSE 'internal' END;
     ALTER TABLE audit DROP COLUMN status;
     )sql",
+    // The dashboard's history: one sample of the cluster a minute.
+    R"sql(
+    CREATE TABLE IF NOT EXISTS history(ts_ms INTEGER PRIMARY KEY, doc TEXT NOT NULL);
+    )sql",
 };
 
 constexpr const char* kAllocationColumns =
@@ -145,6 +149,8 @@ class SqliteStore : public Store {
         "INSERT OR REPLACE INTO idempotency(user, key, job_id, request_hash, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)");
     insert_audit_ = Prepare(
         "INSERT INTO audit(ts_ms, user, role, action, target, outcome, detail) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    upsert_history_ = Prepare("INSERT OR REPLACE INTO history(ts_ms, doc) VALUES(?1, ?2)");
+    drop_history_ = Prepare("DELETE FROM history WHERE ts_ms < ?1");
     upsert_meta_ = Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
     upsert_allocation_ = Prepare(
         "INSERT OR REPLACE INTO allocations VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
@@ -197,6 +203,9 @@ class SqliteStore : public Store {
     }
     for (const auto& [k, v] : b.meta) ok = ok && upsert_meta_->Bind(1, k).Bind(2, v).Run() == SQLITE_DONE;
     for (const Allocation& a : b.allocations) ok = ok && WriteAllocation(a);
+    for (const HistoryRow& h : b.history)
+      ok = ok && upsert_history_->Bind(1, h.ts_ms).Bind(2, h.doc).Run() == SQLITE_DONE;
+    if (b.history_drop_before_ms >= 0) ok = ok && drop_history_->Bind(1, b.history_drop_before_ms).Run() == SQLITE_DONE;
     if (!ok) {
       std::string why = sqlite3_errmsg(db_);
       Exec("ROLLBACK");
@@ -283,6 +292,15 @@ class SqliteStore : public Store {
     for (size_t i = 0; i < kinds.size(); ++i) q.Bind(static_cast<int>(i + 2), kinds[i]);
     std::vector<JobEvent> out;
     while (q.Step()) out.push_back({q.Text(0), q.Int(1), q.Text(2), q.Text(3)});
+    return out;
+  }
+
+  Expected<std::vector<HistoryRow>> History(TimeMs from, TimeMs to) override {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    Statement q(reader_, "SELECT ts_ms, doc FROM history WHERE ts_ms >= ?1 AND ts_ms < ?2 ORDER BY ts_ms");
+    q.Bind(1, from).Bind(2, to);
+    std::vector<HistoryRow> out;
+    while (q.Step()) out.push_back({q.Int(0), q.Text(1)});
     return out;
   }
 
@@ -378,6 +396,8 @@ class SqliteStore : public Store {
   Statement* insert_audit_ = nullptr;
   Statement* upsert_meta_ = nullptr;
   Statement* upsert_allocation_ = nullptr;
+  Statement* upsert_history_ = nullptr;
+  Statement* drop_history_ = nullptr;
 };
 
 }  // namespace

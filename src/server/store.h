@@ -3,6 +3,7 @@
 // per group commit; Commit returns only when the batch is durable.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -57,6 +58,12 @@ struct AuditRecord {
   std::string detail;
 };
 
+// One sample of the cluster (GPUs, allocation, utilization, queue) at `ts_ms`, as JSON text.
+struct HistoryRow {
+  TimeMs ts_ms = 0;
+  std::string doc;
+};
+
 // Everything one group commit writes. Jobs and nodes are upserted whole.
 struct StoreBatch {
   std::vector<StoredJob> jobs;
@@ -67,6 +74,8 @@ struct StoreBatch {
   std::vector<AuditRecord> audit;
   std::map<std::string, std::string> meta;
   std::vector<Allocation> allocations;  // upserted by (job_id, run, slot)
+  std::vector<HistoryRow> history;      // cluster samples for the dashboard's charts
+  TimeMs history_drop_before_ms = -1;   // samples older than this are deleted (-1: none)
 
   // Adds `later`'s writes after this batch's (the committer merges queued batches).
   void Append(StoreBatch&& later) {
@@ -80,12 +89,14 @@ struct StoreBatch {
     append(idempotency, later.idempotency);
     append(audit, later.audit);
     append(allocations, later.allocations);
+    append(history, later.history);
+    history_drop_before_ms = std::max(history_drop_before_ms, later.history_drop_before_ms);
     for (auto& [k, v] : later.meta) meta[k] = std::move(v);
   }
 
   bool empty() const {
     return jobs.empty() && events.empty() && node_events.empty() && nodes.empty() && idempotency.empty() &&
-           audit.empty() && meta.empty() && allocations.empty();
+           audit.empty() && meta.empty() && allocations.empty() && history.empty() && history_drop_before_ms < 0;
   }
 };
 
@@ -114,6 +125,8 @@ class Store {
   virtual Expected<std::vector<Allocation>> OpenAllocations() = 0;
   // Job events of the given kinds before `to`, oldest first (accounting reconciliation).
   virtual Expected<std::vector<JobEvent>> EventsOfKinds(const std::vector<std::string>& kinds, TimeMs to) = 0;
+  // Cluster samples in [from, to), oldest first.
+  virtual Expected<std::vector<HistoryRow>> History(TimeMs from, TimeMs to) = 0;
   virtual int schema_version() const = 0;
 };
 

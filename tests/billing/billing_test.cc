@@ -203,6 +203,36 @@ TEST(MonthlyReport, SplitsAtTheMonthBoundaryAndAddsUp) {
   EXPECT_EQ(html.find("<script"), std::string::npos);  // one self-contained page
 }
 
+// The bill's faults a platform team found: its headline said "0.0 GPU-hours" next to 0.0040
+// in the tables, its budget table showed raw JSON, and its jobs had no names.
+TEST(MonthlyReport, HtmlHeadlineBudgetsAndJobNamesReadAsText) {
+  nlohmann::json r = {
+      {"month", "2026-11"},
+      {"currency", "USD"},
+      {"totals",
+       {{"gpu_hours", 0.004}, {"cost", 0.0137}, {"avg_utilization_pct", nullptr}, {"idle_cost", 0.0}, {"jobs", 1}}},
+      {"teams", nlohmann::json::array()},
+      {"projects", nlohmann::json::array()},
+      {"gpu_types", nlohmann::json::array()},
+      {"daily", nlohmann::json::array()},
+      {"top_jobs",
+       {{{"job_id", "7"}, {"name", "resnet50"}, {"team", "vision"}, {"gpu_hours", 0.004}, {"cost", 0.0137}}}},
+      {"idle_jobs", nlohmann::json::array()},
+      {"budgets",
+       {{{"scope", "vision"},
+         {"limit", {{"gpu_hours", 10.0}}},
+         {"used", {{"cost", 0.0137}, {"gpu_hours", 0.004}}},
+         {"used_pct", 0.04}}}}};
+  std::string html = ReportHtml(r);
+  EXPECT_NE(html.find("for 0.0040 GPU-hours; no utilization readings"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>10.00 GPU-hours</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("0.0137 USD and 0.0040 GPU-hours"), std::string::npos) << html;
+  EXPECT_EQ(html.find("{&quot;"), std::string::npos) << html;
+  EXPECT_EQ(html.find("{\"gpu_hours"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>resnet50</td>"), std::string::npos) << html;
+  EXPECT_NE(ReportCsv(r).find(",resnet50\n"), std::string::npos);
+}
+
 TEST(Usage, GroupsByEveryDimensionAndCutsTheWindow) {
   PriceBook book = Builtin();
   std::vector<Allocation> ledger = {

@@ -221,11 +221,11 @@ TEST(Controller, OnlyAdminsDrainAndADrainedGpuGetsNoJob) {
   EXPECT_EQ(a.body["placement"][0]["gpus"][0]["index"], 1);  // GPU 0 is fenced
   EXPECT_EQ(h.Submit("{gpus: 1, command: 'true'}", kAlice).body["state"], "pending");
   ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", -1, true)).status, 200);
-  ApiAnswer nodes = Api(h.controller->Nodes());
+  ApiAnswer nodes = Api(h.controller->Nodes(kAdmin));
   EXPECT_EQ(nodes.body["nodes"][0]["state"], "draining");  // a job still runs there
   h.controller->RunExited(ExitReport(a.body["id"], 1, "n1", 0, ""));
   h.controller->Sync();
-  EXPECT_EQ(Api(h.controller->Nodes()).body["nodes"][0]["state"], "drained");
+  EXPECT_EQ(Api(h.controller->Nodes(kAdmin)).body["nodes"][0]["state"], "drained");
   ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", -1, false)).status, 200);
   ASSERT_EQ(Api(h.controller->SetDrain(kAdmin, "n1", 0, false)).status, 200);
   h.controller->Sync();
@@ -264,7 +264,7 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
   h.controller->MigChanged({"h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, first, ""});
   h.controller->RunExited(ExitReport(first, 1, "h1", 0, ""));
   h.controller->Sync();
-  nlohmann::json gpu = Api(h.controller->Nodes()).body["nodes"][0]["gpus"][0];
+  nlohmann::json gpu = Api(h.controller->Nodes(kAdmin)).body["nodes"][0]["gpus"][0];
   ASSERT_EQ(gpu["mig_instances"].size(), 1u) << gpu.dump();
   EXPECT_EQ(gpu["mig_instances"][0]["uuid"], "MIG-made-1");
 

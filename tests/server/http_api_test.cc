@@ -18,7 +18,7 @@ TEST_F(HttpApi, HealthAndMetricsAreOpenButV1NeedsAValidToken) {
   auto metrics = anon.Get("/metrics");
   ASSERT_EQ(metrics->status, 200);
   EXPECT_NE(metrics->body.find("# TYPE gantry_submit_to_start_seconds histogram"), std::string::npos);
-  EXPECT_NE(metrics->body.find("gantry_gpus_total{gpu_type=\"A100-80GB\"} 4"), std::string::npos);
+  EXPECT_NE(metrics->body.find("gantry_gpus{gpu_type=\"A100-80GB\"} 4"), std::string::npos);
   auto r = anon.Get("/v1/jobs");
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(Json(r)["error"]["field"], "Authorization");

@@ -24,6 +24,7 @@ TEST(StoreMigration, AuditRowsWithAnHttpStatusReadBackAsOutcomes) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
   ASSERT_TRUE(OpenSqliteStore(path).ok());  // every table, at the newest version
   Exec(path, R"sql(
+    DROP TABLE history;
     DROP TABLE audit;
     CREATE TABLE audit(id INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL, user TEXT NOT NULL,
                        role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,
@@ -40,6 +41,7 @@ TEST(StoreMigration, AuditRowsWithAnHttpStatusReadBackAsOutcomes) {
   auto rows = (*store)->Audit(10);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 4u);  // newest first
+  EXPECT_TRUE((*store)->History(0, kNever).ok());  // schema 5's table, made by the migration
   EXPECT_EQ((*rows)[0].outcome, "idempotency_mismatch");
   EXPECT_EQ((*rows)[1].outcome, "payload_too_large");
   EXPECT_EQ((*rows)[2].outcome, "forbidden");

@@ -1,0 +1,153 @@
+// Shared pieces of the dashboard's pages: the API client (bearer token from session
+// storage), DOM building without innerHTML (names come from users), formatting, tables,
+// pagers and charts.
+
+export const session = {
+  get token() { return sessionStorage.getItem('gantry.token') || ''; },
+  set token(t) { if (t) sessionStorage.setItem('gantry.token', t); else sessionStorage.removeItem('gantry.token'); },
+  who: null, // {user, team, role} from /v1/whoami
+  get admin() { return this.who && this.who.role === 'admin'; },
+};
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message ? `${e.message}${e.field ? ` (${e.field})` : ''}` : `HTTP ${status}`);
+    this.status = status;
+    this.field = e.field;
+  }
+}
+
+// Calls the REST API with the signed-in token; JSON answers are parsed, text returned as is.
+export async function api(path, { method = 'GET', body, text = false } = {}) {
+  const headers = { Authorization: `Bearer ${session.token}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status === 401) {
+    session.token = '';
+    window.dispatchEvent(new Event('gantry:signed-out'));
+  }
+  if (text && res.ok) return { text: await res.text(), headers: res.headers };
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new ApiError(res.status, data);
+  return data;
+}
+
+// h('a', {href: '#/x', class: 'y'}, 'text', child): an element; strings become text nodes.
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'style') Object.assign(el.style, v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+export const num = (v, digits = 2) => (v === null || v === undefined || Number.isNaN(v) ? '–'
+  : Number(v).toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 }));
+// Amounts and hours under 1 keep four decimals, as the bill does: 0.0040 GPU-hours, not 0.
+export const money = (v, currency = 'USD') => (v === null || v === undefined ? '–'
+  : Number(v).toLocaleString('en-US', { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: Math.abs(v) < 1 && v !== 0 ? 4 : 2 }));
+export const hours = (v) => (v === null || v === undefined ? '–'
+  : Number(v).toLocaleString('en-US', { minimumFractionDigits: Math.abs(v) < 1 && v !== 0 ? 4 : 2, maximumFractionDigits: Math.abs(v) < 1 ? 4 : 2 }));
+export function duration(s) {
+  if (s === null || s === undefined || s < 0) return '–';
+  s = Math.round(s);
+  const d = Math.floor(s / 86400), hr = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+  if (d) return `${d}d ${hr}h`;
+  if (hr) return `${hr}h ${m}m`;
+  if (m) return `${m}m ${s % 60}s`;
+  return `${s}s`;
+}
+export function when(iso) {
+  if (!iso) return '–';
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? iso : t.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+export const state = (s) => h('span', { class: `state state-${s}` }, s);
+export const jobLink = (id) => h('a', { href: `#/jobs/${encodeURIComponent(id)}` }, id);
+
+// A table from column specs: [{title, num?, cell: row => node|string}].
+export function table(columns, rows, { empty = 'Nothing here.', caption } = {}) {
+  if (!rows.length) return h('p', { class: 'muted' }, empty);
+  return h('table', {},
+    caption ? h('caption', { class: 'sr-only' }, caption) : null,
+    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.title)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: c.num ? 'num' : null }, c.cell(r)))))));
+}
+
+// Prev/next over a list the API pages with limit and offset.
+export function pager(total, offset, limit, go) {
+  const last = Math.min(offset + limit, total);
+  return h('div', { class: 'pager' },
+    h('button', { type: 'button', disabled: offset <= 0, onclick: () => go(Math.max(0, offset - limit)) }, '← Previous'),
+    h('span', {}, total ? `${offset + 1}–${last} of ${total}` : '0 of 0'),
+    h('button', { type: 'button', disabled: last >= total, onclick: () => go(offset + limit) }, 'Next →'));
+}
+
+// A bar for a value against a guarantee (the tick) and a maximum (the bar's end).
+export function quotaBar(used, guaranteed, max) {
+  // Without a limit the bar ends a quarter past the larger of the guarantee and the use.
+  const end = max ? Math.max(max, used || 0) : Math.max(guaranteed || 0, used || 0, 1) * 1.25;
+  const bar = h('div', { class: 'bar', role: 'img', 'aria-label': `${num(used)} of guarantee ${num(guaranteed)}` },
+    h('span', { class: used > guaranteed ? 'over' : null, style: { width: `${(100 * used) / end}%` } }));
+  if (guaranteed > 0) bar.append(h('i', { style: { left: `${(100 * guaranteed) / end}%` } }));
+  return bar;
+}
+
+// A time-series chart (uPlot): series [{label, values, stroke}] over times `ts` (seconds).
+export function lineChart(title, ts, series, { height = 220, yLabel = '', xRange } = {}) {
+  const box = h('figure', { class: 'chart' }, h('figcaption', {}, title));
+  const draw = () => {
+    const width = Math.max(320, box.clientWidth - 16);
+    // eslint-disable-next-line no-undef
+    new uPlot({
+      width, height,
+      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, spanGaps: true }))],
+      axes: [{}, { label: yLabel }],
+      scales: { x: { time: true, range: xRange ? () => xRange : undefined } },
+    }, [ts, ...series.map((s) => s.values)], box);
+  };
+  requestAnimationFrame(draw);
+  return box;
+}
+
+// Bars of `values` per `labels` (uPlot bars on an ordinal x axis).
+export function barChart(title, labels, values, { height = 240, yLabel = '' } = {}) {
+  const box = h('figure', { class: 'chart' }, h('figcaption', {}, title));
+  const draw = () => {
+    const width = Math.max(320, box.clientWidth - 16);
+    const xs = labels.map((_, i) => i);
+    // eslint-disable-next-line no-undef
+    const bars = uPlot.paths.bars({ size: [0.6, 60] });
+    // eslint-disable-next-line no-undef
+    new uPlot({
+      width, height,
+      scales: { x: { time: false, range: [-0.5, labels.length - 0.5] } },
+      axes: [{ values: (u, ticks) => ticks.map((t) => labels[t] ?? ''), splits: () => xs }, { label: yLabel }],
+      series: [{}, { label: yLabel, fill: '#6b8fd6', stroke: '#1f5fbf', paths: bars, points: { show: false } }],
+      legend: { show: false },
+    }, [xs, values], box);
+  };
+  requestAnimationFrame(draw);
+  return box;
+}
+
+// Fetches with the token and saves the answer as a file (links cannot carry the header).
+export async function download(path, filename) {
+  const res = await fetch(path, { headers: { Authorization: `Bearer ${session.token}` } });
+  if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
+  const url = URL.createObjectURL(await res.blob());
+  const a = h('a', { href: url, download: filename });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
