@@ -11,7 +11,7 @@ packages=(
   curl procps openssl clang libclang-rt-14-dev
   python3 python3-venv groff-base
   podman runc catatonit busybox-static
-  nodejs npm chromium prometheus
+  chromium prometheus
 )
 
 missing=()
@@ -20,6 +20,9 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm run the browser tests only; a machine that has them another way (say
+# NodeSource's nodejs, which bundles npm) keeps its own.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}"
