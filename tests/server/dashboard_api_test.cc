@@ -126,8 +126,7 @@ TEST(DashboardViews, TheQueueIsPagedAndAUserSeesOnlyTheirTeamsJobs) {
 TEST(DashboardViews, NodesArePagedWithTelemetryAndAnotherTeamsJobHasNoName) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 2), MakeNode("n2", "A100-80GB", 2), MakeNode("n3", "A100-80GB", 2)});
-  std::string bobs =
-      h.Submit("{name: secret, gpu_fraction: 0.5, sharing: mps, command: 'sleep 100'}", kBob).body["id"];
+  std::string bobs = h.Submit("{name: secret, gpu_fraction: 0.5, sharing: mps, command: 'sleep 100'}", kBob).body["id"];
   h.controller->Sync();
   GpuSample s;
   s.util_pct = 42;

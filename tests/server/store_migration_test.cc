@@ -40,7 +40,7 @@ TEST(StoreMigration, AuditRowsWithAnHttpStatusReadBackAsOutcomes) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   auto rows = (*store)->Audit(10);
   ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 4u);  // newest first
+  ASSERT_EQ(rows->size(), 4u);                     // newest first
   EXPECT_TRUE((*store)->History(0, kNever).ok());  // schema 5's table, made by the migration
   EXPECT_EQ((*rows)[0].outcome, "idempotency_mismatch");
   EXPECT_EQ((*rows)[1].outcome, "payload_too_large");
