@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   sim_cmd->add_option("--estimate-error", sim.sim.estimate_error, "Runtime estimate noise e: duration x U(1-e,1+e)")
       ->check(CLI::Range(0.0, 0.99));
+  sim_cmd->add_flag(
+      "--no-estimates", sim.sim.no_estimates,
+      "Jobs give no run-time estimate: plan with predictions from finished jobs alike, else the time limit");
 
   gantry::ServerOptions server;
   CLI::App* server_cmd = app.add_subcommand("server", "Run the controller (REST API, scheduler, store)");

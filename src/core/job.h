@@ -73,6 +73,10 @@ struct JobSpec {
   bool checkpointable = false;
   DurationMs estimated_duration_ms = 0;  // 0: unknown, the time limit is used
   DurationMs time_limit_ms = 0;          // 0: the configured default
+  // Not submitted: the run time the controller or the simulator predicted from similar jobs
+  // (sched/runtime_predictor.h) when the job gave no estimate or its user's estimates are
+  // poor; the engine plans with it before the estimate. 0: none.
+  DurationMs predicted_duration_ms = 0;
 
   // What the node agent runs (the engine ignores these).
   std::string name;                        // for people; need not be unique

@@ -142,6 +142,7 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   c.reclaim_after_ms = ReadDuration(pr, "reclaim_after", c.reclaim_after_ms);
   c.reclaim_patience_ms = ReadDuration(pr, "reclaim_patience", c.reclaim_patience_ms);
   c.max_preemptors_per_cycle = pr.Optional<int>("max_preemptors_per_cycle", c.max_preemptors_per_cycle);
+  c.starvation_bound_ms = ReadDuration(pr, "starvation_bound", c.starvation_bound_ms);
   if (Status s = pr.Finish(); !s.ok()) return s;
   if (c.max_evictions < 0) return Status::Invalid("preemption.max_evictions", "must be >= 0");
   if (c.max_preemptors_per_cycle < 0) return Status::Invalid("preemption.max_preemptors_per_cycle", "must be >= 0");

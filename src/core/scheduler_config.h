@@ -78,6 +78,13 @@ struct SchedulerConfig {
   // would start by itself within reclaim_patience anyway.
   DurationMs reclaim_patience_ms = 10 * kMinuteMs;
   int max_preemptors_per_cycle = 16;  // blocked jobs that may evict, per cycle
+  // The starvation guard: a team whose jobs have waited with no GPU held this long has its
+  // oldest waiting job considered first (so it gets a reservation that backfill and
+  // short-job ordering cannot push back), and that job may evict GPUs other teams hold
+  // above their guarantees, or lower classes, whatever its size against its team's
+  // guarantee. 45 min by default: with the grace period and the start, the 1 h promise
+  // holds. 0: off.
+  DurationMs starvation_bound_ms = 45 * kMinuteMs;
 
   SharingConfig sharing;  // the mode of plain fractions, time-slice packing, the sim's slow-down
 

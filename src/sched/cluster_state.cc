@@ -14,9 +14,8 @@ int Placement::gpu_count() const {
 
 TimeMs ExpectedEnd(const JobSpec& spec, TimeMs start_ms, TimeMs now_ms) {
   DurationMs limit = spec.time_limit_ms > 0 ? spec.time_limit_ms : 24 * kHourMs;
-  if (spec.estimated_duration_ms > 0 && start_ms + spec.estimated_duration_ms > now_ms) {
-    return start_ms + std::min(spec.estimated_duration_ms, limit);
-  }
+  DurationMs plan = spec.predicted_duration_ms > 0 ? spec.predicted_duration_ms : spec.estimated_duration_ms;
+  if (plan > 0 && start_ms + plan > now_ms) return start_ms + std::min(plan, limit);
   if (start_ms + limit > now_ms) return start_ms + limit;
   return now_ms + kMinuteMs;
 }

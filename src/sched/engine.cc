@@ -108,6 +108,10 @@ class Cycle {
     return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
             &guarantee_levels_};
   }
+  // The oldest waiting job of each team starving past the bound, longest starving first
+  // (fills rescued_).
+  std::vector<size_t> Rescues();
+  bool Rescued(size_t pending_index) const { return !rescued_.empty() && rescued_[pending_index]; }
   // Without explanations: true once no later job can start this cycle.
   bool Done() const;
   // Numbers the waiting jobs (or drops the list when not explaining).
@@ -128,6 +132,10 @@ class Cycle {
   std::vector<int> victim_rank_;        // per running job: class rank, INT32_MAX if protected
   std::vector<char> ends_soon_;         // per running job: expected to end within a grace period
   std::unordered_set<std::string> preempt_failed_;
+  // The starvation guard: per pending job, 1 when it is its starving team's oldest job
+  // (considered first, always given a reservation, may evict borrowed or lower-class work).
+  std::vector<char> rescued_;
+  int normal_reservations_ = 0;  // reservations under the backfill_reservations limit
   int lowest_victim_rank_ = INT32_MAX;
   int preemptors_ = 0;
   int searches_ = 0;  // victim searches this cycle (successful or not)
@@ -257,8 +265,10 @@ void Cycle::Consider(const QueueEntry& e) {
     }
   }
   TimeMs estimate = kNever;
-  if (static_cast<int>(plan_.reservations.size()) < config_.backfill_reservations) {
+  const bool rescue = Rescued(e.pending_index);
+  if (rescue || normal_reservations_ < config_.backfill_reservations) {
     if (auto start = FindEarliestStart(state_, d)) {
+      if (!rescue) ++normal_reservations_;
       state_.Reserve(start->placement, start->at_ms);
       if (explain) {
         if (reason.empty()) reason = plan_.reasons[shape.reason_id];
@@ -269,6 +279,12 @@ void Cycle::Consider(const QueueEntry& e) {
                                 start->at_ms);
       plan_.reservations.push_back({spec.id, start->at_ms, std::move(start->placement)});
     }
+  }
+  if (rescue && explain) {
+    if (reason.empty() && shape.reason_id >= 0) reason = plan_.reasons[shape.reason_id];
+    reason += fmt::format("; first in line: team {} has had jobs waiting and no GPU for {} (starvation bound {})",
+                          spec.team, FormatDuration(now - snap_.starving_since.at(spec.team)),
+                          FormatDuration(config_.starvation_bound_ms));
   }
   uint32_t reason_id = reason.empty() ? static_cast<uint32_t>(shape.reason_id) : AddReason(std::move(reason));
   if (first_blocked_.empty()) {
@@ -283,11 +299,14 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   const int my_class = config_.FindClass(spec.priority_class);
   const bool may_preempt_by_class =
       config_.preempt_by_priority && my_class >= 0 && config_.priority_classes[my_class].preempts_others;
+  // A starving team's rescued job takes back borrowed GPUs whatever its size and its
+  // team's guarantee, with no patience.
+  const bool rescue = Rescued(e.pending_index);
   // Cheap tests first: most blocked jobs' teams have not been below their guarantee long.
   auto since = snap_.below_guarantee_since.find(spec.team);
   bool may_reclaim = config_.preempt_to_reclaim && since != snap_.below_guarantee_since.end() &&
                      now - since->second >= config_.reclaim_after_ms && quotas_.Team(spec.team).guaranteed_total() > 0;
-  if (may_reclaim) {
+  if (may_reclaim && !rescue) {
     bool under_guarantee = false;
     for (GpuTypeId t : d.type_order) {
       if ((under_guarantee = usage_.WithinGuarantee(spec.team, t, share))) break;
@@ -296,6 +315,7 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   }
   const bool by_service = config_.preempt_by_service && !config_.las_thresholds_gpu_hours.empty();
   const int my_tier = LasTier(snap_.pending[e.pending_index].attained_gpu_ms, config_);
+  may_reclaim = may_reclaim || rescue;
   if (!may_preempt_by_class && !may_reclaim && !by_service) return false;
 
   // Once per cycle: each running job's class rank, and whether the protections let it go
@@ -322,10 +342,11 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   if (!class_victims && !may_reclaim && !by_service) return false;
   // A search that failed for this shape, team, class and tier fails again this cycle (the
   // victims only get fewer, and natural starts only get later).
-  std::string failed_key = key_ + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier);
+  std::string failed_key =
+      key_ + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier) + (rescue ? "\2r" : "");
   if (preempt_failed_.count(failed_key)) return false;
-  const bool patience_left =
-      may_reclaim && now - since->second < config_.reclaim_after_ms + config_.reclaim_patience_ms;
+  const bool patience_left = may_reclaim && !rescue && since != snap_.below_guarantee_since.end() &&
+                             now - since->second < config_.reclaim_after_ms + config_.reclaim_patience_ms;
   if (patience_left && !class_victims && !by_service) {
     // Reclaiming alone, and not yet past its patience: if GPUs come free by themselves
     // soon, waiting loses no work.
@@ -445,14 +466,27 @@ Plan Cycle::Run() {
       e.submit_ms = job.submit_ms;
       return e;
     };
+    for (size_t i : Rescues()) Consider(entry(i));
     for (size_t i = 0; i < snap_.pending.size(); ++i) {
       if (!options_.explain && Done()) break;
-      Consider(entry(i));
+      if (!Rescued(i)) Consider(entry(i));
     }
     Finish();
     return std::move(plan_);
   }
   order = OrderQueue(snap_.pending, Context(largest_node), options_.explain);
+  std::vector<size_t> rescues = Rescues();
+  if (!rescues.empty()) {
+    // The rescued jobs go first, in their own order; the rest keep theirs.
+    std::vector<QueueEntry> first;
+    for (size_t i : rescues) {
+      for (const QueueEntry& q : order) {
+        if (q.pending_index == i) first.push_back(q);
+      }
+    }
+    std::erase_if(order, [&](const QueueEntry& q) { return Rescued(q.pending_index); });
+    for (const QueueEntry& q : first) Consider(q);
+  }
   if (options_.explain) {
     plan_.waiting.reserve(order.size());
     // Specs live apart on the heap: fetch a few jobs ahead so the walk does not wait on
@@ -481,8 +515,36 @@ Plan Cycle::Run() {
   return std::move(plan_);
 }
 
+std::vector<size_t> Cycle::Rescues() {
+  std::vector<size_t> out;
+  if (config_.starvation_bound_ms <= 0 || snap_.starving_since.empty()) return out;
+  std::map<std::string, size_t> oldest;  // starving team -> its oldest waiting job
+  for (size_t i = 0; i < snap_.pending.size(); ++i) {
+    const PendingJob& p = snap_.pending[i];
+    auto since = snap_.starving_since.find(p.spec->team);
+    if (since == snap_.starving_since.end() || snap_.now_ms - since->second < config_.starvation_bound_ms) continue;
+    auto [it, added] = oldest.emplace(p.spec->team, i);
+    if (added) continue;
+    const PendingJob& best = snap_.pending[it->second];
+    double gpus = JobGpuShare(p.spec->request, catalog_), best_gpus = JobGpuShare(best.spec->request, catalog_);
+    if (gpus < best_gpus || (gpus == best_gpus && p.submit_ms < best.submit_ms)) it->second = i;
+  }
+  if (oldest.empty()) return out;
+  rescued_.assign(snap_.pending.size(), 0);
+  for (const auto& [team, i] : oldest) {
+    rescued_[i] = 1;
+    out.push_back(i);
+  }
+  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    TimeMs sa = snap_.starving_since.at(snap_.pending[a].spec->team);
+    TimeMs sb = snap_.starving_since.at(snap_.pending[b].spec->team);
+    return sa != sb ? sa < sb : snap_.pending[a].submit_ms < snap_.pending[b].submit_ms;
+  });
+  return out;
+}
+
 bool Cycle::Done() const {
-  bool reservations_done = static_cast<int>(plan_.reservations.size()) >= config_.backfill_reservations;
+  bool reservations_done = normal_reservations_ >= config_.backfill_reservations;
   bool strict_blocked = !config_.backfill_enabled && !first_blocked_.empty();
   bool past_depth = config_.backfill_depth > 0 && examined_ >= config_.backfill_depth;
   return strict_blocked || past_depth || (state_.Exhausted() && reservations_done);

@@ -78,6 +78,9 @@ struct Snapshot {
   // Since when each team has held less than its guarantee while it had jobs waiting
   // (kept by the caller across cycles); reclaim waits for preemption.reclaim_after.
   std::map<std::string, TimeMs> below_guarantee_since;
+  // Teams with jobs waiting and no GPU held, and since when (the starvation guard: past
+  // SchedulerConfig::starvation_bound_ms, each one's oldest job goes first).
+  std::map<std::string, TimeMs> starving_since;
   // Teams ("team") and projects ("team/project") whose new jobs are held (a budget spent),
   // with the reason shown in the queue.
   std::map<std::string, std::string> holds;
@@ -150,8 +153,9 @@ struct Plan {
   const std::string& reason(const WaitingJob& w) const { return reasons[w.reason_id]; }
 };
 
-// When a job is expected to end: its estimate if given and not yet passed, else its
-// time limit; an overdue job is assumed to end within a minute.
+// When a job is expected to end: its predicted run time (from similar jobs) or else its
+// estimate, if given and not yet passed; else its time limit; an overdue job is assumed to
+// end within a minute.
 TimeMs ExpectedEnd(const JobSpec& spec, TimeMs start_ms, TimeMs now_ms);
 // The same for a running job, which ends at its stop time if it is being preempted.
 TimeMs ExpectedEnd(const RunningJob& job, TimeMs now_ms);

@@ -23,7 +23,9 @@ double QueueScore(const PendingJob& job, const QueueContext& ctx) {
   double short_job = 0;
   if (config.short_job_weight != 0) {
     const JobSpec& s = *job.spec;
-    DurationMs d = s.estimated_duration_ms > 0 ? s.estimated_duration_ms : s.time_limit_ms;
+    DurationMs d = s.predicted_duration_ms > 0   ? s.predicted_duration_ms
+                   : s.estimated_duration_ms > 0 ? s.estimated_duration_ms
+                                                 : s.time_limit_ms;
     double gpus = s.request.sharing == SharingMode::kExclusive ? s.request.gpus : s.request.gpu_milli / 1000.0;
     double gpu_hours = gpus * static_cast<double>(d) / static_cast<double>(kHourMs);
     short_job = config.short_job_ref_gpu_hours / (config.short_job_ref_gpu_hours + gpu_hours);

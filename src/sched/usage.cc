@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace gantry {
 
@@ -74,7 +75,12 @@ double UsageTracker::Borrowed(const std::string& team) const {
 std::map<std::string, int> UsageTracker::GuaranteeLevels(const std::map<std::string, TimeMs>& since, TimeMs now,
                                                          DurationMs reclaim_after) const {
   std::map<std::string, int> levels;
-  for (const auto& [team, q] : quotas_.teams) {
+  // Listed teams, and unlisted ones below the default team's guarantee (they are in `since`).
+  std::set<std::string> teams;
+  for (const auto& [team, q] : quotas_.teams) teams.insert(team);
+  for (const auto& [team, t] : since) teams.insert(team);
+  for (const std::string& team : teams) {
+    const TeamQuota& q = quotas_.Team(team);
     if (q.guaranteed_total() <= 0) continue;
     bool below = TeamTotal(team) < q.guaranteed_total() - 1e-9;
     auto it = since.find(team);

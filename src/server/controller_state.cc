@@ -70,6 +70,15 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
   for (const IdempotencyRecord& r : stored.idempotency) {
     idempotency_[r.user + "\n" + r.key] = {r.job_id, r.request_hash};
   }
+  // The run times of the jobs in the store, in the order they ended, teach the predictor
+  // again; the waiting jobs get its predictions.
+  std::vector<const JobRecord*> ended;
+  for (const auto& [seq, job] : jobs_) {
+    if (job.state == JobState::kSucceeded) ended.push_back(&job);
+  }
+  std::sort(ended.begin(), ended.end(), [](const JobRecord* a, const JobRecord* b) { return a->end_ms < b->end_ms; });
+  for (const JobRecord* job : ended) LearnRun(*job);
+  RefreshPredictions();
   return RecoverAccounting(std::move(open));
 }
 
@@ -231,6 +240,8 @@ JobSchedule ControllerState::ScheduleOf(const JobRecord& job) const {
 nlohmann::json ControllerState::ApiView(const JobRecord& job, bool full) const {
   nlohmann::json view = JobToApi(job, ScheduleOf(job), snap_.nodes, options_.config.catalog, full);
   if (full && job.array_id == job.seq) view["array"] = ArraySummary(job.array_id);
+  // The run time the engine plans with when it is a prediction from jobs alike.
+  if (job.spec->predicted_duration_ms > 0) view["predicted_duration_s"] = job.spec->predicted_duration_ms / 1000.0;
   return view;
 }
 

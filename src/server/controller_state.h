@@ -24,6 +24,7 @@
 #include "sched/engine.h"
 #include "sched/fair_share.h"
 #include "sched/queue_order.h"
+#include "sched/runtime_predictor.h"
 #include "server/accounting.h"
 #include "server/auth.h"
 #include "server/job_record.h"
@@ -204,6 +205,14 @@ class ControllerState {
   // guarantee and limits (users: their own team).
   void SampleHistory();
   Answer Teams(const Actor& who) const;
+  // Run-time predictions (controller_state_predict.cc): a succeeded job's run teaches the
+  // predictor; waiting jobs get its prediction when they enter the queue and, after new
+  // runs were learnt, at the next tick.
+  void LearnRun(const JobRecord& job);
+  // Since when each team has had jobs waiting and no GPU (the engine's starvation guard).
+  void TrackStarvation();
+  JobSpecPtr WithPrediction(const JobSpecPtr& spec) const;
+  void RefreshPredictions();
   bool KnowsNode(const std::string& node_id) const { return node_index_.count(node_id) > 0; }
   // The API view of a job this state knows.
   nlohmann::json JobView(const std::string& id);
@@ -377,7 +386,11 @@ class ControllerState {
   std::map<std::string, std::string> meta_;
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).
   std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
-  TimeMs last_history_ms_ = -1;                    // when SampleHistory last took a sample
+  TimeMs last_history_ms_ = -1;  // when SampleHistory last took a sample
+  RuntimePredictor predictor_;
+  std::map<std::string, TimeMs> starving_since_;   // team -> jobs waiting, no GPU, since
+  uint64_t predictor_version_ = 0;                 // runs learnt
+  uint64_t predicted_version_ = 0;                 // runs learnt when the waiting jobs got their predictions
   std::set<std::pair<int, int>> mps_fault_holds_;  // (node index, GPU) held back after an MPS fault
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;

@@ -49,7 +49,7 @@ JobRecord& ControllerState::AddJob(const Actor& who, JobSpec spec, const ArrayPl
   if (place.array_id > 0) arrays_[place.array_id][place.task] = job.seq;
   spec.id = std::to_string(job.seq);
   if (!spec.dependency.empty()) job.after = *ParseDependency(spec.dependency);
-  job.spec = std::make_shared<const JobSpec>(std::move(spec));
+  job.spec = WithPrediction(std::make_shared<const JobSpec>(std::move(spec)));
   job.submit_ms = now_;
   job.submit_steady_us = steady_us_;
   Event(job, "submitted", {{"by", who.user}});
@@ -359,6 +359,7 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   gates_dirty_ = true;
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
+  LearnRun(job);
   Dirty(job);
   NotifyJob(job, state == JobState::kFailed ? "fail" : "end");
 }
@@ -400,22 +401,39 @@ void ControllerState::AdvanceFairShare() {
   if (options_.config.scheduler.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
 }
 
+void ControllerState::TrackStarvation() {
+  std::set<std::string> holding, waiting;
+  for (const RunningJob& r : snap_.running) holding.insert(r.spec->team);
+  for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
+  std::erase_if(starving_since_, [&](const auto& t) { return !waiting.count(t.first) || holding.count(t.first); });
+  for (const std::string& team : waiting) {
+    if (!holding.count(team)) starving_since_.emplace(team, snap_.now_ms);
+  }
+  snap_.starving_since = starving_since_;
+}
+
 void ControllerState::Cycle() {
   dirty_ = false;
   snap_.now_ms = now_;
   AdmitKeptOut();
   AdvanceFairShare();
-  if (!quotas_->teams.empty()) {
+  if (!quotas_->teams.empty() || quotas_->default_team.guaranteed_total() > 0) {
+    // Listed teams, and teams that are not listed (new ones too) with the default quota.
     UsageTracker usage(snap_, options_.config.catalog, *quotas_);
-    std::set<std::string> waiting;
+    std::set<std::string> waiting, teams;
     for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
-    for (const auto& [team, q] : quotas_->teams) {
-      bool below = waiting.count(team) && usage.TeamTotal(team) < q.guaranteed_total() - 1e-9;
+    for (const auto& [team, q] : quotas_->teams) teams.insert(team);
+    for (const auto& [team, since] : below_since_) teams.insert(team);
+    teams.insert(waiting.begin(), waiting.end());
+    for (const std::string& team : teams) {
+      double guaranteed = quotas_->Team(team).guaranteed_total();
+      bool below = waiting.count(team) && usage.TeamTotal(team) < guaranteed - 1e-9;
       if (!below) below_since_.erase(team);
       if (below && !below_since_.count(team)) below_since_[team] = snap_.now_ms;
     }
     snap_.below_guarantee_since = below_since_;
   }
+  TrackStarvation();
   OrderPending();
   ReleaseMpsHolds();
   Plan plan = engine_->Schedule(snap_, {.explain = false, .pending_in_order = true});
@@ -461,6 +479,7 @@ void ControllerState::Tick() {
   }
   AccountingTick();
   SampleHistory();
+  RefreshPredictions();
   dirty_ = true;  // ages and fair share move with time
 }
 

@@ -17,6 +17,7 @@ Expected<SchedulerConfig> PolicyConfig(const std::string& name, const SchedulerC
   c.guarantee_weight = 0;
   c.las_thresholds_gpu_hours.clear();
   c.preemption_enabled = false;
+  c.starvation_bound_ms = 0;
   c.class_tiers = true;
   c.backfill_enabled = true;
   c.backfill_reservations = 1;

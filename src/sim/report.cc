@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace gantry {
 
 nlohmann::json SimResultToJson(const PolicyRun& run) {
@@ -27,7 +29,8 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
           {"makespan_s", r.makespan_s},
           {"gpu_utilization", r.gpu_utilization},
           {"useful_gpu_utilization", r.useful_gpu_utilization},
-          {"gpu_utilization_when_queued", r.gpu_utilization_when_queued},
+          {"gpu_utilization_when_queued",
+           r.gpu_utilization_when_queued < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.gpu_utilization_when_queued)},
           {"jct_mean_s", r.jct_mean_s},
           {"jct_p50_s", r.jct_p50_s},
           {"jct_p95_s", r.jct_p95_s},
@@ -41,6 +44,9 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
           {"max_team_starvation_s", r.max_team_starvation_s},
           {"max_team_starvation_fitting_guarantee_s", r.max_team_starvation_fitting_guarantee_s},
           {"jain_fairness", r.jain_fairness},
+          {"predicted_jobs", r.predicted_jobs},
+          {"prediction_error_mean", r.prediction_error_mean},
+          {"prediction_error_p50", r.prediction_error_p50},
           {"events", r.events},
           {"scheduling_cycles", r.cycles},
           {"sim_wall_s", run.wall_s},
@@ -58,8 +64,8 @@ std::string CompareTable(const std::vector<PolicyRun>& runs) {
         "{:<10} {:>7} {:>6} {:>6.3f} {:>6.3f} {:>7.3f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>10.0f} {:>7} {:>6.3f} "
         "{:>7.2f} {:>9.0f}\n",
         r.policy, r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.useful_gpu_utilization,
-        r.gpu_utilization_when_queued, r.jct_mean_s, r.jct_p95_s, r.queue_delay_mean_s, r.queue_delay_p50_s,
-        r.queue_delay_p95_s, r.preemptions, r.jain_fairness, run.wall_s,
+        std::max(0.0, r.gpu_utilization_when_queued), r.jct_mean_s, r.jct_p95_s, r.queue_delay_mean_s,
+        r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.jain_fairness, run.wall_s,
         run.wall_s > 0 ? static_cast<double>(r.events) / run.wall_s : 0.0);
   }
   if (!runs.empty()) {

@@ -133,7 +133,7 @@ std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string&
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td>"
         "<td>{:.2f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{}</td><td>{:.0f}</td><td>{:.3f}</td></tr>",
         HtmlEscape(r.policy), r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.useful_gpu_utilization,
-        r.gpu_utilization_when_queued, r.jct_mean_s / 3600, r.jct_p95_s / 3600, r.queue_delay_mean_s,
+        std::max(0.0, r.gpu_utilization_when_queued), r.jct_mean_s / 3600, r.jct_p95_s / 3600, r.queue_delay_mean_s,
         r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.max_team_starvation_s, r.jain_fairness);
   }
   html += "</table><div class='charts'>";

@@ -14,6 +14,7 @@
 #include "sched/engine.h"
 #include "sched/fair_share.h"
 #include "sched/queue_order.h"
+#include "sched/runtime_predictor.h"
 #include "sched/usage.h"
 #include "sim/policy.h"
 
@@ -44,6 +45,8 @@ struct JobState {
   int end_version = 0;  // bumps when the end is re-planned (its GPU's sharers changed)
   bool rejected = false;
   bool done = false;
+  JobSpecPtr spec;              // as admitted
+  DurationMs predicted_ms = 0;  // the run time predicted at admission (0: none)
 };
 
 enum class EventKind { kEnd, kStop };
@@ -124,7 +127,8 @@ class Simulation {
   int TeamIndex(const std::string& team);
   bool TimeDependentOrder() const {
     return policy_.size_weight != 0 || policy_.fairshare_weight != 0 ||
-           (policy_.guarantee_weight != 0 && !options_.quotas.teams.empty());
+           (policy_.guarantee_weight != 0 &&
+            (!options_.quotas.teams.empty() || options_.quotas.default_team.guaranteed_total() > 0));
   }
   // The queue-order context as of the last re-sort (Reorder).
   QueueContext Context() const {
@@ -137,6 +141,7 @@ class Simulation {
   const SchedulerConfig& policy_;
   Engine engine_;
   FairShareLedger ledger_;
+  RuntimePredictor predictor_;
   Snapshot snap_;
   std::vector<size_t> pending_job_;       // trace index of snap_.pending[i]
   std::vector<QueueEntry> pending_keys_;  // queue key of snap_.pending[i] (pending_index unused)
@@ -229,16 +234,23 @@ void Simulation::Admit(size_t i) {
   DurationMs worst_run = static_cast<DurationMs>(static_cast<double>(tj.duration_ms) * slowest) + kHourMs;
   spec.time_limit_ms = tj.spec.time_limit_ms > 0 ? tj.spec.time_limit_ms : worst_run;
   if (spec.estimated_duration_ms == 0) spec.estimated_duration_ms = std::max<DurationMs>(tj.duration_ms, 1);
-  if (options_.estimate_error > 0) {
+  if (options_.no_estimates) {
+    spec.estimated_duration_ms = 0;
+  } else if (options_.estimate_error > 0) {
     std::mt19937_64 rng(options_.seed * 1000003 + i);
     std::uniform_real_distribution<double> noise(1 - options_.estimate_error, 1 + options_.estimate_error);
     spec.estimated_duration_ms = std::max<DurationMs>(1, std::llround(spec.estimated_duration_ms * noise(rng)));
+  }
+  if (DurationMs predicted = predictor_.Predict(spec); predicted > 0) {
+    spec.predicted_duration_ms = predicted;
+    js.predicted_ms = predicted;
   }
   if (spec.request.sharing != SharingMode::kExclusive) has_partial_ = true;
   js.remaining_ms = tj.duration_ms;
   js.checkpoint_ms =
       tj.checkpoint_interval_ms > 0 ? tj.checkpoint_interval_ms : options_.default_checkpoint_interval_ms;
-  Enqueue({std::make_shared<const JobSpec>(std::move(spec)), tj.submit_ms}, i);
+  js.spec = std::make_shared<const JobSpec>(std::move(spec));
+  Enqueue({js.spec, tj.submit_ms}, i);
 }
 
 // Keeps snap_.pending in queue order: a new job goes where QueueKeyBefore puts it.
@@ -419,6 +431,7 @@ void Simulation::Finish(size_t job) {
   Release(job);
   jobs_[job].end = snap_.now_ms;
   jobs_[job].done = true;
+  predictor_.Observe(*jobs_[job].spec, trace_.jobs[job].duration_ms);
 }
 
 // The evicted job keeps the work up to its last periodic checkpoint, pays the restart
@@ -446,8 +459,10 @@ void Simulation::Stop(size_t job) {
 void Simulation::Cycle() {
   if (policy_.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
   snap_.below_guarantee_since.clear();
+  snap_.starving_since.clear();
   for (size_t k = 0; k < teams_.size(); ++k) {
     if (below_since_[k] >= 0) snap_.below_guarantee_since[teams_[k]] = below_since_[k];
+    if (starve_since_[k] >= 0) snap_.starving_since[teams_[k]] = starve_since_[k];
   }
   if (TimeDependentOrder() && snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms) Reorder();
   if (policy_.preemption_enabled) {
@@ -588,7 +603,7 @@ void Simulation::Summarize(SimResult& r) {
   r.cycles = cycles_;
   r.preemptions = preemptions_;
   TimeMs t_end = t0_;
-  std::vector<double> jct, delay;
+  std::vector<double> jct, delay, prediction_error;
   std::vector<double> team_run(teams_.size(), 0), team_jct(teams_.size(), 0);
   std::vector<std::vector<double>> team_delay(teams_.size());
   std::vector<int> team_jobs(teams_.size(), 0);
@@ -606,12 +621,20 @@ void Simulation::Summarize(SimResult& r) {
     team_run[js.team] += static_cast<double>(tj.duration_ms) / 1000.0;
     team_jct[js.team] += j;
     team_delay[js.team].push_back(q);
+    if (js.predicted_ms > 0 && tj.duration_ms > 0) {
+      prediction_error.push_back(std::abs(static_cast<double>(js.predicted_ms - tj.duration_ms)) /
+                                 static_cast<double>(tj.duration_ms));
+    }
   }
+  std::sort(prediction_error.begin(), prediction_error.end());
+  r.predicted_jobs = static_cast<int>(prediction_error.size());
+  r.prediction_error_mean = Mean(prediction_error);
+  r.prediction_error_p50 = Percentile(prediction_error, 0.5);
   r.makespan_s = static_cast<double>(t_end - t0_) / 1000.0;
   double span_ms = static_cast<double>(t_end - t0_);
   r.gpu_utilization = span_ms > 0 ? alloc_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
   r.useful_gpu_utilization = span_ms > 0 ? useful_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
-  r.gpu_utilization_when_queued = queued_ms_ > 0 ? alloc_when_queued_gpu_ms_ / (cluster_gpus_ * queued_ms_) : 0;
+  r.gpu_utilization_when_queued = queued_ms_ > 0 ? alloc_when_queued_gpu_ms_ / (cluster_gpus_ * queued_ms_) : -1;
   std::sort(jct.begin(), jct.end());
   std::sort(delay.begin(), delay.end());
   r.jct_mean_s = Mean(jct);

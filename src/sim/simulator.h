@@ -24,8 +24,11 @@ struct SimOptions {
   // work when evicted). An evicted job resumes from its last checkpoint.
   DurationMs default_checkpoint_interval_ms = 30 * kMinuteMs;
   double estimate_error = 0;  // estimates = duration x U(1-e, 1+e) when the trace has none
-  uint64_t seed = 1;          // seeds the estimate noise
-  int series_points = 400;    // samples kept for the charts
+  // Jobs carry no estimate, as most live jobs do: the engine plans with run times predicted
+  // from finished jobs alike (RuntimePredictor), else with the time limit.
+  bool no_estimates = false;
+  uint64_t seed = 1;        // seeds the estimate noise
+  int series_points = 400;  // samples kept for the charts
 };
 
 struct TeamMetrics {
@@ -59,7 +62,7 @@ struct SimResult {
   // Work done, in the GPU-time jobs asked for: each running job's request (gpus, fraction,
   // MIG slices) x the speed its GPU's sharing leaves it, over cluster GPU-time.
   double useful_gpu_utilization = 0;
-  double gpu_utilization_when_queued = 0;
+  double gpu_utilization_when_queued = -1;  // -1: no job ever waited (null in JSON)
   double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double queue_delay_mean_s = 0, queue_delay_p50_s = 0, queue_delay_p95_s = 0, queue_delay_p99_s = 0;
   double queue_delay_max_s = 0;
@@ -67,6 +70,10 @@ struct SimResult {
   double max_team_starvation_s = 0;
   double max_team_starvation_fitting_guarantee_s = 0;
   double jain_fairness = 0;
+  // Run-time predictions (jobs planned with a prediction from finished jobs alike):
+  // how many, and their error |predicted - actual| / actual.
+  int predicted_jobs = 0;
+  double prediction_error_mean = 0, prediction_error_p50 = 0;
   std::map<std::string, TeamMetrics> per_team;
   std::vector<std::string> rejected_samples;  // "t12: gpus: ..." (first few)
   int64_t events = 0;                         // arrivals + completions + preemptions

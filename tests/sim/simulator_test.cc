@@ -59,6 +59,31 @@ TEST(Simulator, BackfillFillsTheHole) {
   EXPECT_DOUBLE_EQ(r.makespan_s, 200);
 }
 
+TEST(Simulator, UtilizationWhenQueuedIsNullWhenNothingEverWaited) {
+  SimResult idle = RunSim({MakeNode("n", "A100-80GB", 8)}, "id,submit_time,duration_s,num_gpus\nA,0,100,2\n", "gantry");
+  EXPECT_LT(idle.gpu_utilization_when_queued, 0);
+  EXPECT_TRUE(SimResultToJson({idle, 0})["gpu_utilization_when_queued"].is_null());
+  SimResult busy = RunSim({MakeNode("n", "A100-80GB", 8)}, kHoleTrace, "fifo");
+  EXPECT_GT(busy.gpu_utilization_when_queued, 0);
+}
+
+// Jobs without estimates: each "train" run takes 100 s; after three have finished, the
+// next ones are planned with 100 s (and the prediction error is recorded), not their limit.
+TEST(Simulator, JobsWithoutEstimatesArePlannedWithRunTimesOfJobsAlike) {
+  std::string csv = "id,submit_time,duration_s,num_gpus,user\n";
+  for (int i = 0; i < 6; ++i) csv += fmt::format("t{},{},100,8,ana\n", i, i * 200);
+  auto trace = ParseTrace(csv, TraceFormat::kCsv, true);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  SimOptions options;
+  options.policy = "gantry";
+  options.no_estimates = true;
+  auto r = Simulate({MakeNode("n", "A100-80GB", 8)}, *trace, Config(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs_completed, 6);
+  EXPECT_EQ(r->predicted_jobs, 3);  // the 4th, 5th and 6th
+  EXPECT_DOUBLE_EQ(r->prediction_error_mean, 0);
+}
+
 TEST(Simulator, GangWaitsForWholeNodes) {
   // Two 8-GPU nodes; X holds one GPU until 100; G (16 GPUs) needs both nodes whole: it
   // starts at 100 (delay 99) and ends at 150.

@@ -1,0 +1,111 @@
+// The starvation guard: a team with jobs waiting and no GPU past the bound has its smallest
+// waiting job considered first, with a reservation of its own, and that job may evict
+// what other teams hold above their guarantees, whatever its size.
+#include <gtest/gtest.h>
+
+#include "core/quota_config.h"
+#include "test_util.h"
+
+namespace gantry {
+namespace {
+
+using namespace testing;
+
+SchedulerConfig Guarded() {
+  SchedulerConfig c = MechanismConfig();
+  c.preemption_enabled = true;
+  c.starvation_bound_ms = 45 * kMinuteMs;
+  return c;
+}
+
+// One 8-GPU node held by team "big" (no guarantee: all of it borrowed) for the next days;
+// team "small" has waited with nothing since `starving_since`. Now is 2 h.
+Snapshot Starving(TimeMs starving_since) {
+  Snapshot snap;
+  snap.now_ms = 2 * kHourMs;
+  snap.nodes = {MakeNode("n", "A100-80GB", 8)};
+  for (int k = 0; k < 4; ++k) {
+    snap.running.push_back(
+        Running(MakeJob("big-" + std::to_string(k)).Team("big").Gpus(2).Estimate(72 * kHourMs).Limit(96 * kHourMs), 0,
+                {2 * k, 2 * k + 1}));
+  }
+  snap.pending = {Pending(MakeJob("old-4").Team("small").Gpus(4), 0),
+                  Pending(MakeJob("new-1").Team("small").Gpus(1), kHourMs)};
+  snap.starving_since["small"] = starving_since;
+  return snap;
+}
+
+TEST(StarvationGuard, PastTheBoundTheTeamsSmallestJobEvictsBorrowedWork) {
+  Plan plan = Schedule(Starving(0), Guarded());
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].for_job, "new-1");  // the one that ends the starvation soonest
+  EXPECT_EQ(plan.preemptions[0].reason, "reclaim");
+  ASSERT_FALSE(plan.waiting.empty());
+  EXPECT_EQ(plan.waiting[0].job_id, "new-1");  // first in line
+  EXPECT_EQ(plan.waiting[0].code, WaitCode::kPreempting);
+}
+
+TEST(StarvationGuard, BeforeTheBoundOrWhenOffNothingIsEvicted) {
+  EXPECT_TRUE(Schedule(Starving(90 * kMinuteMs), Guarded()).preemptions.empty());  // 30 min
+  SchedulerConfig off = Guarded();
+  off.starvation_bound_ms = 0;
+  EXPECT_TRUE(Schedule(Starving(0), off).preemptions.empty());
+}
+
+TEST(StarvationGuard, WorkWithinItsGuaranteeIsNotEvicted) {
+  auto quotas = QuotaConfig::FromYaml("teams:\n  big: {guaranteed: {any: 8}}\n", Catalog());
+  ASSERT_TRUE(quotas.ok());
+  EXPECT_TRUE(Schedule(Starving(0), Guarded(), &*quotas).preemptions.empty());
+}
+
+TEST(StarvationGuard, TheRescuedJobGetsAReservationBackfillCannotTake) {
+  // Nothing may be evicted (the running work is not preemptible); a normal blocked job
+  // ("first", earlier, another team that holds GPUs) takes the one backfill reservation,
+  // and the rescued job still gets its own, ahead of it.
+  Snapshot snap = Starving(0);
+  for (RunningJob& r : snap.running) {
+    JobSpec s = *r.spec;
+    s.preemptible = false;
+    r.spec = std::make_shared<const JobSpec>(s);
+  }
+  snap.pending.insert(snap.pending.begin(), Pending(MakeJob("first").Team("big").Gpus(4), 0));
+  SchedulerConfig c = Guarded();
+  c.backfill_reservations = 1;
+  Plan plan = Engine(Catalog(), c, nullptr).Schedule(snap, {.explain = true});
+  ASSERT_GE(plan.waiting.size(), 2u);
+  EXPECT_EQ(plan.waiting[0].job_id, "new-1");
+  EXPECT_NE(plan.waiting[0].estimated_start_ms, kNever);
+  EXPECT_NE(plan.reason(plan.waiting[0]).find("first in line: team small has had jobs waiting and no GPU for 2h"),
+            std::string::npos)
+      << plan.reason(plan.waiting[0]);
+  const WaitingJob* first = FindWaiting(plan, "first");
+  ASSERT_NE(first, nullptr);
+  EXPECT_NE(first->estimated_start_ms, kNever);
+}
+
+// Teams missing from the quota file get default_team's guarantee: below it long enough,
+// they reclaim like a listed team (the starvation guard is off here).
+TEST(DefaultTeam, AnUnlistedTeamReclaimsTheDefaultGuarantee) {
+  Snapshot snap = Starving(0);
+  snap.starving_since.clear();
+  for (PendingJob& p : snap.pending) {
+    JobSpec s = *p.spec;
+    s.team = "newcomers";
+    p.spec = std::make_shared<const JobSpec>(s);
+  }
+  snap.below_guarantee_since["newcomers"] = 0;
+  SchedulerConfig c = Guarded();
+  c.starvation_bound_ms = 0;
+  auto none = QuotaConfig::FromYaml("teams:\n  big: {guaranteed: {any: 0}}\n", Catalog());
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(Schedule(snap, c, &*none).preemptions.empty());
+  auto with_default =
+      QuotaConfig::FromYaml("default_team: {guaranteed: {any: 4}}\nteams:\n  big: {guaranteed: {any: 0}}\n", Catalog());
+  ASSERT_TRUE(with_default.ok()) << with_default.status().ToString();
+  Plan plan = Schedule(snap, c, &*with_default);
+  ASSERT_FALSE(plan.preemptions.empty());
+  EXPECT_EQ(plan.preemptions[0].reason, "reclaim");
+}
+
+}  // namespace
+}  // namespace gantry
