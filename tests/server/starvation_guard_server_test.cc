@@ -1,0 +1,45 @@
+// The starvation guard in the live server: the controller tracks since when each team has
+// had jobs waiting and no GPU, and past the bound the engine's rescue evicts borrowed
+// work for that team's job and says so in the queue.
+#include <gtest/gtest.h>
+
+#include "controller_harness.h"
+
+namespace gantry::testing {
+namespace {
+
+TEST(StarvationGuardServer, AStarvingTeamsJobEvictsBorrowedWorkPastTheBound) {
+  Harness h;  // no quota file: every team's guarantee is 0, so all held GPUs are borrowed
+  h.Attach({MakeNode("n1", "A100-80GB", 2)});
+  std::vector<std::string> alices;
+  for (int i = 0; i < 2; ++i) alices.push_back(h.Submit("{gpus: 1, command: 'sleep 100000'}", kAlice).body["id"]);
+  std::string bobs = h.Submit("{name: nlp-eval, gpus: 1, command: 'true'}", kBob).body["id"];
+  EXPECT_EQ(h.State(bobs, kBob), "pending");
+
+  // 30 minutes on: under the bound, nothing is evicted.
+  h.now += 30 * kMinuteMs;
+  h.Submit("{gpus: 1, command: 'true'}", kAlice);  // any change runs a cycle
+  h.controller->Sync();
+  EXPECT_TRUE(h.link.stops.empty());
+
+  // 46 minutes on: bob's team has had a job waiting and no GPU past the 45 min bound.
+  h.now += 16 * kMinuteMs;
+  h.Submit("{gpus: 1, command: 'true'}", kAlice);
+  h.controller->Sync();
+  ASSERT_EQ(h.link.stops.size(), 1u);
+  EXPECT_NE(std::find(alices.begin(), alices.end(), h.link.stops[0].job_id), alices.end());
+  EXPECT_EQ(h.link.stops[0].grace_ms, 120000);
+  nlohmann::json q = Api(h.controller->Queue(kBob)).body["queue"];
+  ASSERT_FALSE(q.empty());
+  EXPECT_EQ(q[0]["id"], bobs);  // first in line, waiting for the victim's GPU
+  EXPECT_NE(q[0]["reason"].get<std::string>().find("first in line: team nlp has had jobs waiting and no GPU for 46m"),
+            std::string::npos)
+      << q[0].dump();
+  // The victim's run ends; bob's job starts on its GPU.
+  h.controller->RunExited(ExitReport(h.link.stops[0].job_id, 1, "n1", 143, ""));
+  h.controller->Sync();
+  EXPECT_EQ(h.State(bobs, kBob), "running");
+}
+
+}  // namespace
+}  // namespace gantry::testing
