@@ -60,7 +60,7 @@ ClusterStatus ComputeStatus(const Snapshot& snap, const GpuCatalog& catalog) {
       for (const GpuShare& g : ns.gpus) {
         if (g.gpu < 0 || g.gpu >= static_cast<int>(busy[ns.node].size())) continue;
         busy[ns.node][g.gpu] = true;
-        double share = j.spec->request.sharing == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
+        double share = GpuShareOf(g, j.spec->request.sharing);
         st.by_type[type].allocated += share;
         st.allocated_gpus += share;
       }

@@ -38,7 +38,6 @@ class RuntimePredictor {
   DurationMs Predict(const JobSpec& spec) const;
   // Whether the user's estimates are known to be poor.
   bool EstimatesPoor(const std::string& user) const;
-  size_t keys() const { return runs_.size(); }
 
  private:
   static std::string KeyOf(const JobSpec& spec, bool by_name);

@@ -11,7 +11,7 @@ namespace gantry {
 double PlacementShare(const Placement& p, SharingMode mode) {
   double share = 0;
   for (const NodeShare& ns : p.nodes) {
-    for (const GpuShare& g : ns.gpus) share += mode == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
+    for (const GpuShare& g : ns.gpus) share += GpuShareOf(g, mode);
   }
   return share;
 }

@@ -48,6 +48,10 @@ class UsageTracker {
   bool has_limits_ = false;  // any team, project or user limit configured at all
 };
 
+// The share of one GPU a job holds in `mode`: 1 for whole GPUs, else its fraction or MIG share.
+inline double GpuShareOf(const GpuShare& g, SharingMode mode) {
+  return mode == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
+}
 // GPU share of a placement (for quotas and usage): whole GPUs, fractions, MIG shares.
 double PlacementShare(const Placement& p, SharingMode mode);
 

@@ -209,8 +209,9 @@ class ControllerState {
   // predictor; waiting jobs get its prediction when they enter the queue and, after new
   // runs were learnt, at the next tick.
   void LearnRun(const JobRecord& job);
-  // Since when each team has had jobs waiting and no GPU (the engine's starvation guard).
-  void TrackStarvation();
+  // Since when each team (of `waiting`, the teams with queued jobs) has had jobs waiting
+  // and no GPU (the engine's starvation guard).
+  void TrackStarvation(const std::set<std::string>& waiting);
   JobSpecPtr WithPrediction(const JobSpecPtr& spec) const;
   void RefreshPredictions();
   bool KnowsNode(const std::string& node_id) const { return node_index_.count(node_id) > 0; }

@@ -401,10 +401,9 @@ void ControllerState::AdvanceFairShare() {
   if (options_.config.scheduler.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
 }
 
-void ControllerState::TrackStarvation() {
-  std::set<std::string> holding, waiting;
+void ControllerState::TrackStarvation(const std::set<std::string>& waiting) {
+  std::set<std::string> holding;
   for (const RunningJob& r : snap_.running) holding.insert(r.spec->team);
-  for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
   std::erase_if(starving_since_, [&](const auto& t) { return !waiting.count(t.first) || holding.count(t.first); });
   for (const std::string& team : waiting) {
     if (!holding.count(team)) starving_since_.emplace(team, snap_.now_ms);
@@ -417,11 +416,12 @@ void ControllerState::Cycle() {
   snap_.now_ms = now_;
   AdmitKeptOut();
   AdvanceFairShare();
+  std::set<std::string> waiting;  // teams with jobs in the queue
+  for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
   if (!quotas_->teams.empty() || quotas_->default_team.guaranteed_total() > 0) {
     // Listed teams, and teams that are not listed (new ones too) with the default quota.
     UsageTracker usage(snap_, options_.config.catalog, *quotas_);
-    std::set<std::string> waiting, teams;
-    for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
+    std::set<std::string> teams;
     for (const auto& [team, q] : quotas_->teams) teams.insert(team);
     for (const auto& [team, since] : below_since_) teams.insert(team);
     teams.insert(waiting.begin(), waiting.end());
@@ -433,7 +433,7 @@ void ControllerState::Cycle() {
     }
     snap_.below_guarantee_since = below_since_;
   }
-  TrackStarvation();
+  TrackStarvation(waiting);
   OrderPending();
   ReleaseMpsHolds();
   Plan plan = engine_->Schedule(snap_, {.explain = false, .pending_in_order = true});

@@ -163,14 +163,11 @@ Answer ControllerState::Cluster() const {
 }
 
 Answer ControllerState::Nodes(const Actor& who, const PageQuery& page) const {
-  std::vector<std::map<int, std::vector<const RunningJob*>>> users(snap_.nodes.size());
-  std::vector<std::map<int, std::vector<const GpuShare*>>> shares(snap_.nodes.size());
+  // Per node and GPU: the running jobs on it, each with its share of it.
+  std::vector<std::map<int, std::vector<std::pair<const RunningJob*, const GpuShare*>>>> on(snap_.nodes.size());
   for (const RunningJob& r : snap_.running) {
     for (const NodeShare& ns : r.placement.nodes) {
-      for (const GpuShare& g : ns.gpus) {
-        users[ns.node][g.gpu].push_back(&r);
-        shares[ns.node][g.gpu].push_back(&g);
-      }
+      for (const GpuShare& g : ns.gpus) on[ns.node][g.gpu].emplace_back(&r, &g);
     }
   }
   const GpuCatalog& catalog = options_.config.catalog;
@@ -184,16 +181,14 @@ Answer ControllerState::Nodes(const Actor& who, const PageQuery& page) const {
       int index = g["index"].get<int>();
       // Another team's jobs are a share of the GPU without a name (users see their team).
       nlohmann::json ids = nlohmann::json::array(), parts = nlohmann::json::array();
-      const auto& on_gpu = users[n][index];
-      for (size_t k = 0; k < on_gpu.size(); ++k) {
-        const RunningJob& r = *on_gpu[k];
-        const GpuShare& share = *shares[n][index][k];
-        bool visible = who.SeesTeam(r.spec->team);
-        if (visible) ids.push_back(r.spec->id);
-        double part = r.spec->request.sharing == SharingMode::kExclusive ? 1.0 : share.milli / 1000.0;
-        nlohmann::json p = {{"share", part}, {"sharing", ToString(r.spec->request.sharing)}};
-        if (visible) p.update({{"job", r.spec->id}, {"team", r.spec->team}, {"user", r.spec->user}});
-        if (share.mig_profile >= 0) p["mig_profile"] = share.mig_profile;
+      for (const auto& [job, share] : on[n][index]) {
+        const JobSpec& spec = *job->spec;
+        bool visible = who.SeesTeam(spec.team);
+        if (visible) ids.push_back(spec.id);
+        nlohmann::json p = {{"share", GpuShareOf(*share, spec.request.sharing)},
+                            {"sharing", ToString(HeldSharing(spec, job->placement))}};
+        if (visible) p.update({{"job", spec.id}, {"team", spec.team}, {"user", spec.user}});
+        if (share->mig_profile >= 0) p["mig_profile"] = share->mig_profile;
         parts.push_back(std::move(p));
       }
       g["jobs"] = ids;

@@ -117,20 +117,6 @@ bool OnlyParams(const httplib::Request& req, httplib::Response& res, std::initia
 }
 
 bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name, int64_t lo, int64_t hi,
-              int64_t* out);
-
-// `limit` (1..10000; absent: all) and `offset` of a paged list.
-bool ReadPage(const httplib::Request& req, httplib::Response& res, PageQuery* page) {
-  int64_t limit = 0, offset = 0;
-  if (!IntParam(req, res, "limit", 1, 10000, &limit) || !IntParam(req, res, "offset", 0, INT32_MAX, &offset)) {
-    return false;
-  }
-  page->limit = static_cast<int>(limit);
-  page->offset = static_cast<int>(offset);
-  return true;
-}
-
-bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name, int64_t lo, int64_t hi,
               int64_t* out) {
   if (!req.has_param(name)) return true;
   std::string v = req.get_param_value(name);
@@ -141,6 +127,17 @@ bool IntParam(const httplib::Request& req, httplib::Response& res, const char* n
     return false;
   }
   *out = x;
+  return true;
+}
+
+// `limit` (1..10000; absent: all) and `offset` of a paged list.
+bool ReadPage(const httplib::Request& req, httplib::Response& res, PageQuery* page) {
+  int64_t limit = 0, offset = 0;
+  if (!IntParam(req, res, "limit", 1, 10000, &limit) || !IntParam(req, res, "offset", 0, INT32_MAX, &offset)) {
+    return false;
+  }
+  page->limit = static_cast<int>(limit);
+  page->offset = static_cast<int>(offset);
   return true;
 }
 

@@ -2,7 +2,7 @@
 // API, and launches Debian's Chromium headless through playwright-core (no browser download).
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -28,7 +28,6 @@ export async function startServer({ users, quotas = '', fakeGpus = '2x4xA100-80G
   const log = join(dir, 'server.log');
   const args = ['server', '--standalone', '--fake-gpus', fakeGpus, '--listen', '127.0.0.1:0', '--config', config,
     '--data-dir', join(dir, 'data'), '--ready-file', ready, '--no-fsync', '--history-interval', '1', ...extraArgs];
-  const { openSync } = await import('node:fs');
   const proc = spawn(binary, args, { stdio: ['ignore', openSync(log, 'w'), openSync(log, 'a')] });
   for (let i = 0; i < 600 && !existsSync(ready); i++) await sleep(50);
   if (!existsSync(ready)) throw new Error(`server did not start: ${readFileSync(log, 'utf8')}`);

@@ -41,5 +41,30 @@ TEST(StarvationGuardServer, AStarvingTeamsJobEvictsBorrowedWorkPastTheBound) {
   EXPECT_EQ(h.State(bobs, kBob), "running");
 }
 
+// A team missing from the quota file gets default_team's guarantee: the controller tracks
+// its time below it like a listed team's, so it reclaims after reclaim_after (30 min; the
+// borrowed jobs would not end within its patience), with the starvation guard off.
+TEST(DefaultTeamServer, AnUnlistedTeamReclaimsItsDefaultGuarantee) {
+  Harness h("", 3600'000, [](ControllerOptions& o) {
+    o.config.scheduler.starvation_bound_ms = 0;
+    auto q = QuotaConfig::FromYaml("default_team: {guaranteed: {any: 1}}\nteams:\n  vision: {guaranteed: {any: 0}}\n",
+                                   o.config.catalog);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    o.config.quotas = *q;
+  });
+  h.Attach({MakeNode("n1", "A100-80GB", 2)});
+  for (int i = 0; i < 2; ++i) h.Submit("{gpus: 1, command: 'sleep 100000'}", kAlice);  // vision: all borrowed
+  std::string bobs = h.Submit("{gpus: 1, command: 'true'}", kBob).body["id"];          // nlp: not listed
+  h.now += 25 * kMinuteMs;
+  h.Submit("{gpus: 1, command: 'true'}", kAlice);
+  h.controller->Sync();
+  EXPECT_TRUE(h.link.stops.empty());  // below its guarantee for less than reclaim_after
+  h.now += 10 * kMinuteMs;
+  h.Submit("{gpus: 1, command: 'true'}", kAlice);
+  h.controller->Sync();
+  ASSERT_EQ(h.link.stops.size(), 1u);
+  EXPECT_EQ(Api(h.controller->Queue(kBob)).body["queue"][0]["id"], bobs);
+}
+
 }  // namespace
 }  // namespace gantry::testing

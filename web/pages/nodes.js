@@ -1,7 +1,7 @@
 // Nodes: every node's GPUs as a grid with live utilization, memory, temperature and health,
 // the jobs on each GPU drawn as parts of it (fractions, MPS and MIG slices; another team's
 // job is a grey part without a name), and drain/undrain for admins. A page at a time.
-import { api, h, num, state, session } from '../lib.js';
+import { api, h, num, state, session, pager } from '../lib.js';
 
 const limit = 48;
 
@@ -49,12 +49,8 @@ export async function render(main, _params, ctx) {
   const body = h('div');
   async function refresh() {
     const r = await api(`/v1/nodes?telemetry=true&limit=${limit}&offset=${offset}`);
-    const last = Math.min(offset + limit, r.total);
     body.replaceChildren(
-      h('div', { class: 'pager' },
-        h('button', { type: 'button', disabled: offset <= 0, onclick: () => { offset = Math.max(0, offset - limit); refresh().catch(ctx.showError); } }, '← Previous'),
-        h('span', {}, `nodes ${r.total ? offset + 1 : 0}–${last} of ${r.total}`),
-        h('button', { type: 'button', disabled: last >= r.total, onclick: () => { offset += limit; refresh().catch(ctx.showError); } }, 'Next →')),
+      pager(r.total, offset, limit, (o) => { offset = o; refresh().catch(ctx.showError); }),
       h('div', { class: 'nodes' }, r.nodes.map((n) => nodeCard(n, refresh, ctx.showError))));
   }
   await refresh();
