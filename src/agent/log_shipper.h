@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -27,6 +28,9 @@ class LogShipper {
   // New output, at most `budget` bytes in all:
   // [{job_id, run, rank, stream, offset, bytes, data (base64)}].
   nlohmann::json Collect(size_t budget);
+  // The ended runs whose output the last Collect did not take in full: their exit reports
+  // wait for it, so a job is never seen ended before all its output is at the server.
+  std::set<std::pair<std::string, int>> Behind();
   // The server took a report with these entries.
   void Acknowledge(const nlohmann::json& entries);
 
@@ -38,6 +42,7 @@ class LogShipper {
   std::function<std::string(const std::string&)> job_dir_;
   std::mutex mu_;
   std::map<std::pair<std::string, int>, Run> runs_;  // by (job id, run)
+  std::set<std::pair<std::string, int>> behind_;
 };
 
 }  // namespace gantry

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <ostream>
+#include <set>
 #include <thread>
 
 #include "protocol/order_wire.h"
@@ -98,12 +99,24 @@ void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
 void ServerConnection::SendReports(ReportOutbox& outbox, LogShipper& logs) {
   while (!stop_) {
     AgentReport report = outbox.Take(static_cast<int>(options_.heartbeat_s * 1000));
+    nlohmann::json shipped = logs.Collect(256 * 1024);
+    // An exit whose run's output did not all fit waits for the next report, which comes at
+    // once (the held exit is pending): the server must have every byte before the end.
+    AgentReport held;
+    std::set<std::pair<std::string, int>> behind = logs.Behind();
+    std::erase_if(report.events, [&](ReportEvent& e) {
+      if (e.kind != ReportEvent::Kind::kExited || !behind.count({e.run.job_id, e.run.run})) return false;
+      held.events.push_back(std::move(e));
+      return true;
+    });
     nlohmann::json body = AgentReportToJson(report);
-    body["logs"] = logs.Collect(256 * 1024);
+    body["logs"] = std::move(shipped);
     auto r = reporter_.Post("/v1/agent/report", body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
     if (r && r->status == 200) {
       logs.Acknowledge(body["logs"]);
+      if (!held.events.empty()) outbox.Return(std::move(held));
     } else {
+      for (ReportEvent& e : held.events) report.events.push_back(std::move(e));
       outbox.Return(std::move(report));
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }

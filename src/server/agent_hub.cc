@@ -184,8 +184,10 @@ Answer AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   if (!report->events.empty()) {
     controller_.RecordAudit(who, action, node_id, "ok", fmt::format("{} job event(s)", report->events.size()));
   }
-  DeliverReport(*report, controller_);
+  // Output first: an exit in this report may end the job, and whoever follows its logs
+  // stops at the end, so the last bytes must be there before it.
   for (const AgentReport::LogChunk& l : report->logs) AppendLog(l);
+  DeliverReport(*report, controller_);
   return nlohmann::json{{"ok", true}};
 }
 

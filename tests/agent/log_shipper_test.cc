@@ -52,6 +52,26 @@ TEST(LogShipper, ShipsNewBytesUntilTakenThenForgetsAnEndedRun) {
   std::filesystem::remove_all(dir);
 }
 
+// Before: a job's exit went out with the first 256 KiB of its output; `gantry run` saw the
+// job end and stopped reading before the rest came.
+TEST(LogShipper, AnEndedRunIsBehindUntilACollectTakesTheRestOfItsOutput) {
+  std::string dir = ::testing::TempDir() + "ship-behind-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/8/run-1");
+  std::ofstream(dir + "/8/run-1/rank-0.stdout.log") << "0123456789";
+  std::ofstream(dir + "/8/run-1/rank-0.stderr.log") << "err";
+  LogShipper shipper([&](const std::string& id) { return dir + "/" + id; });
+  shipper.Track("8", 1);
+  shipper.Collect(4);
+  EXPECT_TRUE(shipper.Behind().empty());  // still running: its exit is not held
+  shipper.Ended("8", 1);
+  nlohmann::json part = shipper.Collect(8);  // 8 of 13 bytes
+  EXPECT_EQ(shipper.Behind(), (std::set<std::pair<std::string, int>>{{"8", 1}}));
+  shipper.Acknowledge(part);
+  nlohmann::json rest = shipper.Collect(100);
+  EXPECT_TRUE(shipper.Behind().empty()) << rest.dump();
+  std::filesystem::remove_all(dir);
+}
+
 // Before: one stdout.log per job on each side, written by offset by every rank and run (a
 // second run's bytes landed in the middle of the first's).
 TEST(LogShipper, EachRunAndRankShipsFromItsOwnFileAndOffset) {
