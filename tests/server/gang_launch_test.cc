@@ -112,12 +112,14 @@ TEST_F(GangLaunch, TwoNodesMeetAtMasterAddrAndPortAndKeepTheirOwnLogs) {
 }
 
 // gantry run on a gang: every rank's lines as they come, each after its rank (srun -l), and
-// the job's exit code.
+// the job's exit code. The ranks exit once both have printed (a barrier of files): a rank
+// that failed first would stop the other, maybe before it ran at all on a loaded machine.
 TEST_F(GangLaunch, GantryRunPrefixesEachRanksLinesAndExitsWithTheJobsCode) {
   std::string out;
   int rc = RunCommand(fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} run --nodes 2 -g 8 -- "
-                                  "'echo hello from $NODE_RANK; echo oops $NODE_RANK >&2; exit 4' 2>&1",
-                                  server_->address(), kAliceToken, GANTRY_BINARY),
+                                  "'echo hello from $NODE_RANK; echo oops $NODE_RANK >&2; touch {}/printed-$NODE_RANK; "
+                                  "until [ -e {}/printed-0 ] && [ -e {}/printed-1 ]; do sleep 0.1; done; exit 4' 2>&1",
+                                  server_->address(), kAliceToken, GANTRY_BINARY, dir_, dir_, dir_),
                       &out);
   EXPECT_EQ(rc, 4) << out;
   for (const char* line :
