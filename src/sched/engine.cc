@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -366,7 +367,7 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     return it->second;
   };
   ++searches_;
-  // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service.
+  // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service, 4 starvation.
   std::vector<char> eligible(snap_.running.size(), 0), stopping(snap_.running.size(), 0);
   bool any = false;
   for (size_t i = 0; i < snap_.running.size(); ++i) {
@@ -388,37 +389,52 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
     }
     any = any || eligible[i];
   }
-  if (!any) {
+  if (!any && !rescue) {
     preempt_failed_.insert(std::move(failed_key));
     return false;
   }
   if (!finder_) finder_.emplace(state_, snap_);
+  // Victims under `rule` may take from each team at most `room(team)` GPUs together; a team
+  // whose victims would take more is left out under that rule and the search runs again.
   std::optional<VictimChoice> choice;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    choice = finder_->Find(d, eligible, stopping);
-    if (!choice || choice->victims.empty()) break;
-    // Reclaim takes only what a team holds above its guarantee, all its victims together;
-    // a team that would drop below is left out and the search runs again.
-    std::unordered_map<std::string, double> reclaimed;
-    std::string over;
-    for (size_t v : choice->victims) {
-      if (eligible[v] != 2) continue;
-      const RunningJob& r = snap_.running[v];
-      double& sum = reclaimed[r.spec->team];
-      sum += PlacementShare(r.placement, r.spec->request.sharing);
-      if (sum > BorrowedBy(r.spec->team) + 1e-9) over = r.spec->team;
+  auto search = [&](char rule, const std::function<double(const std::string&)>& room) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      choice = finder_->Find(d, eligible, stopping);
+      if (!choice || choice->victims.empty()) return;
+      std::unordered_map<std::string, double> taken;
+      std::string over;
+      for (size_t v : choice->victims) {
+        if (eligible[v] != rule) continue;
+        const RunningJob& r = snap_.running[v];
+        double& sum = taken[r.spec->team];
+        sum += PlacementShare(r.placement, r.spec->request.sharing);
+        if (sum > room(r.spec->team) + 1e-9) over = r.spec->team;
+      }
+      if (over.empty()) return;
+      for (size_t i = 0; i < snap_.running.size(); ++i) {
+        if (eligible[i] == rule && snap_.running[i].spec->team == over) eligible[i] = 0;
+      }
+      choice.reset();
     }
-    if (over.empty()) break;
+  };
+  // Reclaim takes only what a team holds above its guarantee.
+  search(2, BorrowedBy);
+  if ((!choice || choice->victims.empty()) && rescue) {
+    // Nothing borrowed frees the rescued job's shape (every team at its guarantee, the
+    // borrowed GPUs scattered): the promise still holds. Any other team's evictable job
+    // may go, so long as its team keeps GPUs of its own: a starving team is never made.
     for (size_t i = 0; i < snap_.running.size(); ++i) {
-      if (eligible[i] == 2 && snap_.running[i].spec->team == over) eligible[i] = 0;
+      const RunningJob& r = snap_.running[i];
+      if (eligible[i] || stopping[i] || victim_rank_[i] == INT32_MAX || r.spec->team == spec.team) continue;
+      if (usage_.TeamTotal(r.spec->team) > PlacementShare(r.placement, r.spec->request.sharing) + 1e-9) eligible[i] = 4;
     }
-    choice.reset();
+    search(4, [&](const std::string& team) { return usage_.TeamTotal(team) - 2e-9; });
   }
   if (!choice || choice->victims.empty()) {  // nothing to evict: wait as usual
     preempt_failed_.insert(std::move(failed_key));
     return false;
   }
-  static constexpr const char* kRule[] = {"", "priority", "reclaim", "service"};
+  static constexpr const char* kRule[] = {"", "priority", "reclaim", "service", "starvation"};
   const TimeMs stop_at = now + config_.grace_period_ms;
   std::string names;
   for (size_t v : choice->victims) {
@@ -464,12 +480,13 @@ Plan Cycle::Run() {
       e.pending_index = i;
       e.class_rank = last_rank;
       e.submit_ms = job.submit_ms;
+      e.arrival = job.arrival;
       return e;
     };
     for (size_t i : Rescues()) Consider(entry(i));
     for (size_t i = 0; i < snap_.pending.size(); ++i) {
       if (!options_.explain && Done()) break;
-      if (!Rescued(i)) Consider(entry(i));
+      if (snap_.pending[i].spec && !Rescued(i)) Consider(entry(i));
     }
     Finish();
     return std::move(plan_);
@@ -521,6 +538,7 @@ std::vector<size_t> Cycle::Rescues() {
   std::map<std::string, size_t> oldest;  // starving team -> its oldest waiting job
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     const PendingJob& p = snap_.pending[i];
+    if (!p.spec) continue;  // an empty slot (ScheduleOptions::pending_in_order)
     auto since = snap_.starving_since.find(p.spec->team);
     if (since == snap_.starving_since.end() || snap_.now_ms - since->second < config_.starvation_bound_ms) continue;
     auto [it, added] = oldest.emplace(p.spec->team, i);

@@ -23,7 +23,8 @@ struct ScheduleOptions {
   // queue once no GPU is idle and no reservation is left to make; starts are identical.
   bool explain = true;
   // The caller keeps Snapshot::pending in queue order (OrderQueue's order, scores as of
-  // its last recalculation), so the engine need not sort it.
+  // its last recalculation), so the engine need not sort it. Such a queue may hold empty
+  // slots (spec null: jobs started since the caller last closed the gaps); they are skipped.
   bool pending_in_order = false;
 };
 

@@ -66,6 +66,9 @@ struct PendingJob {
   // not taken by others (like a Kubernetes pod's nominated node). The caller sets it
   // from Plan::preemptions and clears it when the job starts.
   bool nominated = false;
+  // Arrival order among jobs submitted in the same millisecond (a trace has hundreds at
+  // once), compared as a number before the ids; 0 everywhere: by id alone.
+  uint64_t arrival = 0;
 };
 
 struct Snapshot {

@@ -5,7 +5,32 @@
 
 namespace gantry {
 
-double QueueScore(const PendingJob& job, const QueueContext& ctx) {
+namespace {
+
+// The per-team terms of a job's score, looked up once per team change: a queue has few
+// teams, and a long queue's reorder would otherwise spend its time in map lookups.
+struct TeamTerms {
+  const std::string* team = nullptr;
+  double fair = 0, below = 0;
+};
+
+const TeamTerms& TermsOf(const std::string& team, const QueueContext& ctx, TeamTerms& last) {
+  if (last.team && *last.team == team) return last;
+  last.team = &team;
+  last.fair = 0;
+  if (ctx.fair_share && ctx.config.fairshare_weight != 0) {
+    auto it = ctx.fair_share->find(team);
+    last.fair = it == ctx.fair_share->end() ? 1.0 : it->second;
+  }
+  last.below = 0;
+  if (ctx.guarantee_level && ctx.config.guarantee_weight != 0) {
+    auto it = ctx.guarantee_level->find(team);
+    last.below = it == ctx.guarantee_level->end() ? 0 : it->second;
+  }
+  return last;
+}
+
+double Score(const PendingJob& job, const QueueContext& ctx, TeamTerms& last) {
   const SchedulerConfig& config = ctx.config;
   double age =
       std::clamp(static_cast<double>(ctx.now_ms - job.submit_ms) / static_cast<double>(config.age_max_ms), 0.0, 1.0);
@@ -14,11 +39,6 @@ double QueueScore(const PendingJob& job, const QueueContext& ctx) {
     const GpuRequest& r = job.spec->request;
     double gpus = r.sharing == SharingMode::kExclusive ? r.gpus : r.gpu_milli / 1000.0;
     size = std::min(1.0, gpus / ctx.largest_node_gpus);
-  }
-  double fair = 0;
-  if (ctx.fair_share && config.fairshare_weight != 0) {
-    auto it = ctx.fair_share->find(job.spec->team);
-    fair = it == ctx.fair_share->end() ? 1.0 : it->second;
   }
   double short_job = 0;
   if (config.short_job_weight != 0) {
@@ -30,13 +50,34 @@ double QueueScore(const PendingJob& job, const QueueContext& ctx) {
     double gpu_hours = gpus * static_cast<double>(d) / static_cast<double>(kHourMs);
     short_job = config.short_job_ref_gpu_hours / (config.short_job_ref_gpu_hours + gpu_hours);
   }
-  double below = 0;
-  if (ctx.guarantee_level && config.guarantee_weight != 0) {
-    auto it = ctx.guarantee_level->find(job.spec->team);
-    below = it == ctx.guarantee_level->end() ? 0 : it->second;
+  const TeamTerms& team = TermsOf(job.spec->team, ctx, last);
+  return config.age_weight * age + config.size_weight * size + config.fairshare_weight * team.fair +
+         config.short_job_weight * short_job + config.guarantee_weight * team.below;
+}
+
+// A class's rank, looked up again only when the class name changes from the last job's.
+struct ClassRank {
+  const std::string* name = nullptr;
+  int rank = 0;
+};
+
+QueueEntry Entry(const std::vector<PendingJob>& pending, size_t index, const QueueContext& ctx, TeamTerms& team,
+                 ClassRank& last) {
+  const PendingJob& job = pending[index];
+  if (!last.name || *last.name != job.spec->priority_class) {
+    last.name = &job.spec->priority_class;
+    int c = ctx.config.FindClass(job.spec->priority_class);
+    last.rank = c < 0 ? INT32_MIN : ctx.config.class_tiers ? ctx.config.priority_classes[c].rank : 0;
   }
-  return config.age_weight * age + config.size_weight * size + config.fairshare_weight * fair +
-         config.short_job_weight * short_job + config.guarantee_weight * below;
+  return {index,         last.rank,  job.nominated, LasTier(job.attained_gpu_ms, ctx.config), Score(job, ctx, team),
+          job.submit_ms, job.arrival};
+}
+
+}  // namespace
+
+double QueueScore(const PendingJob& job, const QueueContext& ctx) {
+  TeamTerms team;
+  return Score(job, ctx, team);
 }
 
 int LasTier(double attained_gpu_ms, const SchedulerConfig& config) {
@@ -47,16 +88,17 @@ int LasTier(double attained_gpu_ms, const SchedulerConfig& config) {
 }
 
 QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const QueueContext& ctx) {
-  const PendingJob& job = pending[index];
-  int c = ctx.config.FindClass(job.spec->priority_class);
-  int rank = c < 0 ? INT32_MIN : ctx.config.class_tiers ? ctx.config.priority_classes[c].rank : 0;
-  return {index, rank, job.nominated, LasTier(job.attained_gpu_ms, ctx.config), QueueScore(job, ctx), job.submit_ms};
+  TeamTerms team;
+  ClassRank rank;
+  return Entry(pending, index, ctx, team, rank);
 }
 
 std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted) {
   std::vector<QueueEntry> order;
   order.reserve(pending.size());
-  for (size_t i = 0; i < pending.size(); ++i) order.push_back(MakeQueueEntry(pending, i, ctx));
+  TeamTerms team;
+  ClassRank rank;
+  for (size_t i = 0; i < pending.size(); ++i) order.push_back(Entry(pending, i, ctx, team, rank));
   if (sorted) {
     std::sort(order.begin(), order.end(),
               [&](const QueueEntry& a, const QueueEntry& b) { return QueueBefore(a, b, pending); });

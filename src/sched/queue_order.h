@@ -1,6 +1,7 @@
 // Queue order: priority classes as strict tiers; then, when configured, least attained
 // service tiers (Tiresias); then a weighted score of age, size and fair share, like
-// Slurm's multifactor priority; ties go to the earlier submit, then the smaller job id.
+// Slurm's multifactor priority; ties go to the earlier submit, then the earlier arrival
+// (where the caller numbers them), then the smaller job id.
 //
 // Worked example (age_weight 1000, age_max 7d, size_weight 500, fairshare_weight 0,
 // largest node 8 GPUs): job A (high, waiting 1d, 8 GPUs) scores 1000*1/7 + 500*1 = 642.9;
@@ -35,6 +36,7 @@ struct QueueEntry {
   int tier = 0;            // least-attained-service tier (0 when LAS is off)
   double score = 0;
   TimeMs submit_ms = 0;
+  uint64_t arrival = 0;  // PendingJob::arrival
 };
 
 double QueueScore(const PendingJob& job, const QueueContext& ctx);
@@ -56,6 +58,7 @@ inline bool QueueKeyBefore(const QueueEntry& a, const std::string& a_id, const Q
   if (a.tier != b.tier) return a.tier < b.tier;
   if (a.score != b.score) return a.score > b.score;
   if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms;
+  if (a.arrival != b.arrival) return a.arrival < b.arrival;
   return IdBefore(a_id, b_id);
 }
 inline bool QueueBefore(const QueueEntry& a, const QueueEntry& b, const std::vector<PendingJob>& pending) {

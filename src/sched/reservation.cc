@@ -2,6 +2,7 @@
 #include "sched/reservation.h"
 
 #include <algorithm>
+#include <array>
 
 #include "sched/plugins.h"
 
@@ -19,14 +20,17 @@ struct NodeReady {
 std::optional<NodeReady> ReadyTime(const ClusterState& state, int n, const Demand& d, int k) {
   const NodeUse& s = state.node(n);
   const bool want_mig = d.mode == SharingMode::kMig;
-  std::vector<std::pair<TimeMs, int>> free_at;
-  for (int g = 0; g < s.gpu_count; ++g) {
+  // On the stack: this runs for every node of every blocked job's search (gpu_mask makes
+  // 64 GPUs a node the most there can be).
+  std::array<std::pair<TimeMs, int>, 64> free_at;
+  int count = 0;
+  for (int g = 0; g < s.gpu_count && g < 64; ++g) {
     const GpuUse& gs = state.gpu(n, g);
     if (!(d.gpu_mask >> g & 1) || !gs.usable || gs.mig_enabled != want_mig || (s.reserved_mask >> g & 1)) continue;
-    free_at.push_back({gs.jobs == 0 && !want_mig ? state.snapshot().now_ms : gs.busy_until, g});
+    free_at[count++] = {gs.jobs == 0 && !want_mig ? state.snapshot().now_ms : gs.busy_until, g};
   }
-  if (static_cast<int>(free_at.size()) < k) return std::nullopt;
-  std::partial_sort(free_at.begin(), free_at.begin() + k, free_at.end());
+  if (count < k) return std::nullopt;
+  std::partial_sort(free_at.begin(), free_at.begin() + k, free_at.begin() + count);
   NodeReady r;
   r.node = n;
   r.at = free_at[k - 1].first;

@@ -49,7 +49,9 @@ struct JobState {
   DurationMs predicted_ms = 0;  // the run time predicted at admission (0: none)
 };
 
-enum class EventKind { kEnd, kStop };
+// kWake: a team reaches a time-based threshold (the starvation bound, reclaim_after) with
+// no other event due, as the live server's one-second tick would notice; `job` is the team.
+enum class EventKind { kEnd, kStop, kWake };
 using Event = std::tuple<TimeMs, size_t, int, EventKind>;  // time, job, end_version or generation, kind
 
 double Speed(const JobState& js) { return js.gpu_speed * js.shared_speed; }
@@ -113,6 +115,8 @@ class Simulation {
   void Enqueue(PendingJob job, size_t trace_index);
   bool FitsGuarantee(const JobSpec& spec, int team) const;
   void Reorder();
+  void CloseHoles();
+  size_t Waiting() const { return snap_.pending.size() - holes_; }
   void Nominate(const std::string& job_id);
   void Cycle();
   void Start(const StartDecision& s);
@@ -187,6 +191,7 @@ class Simulation {
   int64_t events_ = 0;
   int64_t cycles_ = 0;
   int preemptions_ = 0;
+  size_t holes_ = 0;  // slots of snap_.pending emptied by starts (spec null), not yet closed
   std::vector<std::string> rejected_samples_;
   int rejected_ = 0;
 };
@@ -250,7 +255,7 @@ void Simulation::Admit(size_t i) {
   js.checkpoint_ms =
       tj.checkpoint_interval_ms > 0 ? tj.checkpoint_interval_ms : options_.default_checkpoint_interval_ms;
   js.spec = std::make_shared<const JobSpec>(std::move(spec));
-  Enqueue({js.spec, tj.submit_ms}, i);
+  Enqueue({.spec = js.spec, .submit_ms = tj.submit_ms, .arrival = i + 1}, i);
 }
 
 // Keeps snap_.pending in queue order: a new job goes where QueueKeyBefore puts it.
@@ -267,7 +272,9 @@ void Simulation::Enqueue(PendingJob job, size_t trace_index) {
   size_t lo = 0, hi = pending_keys_.size();
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (QueueKeyBefore(pending_keys_[mid], snap_.pending[mid].spec->id, key, id)) {
+    // A hole keeps its key (the order stands); its id is never needed, arrivals differ.
+    const std::string& mid_id = snap_.pending[mid].spec ? snap_.pending[mid].spec->id : id;
+    if (QueueKeyBefore(pending_keys_[mid], mid_id, key, id)) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -281,7 +288,7 @@ void Simulation::Enqueue(PendingJob job, size_t trace_index) {
 // Marks the job that evictions were made for, and moves it to its new place in the queue.
 void Simulation::Nominate(const std::string& job_id) {
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
-    if (snap_.pending[i].spec->id != job_id || snap_.pending[i].nominated) continue;
+    if (!snap_.pending[i].spec || snap_.pending[i].spec->id != job_id || snap_.pending[i].nominated) continue;
     PendingJob job = std::move(snap_.pending[i]);
     size_t trace_index = pending_job_[i];
     snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
@@ -295,8 +302,26 @@ void Simulation::Nominate(const std::string& job_id) {
   }
 }
 
+void Simulation::CloseHoles() {
+  size_t kept = 0;
+  for (size_t i = 0; i < snap_.pending.size(); ++i) {
+    if (!snap_.pending[i].spec) continue;
+    if (kept != i) {
+      snap_.pending[kept] = std::move(snap_.pending[i]);
+      pending_job_[kept] = pending_job_[i];
+      pending_keys_[kept] = pending_keys_[i];
+    }
+    ++kept;
+  }
+  snap_.pending.resize(kept);
+  pending_job_.resize(kept);
+  pending_keys_.resize(kept);
+  holes_ = 0;
+}
+
 // Recomputes every queue key and re-sorts, as Slurm recalculates priorities periodically.
 void Simulation::Reorder() {
+  CloseHoles();
   // Scores as of now: fair-share factors and who is below its guarantee.
   factors_ = FairShareFactors(snap_.team_usage, options_.quotas);
   below_ = UsageTracker(snap_, config_.catalog, options_.quotas)
@@ -452,7 +477,11 @@ void Simulation::Stop(size_t job) {
   JobSpecPtr spec = r.spec;
   Release(job);
   ++preemptions_;
-  PendingJob again{spec, trace_.jobs[job].submit_ms, js.attained_gpu_ms, js.evictions};
+  PendingJob again{.spec = spec,
+                   .submit_ms = trace_.jobs[job].submit_ms,
+                   .attained_gpu_ms = js.attained_gpu_ms,
+                   .evictions = js.evictions,
+                   .arrival = job + 1};
   Enqueue(std::move(again), job);
 }
 
@@ -484,26 +513,13 @@ void Simulation::Cycle() {
   ++cycles_;
   // Starts first: they name jobs by their place in the queue, which a nomination changes.
   // (Running jobs only grow at the back, so the evictions' indices stay good.)
-  std::vector<bool> started(snap_.pending.size(), false);
-  for (const StartDecision& s : plan.starts) {
-    Start(s);
-    started[s.pending_index] = true;
-  }
-  size_t kept = 0;
-  for (size_t i = 0; i < snap_.pending.size() && !plan.starts.empty(); ++i) {
-    if (started[i]) continue;
-    if (kept != i) {
-      snap_.pending[kept] = std::move(snap_.pending[i]);
-      pending_job_[kept] = pending_job_[i];
-      pending_keys_[kept] = pending_keys_[i];
-    }
-    ++kept;
-  }
-  if (!plan.starts.empty()) {
-    snap_.pending.resize(kept);
-    pending_job_.resize(kept);
-    pending_keys_.resize(kept);
-  }
+  for (const StartDecision& s : plan.starts) Start(s);
+  // Started jobs leave empty slots that the engine skips; the queue closes them once they
+  // are a quarter of it (or at the next reorder), not at every start: each close moves
+  // every job behind the first gap.
+  for (const StartDecision& s : plan.starts) snap_.pending[s.pending_index].spec.reset();
+  holes_ += plan.starts.size();
+  if (holes_ * 4 > snap_.pending.size()) CloseHoles();
   for (const Preemption& p : plan.preemptions) {
     size_t job = running_job_[p.running_index];
     snap_.running[p.running_index].stop_at_ms = p.stop_at_ms;
@@ -517,7 +533,7 @@ void Simulation::Account(TimeMs t) {
   if (dt <= 0) return;
   alloc_gpu_ms_ += allocated_ * dt;
   useful_gpu_ms_ += useful_ * dt;
-  if (!snap_.pending.empty()) {
+  if (Waiting() > 0) {
     queued_ms_ += dt;
     alloc_when_queued_gpu_ms_ += allocated_ * dt;
   }
@@ -529,7 +545,7 @@ void Simulation::Account(TimeMs t) {
     }
     ledger_.Advance(t, rates);
   }
-  log_.push_back({last_t_, allocated_, static_cast<int>(snap_.pending.size()), team_log_.size()});
+  log_.push_back({last_t_, allocated_, static_cast<int>(Waiting()), team_log_.size()});
   team_log_.insert(team_log_.end(), team_alloc_.begin(), team_alloc_.end());
   last_t_ = t;
 }
@@ -539,7 +555,13 @@ void Simulation::Account(TimeMs t) {
 void Simulation::UpdateStarvation(TimeMs t) {
   for (size_t k = 0; k < teams_.size(); ++k) {
     bool below = team_waiting_[k] > 0 && team_alloc_[k] < team_guarantee_[k] - 1e-9;
-    if (below && below_since_[k] < 0) below_since_[k] = t;
+    if (below && below_since_[k] < 0) {
+      below_since_[k] = t;
+      if (policy_.preemption_enabled && policy_.preempt_to_reclaim) {
+        events_queue_.push({t + policy_.reclaim_after_ms, k, 0, EventKind::kWake});
+        events_queue_.push({t + policy_.reclaim_after_ms + policy_.reclaim_patience_ms, k, 0, EventKind::kWake});
+      }
+    }
     if (!below) below_since_[k] = -1;
     auto track = [&](bool starving, TimeMs& since, double& max_ms) {
       if (starving && since < 0) since = t;
@@ -548,7 +570,11 @@ void Simulation::UpdateStarvation(TimeMs t) {
         since = -1;
       }
     };
+    bool was_starving = starve_since_[k] >= 0;
     track(team_waiting_[k] > 0 && team_alloc_[k] < 1e-9, starve_since_[k], team_max_starve_ms_[k]);
+    if (!was_starving && starve_since_[k] >= 0 && policy_.starvation_bound_ms > 0) {
+      events_queue_.push({t + policy_.starvation_bound_ms, k, 0, EventKind::kWake});
+    }
     track(team_waiting_fit_[k] > 0 && team_alloc_[k] < 1e-9, starve_fit_since_[k], team_max_starve_fit_ms_[k]);
   }
 }
@@ -569,6 +595,10 @@ SimResult Simulation::Run() {
     while (!events_queue_.empty() && std::get<0>(events_queue_.top()) == t) {
       auto [when, job, generation, kind] = events_queue_.top();
       events_queue_.pop();
+      if (kind == EventKind::kWake) {
+        changed = true;
+        continue;
+      }
       const JobState& js = jobs_[job];
       if (js.done || generation != (kind == EventKind::kEnd ? js.end_version : js.generation)) continue;  // superseded
       if (kind == EventKind::kStop && snap_.running[running_pos_[job]].stop_at_ms != when) continue;
@@ -583,7 +613,7 @@ SimResult Simulation::Run() {
     }
     // Preemption can free GPUs held by others, so a full cluster may still change.
     bool may_start = idle_gpus_ > 0 || has_partial_ || policy_.preemption_enabled;
-    if (changed && !snap_.pending.empty() && may_start) Cycle();
+    if (changed && Waiting() > 0 && may_start) Cycle();
     UpdateStarvation(t);
   }
   UpdateStarvation(last_t_);

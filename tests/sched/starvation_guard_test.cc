@@ -1,6 +1,7 @@
 // The starvation guard: a team with jobs waiting and no GPU past the bound has its smallest
 // waiting job considered first, with a reservation of its own, and that job may evict
-// what other teams hold above their guarantees, whatever its size.
+// what other teams hold above their guarantees, whatever its size; when nothing borrowed
+// frees its shape, work within a guarantee of a team that keeps GPUs of its own.
 #include <gtest/gtest.h>
 
 #include "core/quota_config.h"
@@ -52,10 +53,37 @@ TEST(StarvationGuard, BeforeTheBoundOrWhenOffNothingIsEvicted) {
   EXPECT_TRUE(Schedule(Starving(0), off).preemptions.empty());
 }
 
-TEST(StarvationGuard, WorkWithinItsGuaranteeIsNotEvicted) {
+// Borrowed work goes first: "big" holds 6 GPUs within its guarantee and 2 borrowed (big-3
+// counts as borrowed: the last to fit). With a guarantee of 6 the rescue takes borrowed
+// work; 2 GPUs would have been enough for "new-1" but the borrowed job is the one to go.
+TEST(StarvationGuard, BorrowedWorkGoesBeforeWorkWithinAGuarantee) {
+  auto quotas = QuotaConfig::FromYaml("teams:\n  big: {guaranteed: {any: 6}}\n", Catalog());
+  ASSERT_TRUE(quotas.ok());
+  Plan plan = Schedule(Starving(0), Guarded(), &*quotas);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].reason, "reclaim");
+}
+
+// Every GPU is within another team's guarantee (the cluster is oversubscribed at its
+// guarantees): the bound still holds. The rescue takes one job from a team that keeps
+// GPUs of its own, under the rule "starvation".
+TEST(StarvationGuard, WhenNothingIsBorrowedItTakesFromATeamThatKeepsGpus) {
   auto quotas = QuotaConfig::FromYaml("teams:\n  big: {guaranteed: {any: 8}}\n", Catalog());
   ASSERT_TRUE(quotas.ok());
-  EXPECT_TRUE(Schedule(Starving(0), Guarded(), &*quotas).preemptions.empty());
+  Plan plan = Schedule(Starving(0), Guarded(), &*quotas);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].reason, "starvation");
+  EXPECT_EQ(plan.preemptions[0].for_job, "new-1");
+}
+
+// ...but never a team's last GPUs: that would only move the starvation to another team.
+TEST(StarvationGuard, ItNeverTakesATeamsLastGpus) {
+  Snapshot snap = Starving(0);
+  snap.running = {Running(MakeJob("all").Team("big").Gpus(8).Estimate(72 * kHourMs).Limit(96 * kHourMs), 0,
+                          {0, 1, 2, 3, 4, 5, 6, 7})};
+  auto quotas = QuotaConfig::FromYaml("teams:\n  big: {guaranteed: {any: 8}}\n", Catalog());
+  ASSERT_TRUE(quotas.ok());
+  EXPECT_TRUE(Schedule(snap, Guarded(), &*quotas).preemptions.empty());
 }
 
 TEST(StarvationGuard, TheRescuedJobGetsAReservationBackfillCannotTake) {

@@ -180,6 +180,17 @@ TEST(Simulator, MeasuresTeamStarvationAndShares) {
   EXPECT_NEAR(r.jain_fairness, 1.21 / 2.02, 1e-9);
 }
 
+// Before: the simulator ran a cycle only at arrivals and ends, so the guard acted at the
+// next event after the bound (here the hog's end: "late" starved 99,900 s). The bound
+// passing wakes it, as the live server's tick does: at 100 + 45 min the hog (no
+// guarantee) is evicted, and after its 120 s grace "late" starts: 2,820 s of starvation.
+TEST(Simulator, TheStarvationBoundPassingIsAnEventOfItsOwn) {
+  SimResult r = RunSim({MakeNode("n", "A100-80GB", 1)},
+                       "submit_time,duration_s,num_gpus,team\n0,100000,1,hog\n100,100,1,late\n", "gantry");
+  EXPECT_DOUBLE_EQ(r.per_team.at("late").max_starvation_s, 45 * 60 + 120);
+  EXPECT_EQ(r.preemptions, 1);
+}
+
 TEST(Simulator, SameInputSameResult) {
   std::string csv = "submit_time,duration_s,num_gpus,team\n";
   for (int i = 0; i < 300; ++i) {
