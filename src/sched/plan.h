@@ -142,7 +142,7 @@ struct Preemption {
   std::string job_id;
   std::string for_job;
   TimeMs stop_at_ms = 0;
-  std::string reason;  // "priority", "reclaim" or "service"
+  std::string reason;  // "priority", "reclaim", "service" or "starvation"
 };
 
 struct Plan {

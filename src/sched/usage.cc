@@ -90,6 +90,13 @@ std::map<std::string, int> UsageTracker::GuaranteeLevels(const std::map<std::str
   return levels;
 }
 
+std::map<std::string, int> GuaranteeTiers(const std::map<std::string, TimeMs>& since, TimeMs now,
+                                          DurationMs reclaim_after) {
+  std::map<std::string, int> tiers;
+  for (const auto& [team, t] : since) tiers[team] = now - t >= reclaim_after ? 2 : 1;
+  return tiers;
+}
+
 std::string UsageTracker::QuotaBlock(const JobSpec& spec, double share) const {
   if (!has_limits_) return "";
   const TeamQuota& q = quotas_.Team(spec.team);

@@ -403,8 +403,9 @@ class ControllerState {
   TimeMs last_reorder_ = -1;
   std::map<std::string, double> factors_;
   std::map<std::string, int> guarantee_levels_;
-  bool dirty_ = true;     // something changed since the last cycle
-  uint64_t version_ = 0;  // bumps on every output with rows; caches the explained queue
+  std::map<std::string, int> keyed_tiers_;  // GuaranteeTiers as of the last reorder
+  bool dirty_ = true;                       // something changed since the last cycle
+  uint64_t version_ = 0;                    // bumps on every output with rows; caches the explained queue
   uint64_t queue_cache_version_ = UINT64_MAX;
   std::shared_ptr<Plan> queue_cache_;
 

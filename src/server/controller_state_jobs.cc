@@ -434,7 +434,9 @@ void ControllerState::Cycle() {
     snap_.below_guarantee_since = below_since_;
   }
   TrackStarvation(waiting);
-  OrderPending();
+  const SchedulerConfig& config = options_.config.scheduler;
+  OrderPending(config.guarantee_weight != 0 &&
+               GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, config.reclaim_after_ms) != keyed_tiers_);
   ReleaseMpsHolds();
   Plan plan = engine_->Schedule(snap_, {.explain = false, .pending_in_order = true});
   for (const Preemption& p : plan.preemptions) {

@@ -1,8 +1,8 @@
 // The controller's pending queue, kept in order across cycles so a cycle over a long
 // queue costs what changed, not a sort of everything: new and requeued jobs wait in an
 // unordered tail, get their keys and are merged in at the next cycle; every
-// recalc_period (or after a quota change) all keys are recomputed and the queue re-sorted,
-// as the simulator does.
+// recalc_period (or after a quota change, or when a team's guarantee tier moved) all keys
+// are recomputed and the queue re-sorted, as the simulator does.
 #include <algorithm>
 
 #include "sched/usage.h"
@@ -30,6 +30,7 @@ void ControllerState::Reorder() {
   pending_keys_ = std::move(order);
   ordered_ = snap_.pending.size();
   last_reorder_ = snap_.now_ms;
+  keyed_tiers_ = GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, config.reclaim_after_ms);
 }
 
 void ControllerState::OrderPending(bool force_reorder) {

@@ -163,6 +163,7 @@ class Simulation {
   TimeMs last_reorder_ = -1;
   std::map<std::string, double> factors_;
   std::map<std::string, int> below_;
+  std::map<std::string, int> keyed_tiers_;  // GuaranteeTiers as of the last reorder
 
   std::vector<std::string> teams_;
   std::map<std::string, int> team_index_;
@@ -339,6 +340,7 @@ void Simulation::Reorder() {
   pending_job_ = std::move(jobs);
   pending_keys_ = std::move(order);
   last_reorder_ = snap_.now_ms;
+  keyed_tiers_ = GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, policy_.reclaim_after_ms);
 }
 
 void Simulation::Start(const StartDecision& s) {
@@ -493,7 +495,9 @@ void Simulation::Cycle() {
     if (below_since_[k] >= 0) snap_.below_guarantee_since[teams_[k]] = below_since_[k];
     if (starve_since_[k] >= 0) snap_.starving_since[teams_[k]] = starve_since_[k];
   }
-  if (TimeDependentOrder() && snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms) Reorder();
+  bool tiers_moved = policy_.guarantee_weight != 0 && GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms,
+                                                                     policy_.reclaim_after_ms) != keyed_tiers_;
+  if (TimeDependentOrder() && (tiers_moved || snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms)) Reorder();
   if (policy_.preemption_enabled) {
     // The engine weighs lost work from each running job's last checkpoint.
     for (size_t i = 0; i < snap_.running.size(); ++i) {

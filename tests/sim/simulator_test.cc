@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "core/quota_config.h"
 #include "sim/report.h"
 #include "test_util.h"
 
@@ -189,6 +190,29 @@ TEST(Simulator, TheStarvationBoundPassingIsAnEventOfItsOwn) {
                        "submit_time,duration_s,num_gpus,team\n0,100000,1,hog\n100,100,1,late\n", "gantry");
   EXPECT_DOUBLE_EQ(r.per_team.at("late").max_starvation_s, 45 * 60 + 120);
   EXPECT_EQ(r.preemptions, 1);
+}
+
+// The queue's guarantee term follows a team crossing its guarantee at once. Two GPUs;
+// team "a" (guarantee 1) runs a0 until 400 s, team "b" (no guarantee) runs b1 until 450 s
+// and queues b2, b3 and, at 350 s, b4 (the periodic reorder then keys a at its
+// guarantee). At 400 s b2 takes a0's GPU; a1 comes at 410 s, a below its guarantee from
+// then on. At 450 s a1 takes b1's GPU (queue delay 40 s). Keyed with the tiers of the
+// last periodic reorder, the older b3 took it and a1 waited until 1,400 s.
+TEST(Simulator, ATeamThatFallsBelowItsGuaranteeIsFirstForTheNextFreeGpu) {
+  auto trace = ParseTrace(
+      "id,submit_time,duration_s,num_gpus,team\na0,0,400,1,a\nb1,0,450,1,b\nb2,0,1000,1,b\nb3,5,1000,1,b\n"
+      "b4,350,1000,1,b\na1,410,1000,1,a\n",
+      TraceFormat::kCsv, true);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  SimOptions options;
+  options.policy = "gantry";
+  auto quotas = QuotaConfig::FromYaml("teams:\n  a: {guaranteed: {any: 1}}\n", GpuCatalog::Builtin());
+  ASSERT_TRUE(quotas.ok()) << quotas.status().ToString();
+  options.quotas = *quotas;
+  auto r = Simulate({MakeNode("n", "A100-80GB", 2)}, *trace, Config(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->per_team.at("a").queue_delay_mean_s, 20);  // a0 0 s, a1 40 s
+  EXPECT_EQ(r->preemptions, 0);
 }
 
 TEST(Simulator, SameInputSameResult) {
