@@ -66,5 +66,40 @@ TEST(DefaultTeamServer, AnUnlistedTeamReclaimsItsDefaultGuarantee) {
   EXPECT_EQ(Api(h.controller->Queue(kBob)).body["queue"][0]["id"], bobs);
 }
 
+// The queue's guarantee term follows a team crossing its guarantee at once, not at the
+// next 5-minute recalculation. nlp (bob, guarantee 1) holds its guarantee when the queue
+// is keyed at 6 min; its job ends, and the freed GPU goes to vision's a2 (nlp has nothing
+// waiting). At 8 min bob submits again: nlp is below its guarantee from then on. At 9 min
+// a vision job ends: bob's job takes its GPU, ahead of vision's older a3. Keyed with the
+// tiers of 6 min, a3 took it.
+TEST(GuaranteeTierServer, ATeamThatFallsBelowItsGuaranteeIsFirstForTheNextFreeGpu) {
+  Harness h("", 3600'000, [](ControllerOptions& o) {
+    o.config.scheduler.fairshare_weight = 0;  // the guarantee term alone decides
+    auto q = QuotaConfig::FromYaml("teams:\n  nlp: {guaranteed: {any: 1}}\n", o.config.catalog);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    o.config.quotas = *q;
+  });
+  h.Attach({MakeNode("n1", "A100-80GB", 2)});
+  std::string b0 = h.Submit("{gpus: 1, command: 'sleep 100000'}", kBob).body["id"];
+  std::string a1 = h.Submit("{gpus: 1, command: 'sleep 100000'}", kAlice).body["id"];
+  std::string a2 = h.Submit("{gpus: 1, command: 'sleep 100000'}", kAlice).body["id"];
+  std::string a3 = h.Submit("{gpus: 1, command: 'sleep 100000'}", kAlice).body["id"];
+  h.now += 6 * kMinuteMs;
+  h.Submit("{gpus: 1, command: 'true'}", kAlice);  // a cycle, with the periodic reorder
+  h.controller->Sync();
+  h.now += kMinuteMs;
+  h.controller->RunExited(ExitReport(b0, 1, "n1", 0, ""));
+  h.controller->Sync();
+  ASSERT_EQ(h.State(a2, kAlice), "running");
+  h.now += kMinuteMs;
+  std::string b1 = h.Submit("{gpus: 1, command: 'sleep 100000'}", kBob).body["id"];
+  h.controller->Sync();
+  h.now += kMinuteMs;
+  h.controller->RunExited(ExitReport(a1, 1, "n1", 0, ""));
+  h.controller->Sync();
+  EXPECT_EQ(h.State(b1, kBob), "running");
+  EXPECT_EQ(h.State(a3, kAlice), "pending");
+}
+
 }  // namespace
 }  // namespace gantry::testing
