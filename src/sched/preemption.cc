@@ -1,4 +1,5 @@
-// VictimFinder: cheapest GPUs to free per node, cheapest nodes per gang, minimality.
+// VictimFinder: cheapest GPUs to free per node; per gang the nodes with the fewest victims,
+// then the least lost work; minimality.
 #include "sched/preemption.h"
 
 #include <algorithm>
@@ -125,8 +126,8 @@ std::optional<VictimChoice> VictimFinder::Find(const Demand& d, const std::vecto
       }
       if (static_cast<int>(options.size()) < shape.nodes) continue;
       std::sort(options.begin(), options.end(), [](const NodeOption& a, const NodeOption& b) {
-        if (a.cost != b.cost) return a.cost < b.cost;
         if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
+        if (a.cost != b.cost) return a.cost < b.cost;
         return a.node < b.node;
       });
       options.resize(shape.nodes);
@@ -134,7 +135,7 @@ std::optional<VictimChoice> VictimFinder::Find(const Demand& d, const std::vecto
       for (const NodeOption& o : options) all.insert(o.victims.begin(), o.victims.end());
       double cost = 0;
       for (size_t v : all) cost += LostWork(v);
-      if (!best || cost < best_cost || (cost == best_cost && all.size() < best_count)) {
+      if (!best || all.size() < best_count || (all.size() == best_count && cost < best_cost)) {
         best = options;
         best_cost = cost;
         best_count = all.size();

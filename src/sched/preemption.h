@@ -1,8 +1,11 @@
 // Victim selection for preemption. Given a blocked job and which running jobs it may
-// evict, find the GPUs to free at the least cost: the fewest GPU-seconds of lost work
-// (time since each victim's last checkpoint x its GPUs), then the fewest jobs. A gang is
-// evicted whole (its lost work counts once, in full), and no victim is kept that is not
-// needed. Jobs already stopping count as free GPUs at no cost.
+// evict, find the GPUs to free at the least cost. On a node, the GPUs with the fewest
+// GPU-seconds of lost work (time since each victim's last checkpoint x its GPUs); across
+// nodes, the fewest jobs evicted, then the least lost work (as Kubernetes prefers the node
+// with the fewest victims before the latest-started ones: each eviction is a job someone
+// must wait for again). A gang is evicted whole (its lost work counts once, in full), and
+// no victim is kept that is not needed. Jobs already stopping count as free GPUs at no
+// cost.
 //
 // Worked example: an 8-GPU node holds A (4 GPUs, 20 min since its checkpoint: 80
 // GPU-minutes to lose), B (2 GPUs, 5 min: 10) and C (2 GPUs, 50 min: 100). A job needs
