@@ -131,7 +131,10 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
         PrintLines(*o.streams[s].second, prefix, c, a->text);
         *o.streams[s].second << std::flush;
         c.offset = std::stoll(a->headers["X-Log-Offset"]);
-        state = a->headers["X-Job-State"];
+        // The state before this pass's first read: ended then, every byte was at the server
+        // (it writes a job's output before it applies the exit), so this pass read it all.
+        // A state from a later read could end the job between reads of two streams.
+        if (state.empty()) state = a->headers["X-Job-State"];
         quiet = quiet && a->text.empty();
       }
     }
