@@ -109,8 +109,8 @@ class Cycle {
     return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
             &guarantee_levels_};
   }
-  // The oldest waiting job of each team starving past the bound, longest starving first
-  // (fills rescued_).
+  // The smallest waiting job (the oldest among equals) of each team starving past the
+  // bound, longest starving first (fills rescued_).
   std::vector<size_t> Rescues();
   bool Rescued(size_t pending_index) const { return !rescued_.empty() && rescued_[pending_index]; }
   // Without explanations: true once no later job can start this cycle.
@@ -133,8 +133,8 @@ class Cycle {
   std::vector<int> victim_rank_;        // per running job: class rank, INT32_MAX if protected
   std::vector<char> ends_soon_;         // per running job: expected to end within a grace period
   std::unordered_set<std::string> preempt_failed_;
-  // The starvation guard: per pending job, 1 when it is its starving team's oldest job
-  // (considered first, always given a reservation, may evict borrowed or lower-class work).
+  // The starvation guard: per pending job, 1 when it is its starving team's rescued job
+  // (considered first, always given a reservation, may evict other teams' work).
   std::vector<char> rescued_;
   int normal_reservations_ = 0;  // reservations under the backfill_reservations limit
   int lowest_victim_rank_ = INT32_MAX;
@@ -535,21 +535,21 @@ Plan Cycle::Run() {
 std::vector<size_t> Cycle::Rescues() {
   std::vector<size_t> out;
   if (config_.starvation_bound_ms <= 0 || snap_.starving_since.empty()) return out;
-  std::map<std::string, size_t> oldest;  // starving team -> its oldest waiting job
+  std::map<std::string, size_t> chosen;  // starving team -> its smallest waiting job
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     const PendingJob& p = snap_.pending[i];
     if (!p.spec) continue;  // an empty slot (ScheduleOptions::pending_in_order)
     auto since = snap_.starving_since.find(p.spec->team);
     if (since == snap_.starving_since.end() || snap_.now_ms - since->second < config_.starvation_bound_ms) continue;
-    auto [it, added] = oldest.emplace(p.spec->team, i);
+    auto [it, added] = chosen.emplace(p.spec->team, i);
     if (added) continue;
     const PendingJob& best = snap_.pending[it->second];
     double gpus = JobGpuShare(p.spec->request, catalog_), best_gpus = JobGpuShare(best.spec->request, catalog_);
     if (gpus < best_gpus || (gpus == best_gpus && p.submit_ms < best.submit_ms)) it->second = i;
   }
-  if (oldest.empty()) return out;
+  if (chosen.empty()) return out;
   rescued_.assign(snap_.pending.size(), 0);
-  for (const auto& [team, i] : oldest) {
+  for (const auto& [team, i] : chosen) {
     rescued_[i] = 1;
     out.push_back(i);
   }

@@ -82,7 +82,7 @@ struct Snapshot {
   // (kept by the caller across cycles); reclaim waits for preemption.reclaim_after.
   std::map<std::string, TimeMs> below_guarantee_since;
   // Teams with jobs waiting and no GPU held, and since when (the starvation guard: past
-  // SchedulerConfig::starvation_bound_ms, each one's oldest job goes first).
+  // SchedulerConfig::starvation_bound_ms, each one's smallest job goes first).
   std::map<std::string, TimeMs> starving_since;
   // Teams ("team") and projects ("team/project") whose new jobs are held (a budget spent),
   // with the reason shown in the queue.

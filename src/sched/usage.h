@@ -48,7 +48,6 @@ class UsageTracker {
   bool has_limits_ = false;  // any team, project or user limit configured at all
 };
 
-// The share of one GPU a job holds in `mode`: 1 for whole GPUs, else its fraction or MIG share.
 // The guarantee term of the queue order as it stands: per team below its guarantee with
 // jobs waiting (`since`: when it went below), 1, or 2 once that has lasted reclaim_after.
 // A queue keyed with other tiers is re-keyed at once, not at the next recalc_period: a
@@ -56,6 +55,7 @@ class UsageTracker {
 std::map<std::string, int> GuaranteeTiers(const std::map<std::string, TimeMs>& since, TimeMs now,
                                           DurationMs reclaim_after);
 
+// The share of one GPU a job holds in `mode`: 1 for whole GPUs, else its fraction or MIG share.
 inline double GpuShareOf(const GpuShare& g, SharingMode mode) {
   return mode == SharingMode::kExclusive ? 1.0 : g.milli / 1000.0;
 }

@@ -495,9 +495,12 @@ void Simulation::Cycle() {
     if (below_since_[k] >= 0) snap_.below_guarantee_since[teams_[k]] = below_since_[k];
     if (starve_since_[k] >= 0) snap_.starving_since[teams_[k]] = starve_since_[k];
   }
-  bool tiers_moved = policy_.guarantee_weight != 0 && GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms,
-                                                                     policy_.reclaim_after_ms) != keyed_tiers_;
-  if (TimeDependentOrder() && (tiers_moved || snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms)) Reorder();
+  if (TimeDependentOrder() &&
+      (snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms ||
+       (policy_.guarantee_weight != 0 &&
+        GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, policy_.reclaim_after_ms) != keyed_tiers_))) {
+    Reorder();
+  }
   if (policy_.preemption_enabled) {
     // The engine weighs lost work from each running job's last checkpoint.
     for (size_t i = 0; i < snap_.running.size(); ++i) {
@@ -517,11 +520,13 @@ void Simulation::Cycle() {
   ++cycles_;
   // Starts first: they name jobs by their place in the queue, which a nomination changes.
   // (Running jobs only grow at the back, so the evictions' indices stay good.)
-  for (const StartDecision& s : plan.starts) Start(s);
   // Started jobs leave empty slots that the engine skips; the queue closes them once they
   // are a quarter of it (or at the next reorder), not at every start: each close moves
   // every job behind the first gap.
-  for (const StartDecision& s : plan.starts) snap_.pending[s.pending_index].spec.reset();
+  for (const StartDecision& s : plan.starts) {
+    Start(s);
+    snap_.pending[s.pending_index].spec.reset();
+  }
   holes_ += plan.starts.size();
   if (holes_ * 4 > snap_.pending.size()) CloseHoles();
   for (const Preemption& p : plan.preemptions) {

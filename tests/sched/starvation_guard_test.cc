@@ -53,9 +53,9 @@ TEST(StarvationGuard, BeforeTheBoundOrWhenOffNothingIsEvicted) {
   EXPECT_TRUE(Schedule(Starving(0), off).preemptions.empty());
 }
 
-// Borrowed work goes first: "big" holds 6 GPUs within its guarantee and 2 borrowed (big-3
-// counts as borrowed: the last to fit). With a guarantee of 6 the rescue takes borrowed
-// work; 2 GPUs would have been enough for "new-1" but the borrowed job is the one to go.
+// Borrowed work goes first: with a guarantee of 6, "big" holds 2 of its 8 GPUs borrowed,
+// one 2-GPU job's worth. The rescue evicts under the reclaim rule, not under "starvation",
+// which would reach into the guarantee.
 TEST(StarvationGuard, BorrowedWorkGoesBeforeWorkWithinAGuarantee) {
   auto quotas = QuotaConfig::FromYaml("teams:\n  big: {guaranteed: {any: 6}}\n", Catalog());
   ASSERT_TRUE(quotas.ok());
