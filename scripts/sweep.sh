@@ -4,7 +4,8 @@
 # policies backfill, gantry and las. Team guarantees are each team's share of the slice's
 # GPU-hours (scripts/philly-guarantees.py), with the two smallest teams left out of the
 # quota file so they run on default_team (1 GPU guaranteed). Prints one table row per
-# cell (the mean over seeds) and writes every run's JSON under OUT.
+# cell (the mean over seeds) and writes every run's JSON under OUT; runs already there are
+# kept (delete OUT to rerun). "evictions" counts a job evicted twice twice, "jobs evicted" once.
 #
 #   bash scripts/sweep.sh [TRACE] [OUT]      # GANTRY=build/gantry SWEEP_SIZES="256 512" to narrow
 set -euo pipefail
@@ -54,8 +55,8 @@ for path in sorted(glob.glob(f"{out}/run-*.json")):
     cells[(int(gpus), float(error))].append(json.load(open(path))["policies"])
 def mean(rs, key):
     return sum(r[key] for r in rs) / len(rs)
-print("| GPUs | error | util q | policy | JCT mean (s) | vs backfill | delay p95 (s) | vs backfill | max starvation (s) | evicted |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| GPUs | error | util q | policy | JCT mean (s) | vs backfill | delay p95 (s) | vs backfill | max starvation (s) | evictions | jobs evicted |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for (gpus, error), seeds in sorted(cells.items()):
     by = {p: [s[p] for s in seeds] for p in ("backfill", "gantry", "las")}
     queued = [r["gpu_utilization_when_queued"] for r in by["gantry"] if r["gpu_utilization_when_queued"] is not None]
@@ -65,8 +66,9 @@ for (gpus, error), seeds in sorted(cells.items()):
         jct, p95 = mean(by[p], "jct_mean_s"), mean(by[p], "queue_delay_p95_s")
         starve = max(r["max_team_starvation_s"] for r in by[p])
         evicted = mean(by[p], "preemptions") / by[p][0]["jobs_total"]
+        jobs_evicted = mean(by[p], "jobs_preempted") / by[p][0]["jobs_total"]
         vs = lambda x, b: f"{100 * (x / b - 1):+.1f}%" if b > 0 else ("+0.0%" if x == 0 else "n/a")
         print(f"| {gpus} | {error:g} | {util_q:.2f} | {p} | {jct:,.0f} | {vs(jct, b_jct)} | {p95:,.0f} | "
-              f"{vs(p95, b_p95)} | {starve:,.0f} | {100 * evicted:.2f}% |")
+              f"{vs(p95, b_p95)} | {starve:,.0f} | {100 * evicted:.2f}% | {100 * jobs_evicted:.2f}% |")
 PY
 echo "sweep: $(( $(date +%s) - start )) s on $(nproc) cores"

@@ -141,10 +141,14 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   c.grace_period_ms = ReadDuration(pr, "grace_period", c.grace_period_ms);
   c.reclaim_after_ms = ReadDuration(pr, "reclaim_after", c.reclaim_after_ms);
   c.reclaim_patience_ms = ReadDuration(pr, "reclaim_patience", c.reclaim_patience_ms);
+  c.reclaim_victims_per_gpu = pr.Optional<double>("reclaim_victims_per_gpu", c.reclaim_victims_per_gpu);
   c.max_preemptors_per_cycle = pr.Optional<int>("max_preemptors_per_cycle", c.max_preemptors_per_cycle);
   c.starvation_bound_ms = ReadDuration(pr, "starvation_bound", c.starvation_bound_ms);
   if (Status s = pr.Finish(); !s.ok()) return s;
   if (c.max_evictions < 0) return Status::Invalid("preemption.max_evictions", "must be >= 0");
+  if (!(c.reclaim_victims_per_gpu >= 0 && c.reclaim_victims_per_gpu <= 64)) {
+    return Status::Invalid("preemption.reclaim_victims_per_gpu", "must be between 0 (no limit) and 64");
+  }
   if (c.max_preemptors_per_cycle < 0) return Status::Invalid("preemption.max_preemptors_per_cycle", "must be >= 0");
 
   if (Status s = ParseSharingConfig(sharing, &c.sharing); !s.ok()) return s;

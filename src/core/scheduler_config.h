@@ -75,8 +75,14 @@ struct SchedulerConfig {
   // below the starvation bound you promise (1 hour by default).
   DurationMs reclaim_after_ms = 30 * kMinuteMs;
   // ...and, until it has been below for reclaim_after + reclaim_patience, not when the job
-  // would start by itself within reclaim_patience anyway.
-  DurationMs reclaim_patience_ms = 10 * kMinuteMs;
+  // would start by itself within reclaim_patience anyway. 20 min: with reclaim_after and the
+  // grace period, a team is back at its guarantee within the hour (30 + 20 + 2 min) either
+  // way, and a job that will start soon costs nobody their work.
+  DurationMs reclaim_patience_ms = 20 * kMinuteMs;
+  // A reclaim evicts at most this many jobs per GPU it frees (at least one job): it does not
+  // break up many small jobs to make room for one large job. That job keeps its place at
+  // the head of the queue, and its reservation drains a node to it instead. 0: no limit.
+  double reclaim_victims_per_gpu = 0.5;
   int max_preemptors_per_cycle = 16;  // blocked jobs that may evict, per cycle
   // The starvation guard: a team whose jobs have waited with no GPU held this long has its
   // oldest waiting job considered first (so it gets a reservation that backfill and

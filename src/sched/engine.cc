@@ -417,8 +417,15 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
       choice.reset();
     }
   };
-  // Reclaim takes only what a team holds above its guarantee.
+  // Reclaim takes only what a team holds above its guarantee, and breaks up no more than
+  // reclaim_victims_per_gpu jobs per GPU it frees (a rescue is not limited).
   search(2, BorrowedBy);
+  if (choice && !rescue && config_.reclaim_victims_per_gpu > 0) {
+    const double most = std::max(1.0, config_.reclaim_victims_per_gpu * d.total_gpus());
+    auto reclaimed =
+        std::count_if(choice->victims.begin(), choice->victims.end(), [&](size_t v) { return eligible[v] == 2; });
+    if (static_cast<double>(reclaimed) > most + 1e-9) choice.reset();
+  }
   if ((!choice || choice->victims.empty()) && rescue) {
     // Nothing borrowed frees the rescued job's shape (every team at its guarantee, the
     // borrowed GPUs scattered): the promise still holds. Any other team's evictable job

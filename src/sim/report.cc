@@ -41,6 +41,7 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
           {"queue_delay_p99_s", r.queue_delay_p99_s},
           {"queue_delay_max_s", r.queue_delay_max_s},
           {"preemptions", r.preemptions},
+          {"jobs_preempted", r.jobs_preempted},
           {"max_team_starvation_s", r.max_team_starvation_s},
           {"max_team_starvation_fitting_guarantee_s", r.max_team_starvation_fitting_guarantee_s},
           {"jain_fairness", r.jain_fairness},

@@ -192,6 +192,7 @@ class Simulation {
   int64_t events_ = 0;
   int64_t cycles_ = 0;
   int preemptions_ = 0;
+  int jobs_preempted_ = 0;
   size_t holes_ = 0;  // slots of snap_.pending emptied by starts (spec null), not yet closed
   std::vector<std::string> rejected_samples_;
   int rejected_ = 0;
@@ -474,7 +475,7 @@ void Simulation::Stop(size_t job) {
   js.remaining_ms = std::max<DurationMs>(1, js.remaining_ms - saved);
   js.overhead_ms = options_.restart_overhead_ms;
   js.attained_gpu_ms += static_cast<double>(ran) * js.share;
-  js.evictions++;
+  if (js.evictions++ == 0) ++jobs_preempted_;
   js.generation++;  // the run's end event is void now
   JobSpecPtr spec = r.spec;
   Release(job);
@@ -641,6 +642,7 @@ void Simulation::Summarize(SimResult& r) {
   r.events = events_;
   r.cycles = cycles_;
   r.preemptions = preemptions_;
+  r.jobs_preempted = jobs_preempted_;
   TimeMs t_end = t0_;
   std::vector<double> jct, delay, prediction_error;
   std::vector<double> team_run(teams_.size(), 0), team_jct(teams_.size(), 0);

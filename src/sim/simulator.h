@@ -66,7 +66,8 @@ struct SimResult {
   double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double queue_delay_mean_s = 0, queue_delay_p50_s = 0, queue_delay_p95_s = 0, queue_delay_p99_s = 0;
   double queue_delay_max_s = 0;
-  int preemptions = 0;
+  int preemptions = 0;     // evictions, counting a job evicted twice twice
+  int jobs_preempted = 0;  // jobs evicted at least once
   double max_team_starvation_s = 0;
   double max_team_starvation_fitting_guarantee_s = 0;
   double jain_fairness = 0;

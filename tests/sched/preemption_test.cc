@@ -137,6 +137,7 @@ TEST(Preemption, ReclaimTakesBackBorrowedGpusAfterTheWait) {
   }
   snap.pending = {Pending(MakeJob("mine").Team("owner").Gpus(4), 0)};
   SchedulerConfig config = Preempting();
+  config.reclaim_victims_per_gpu = 1;  // four 1-GPU victims for 4 GPUs (the limit has a test of its own)
   // Below its guarantee for 20 min: not yet (reclaim_after is 30 min).
   snap.below_guarantee_since = {{"owner", kHourMs - 20 * kMinuteMs}};
   EXPECT_TRUE(Schedule(snap, config, &*quotas).preemptions.empty());
@@ -156,6 +157,46 @@ TEST(Preemption, ReclaimTakesBackBorrowedGpusAfterTheWait) {
   EXPECT_TRUE(Schedule(snap, config, &*three).preemptions.empty());
   snap.pending = {Pending(MakeJob("one").Team("owner").Gpus(1), 0)};
   EXPECT_EQ(Victims(Schedule(snap, config, &*three)), std::vector<std::string>{"b0"});
+}
+
+TEST(Preemption, AReclaimBreaksUpAtMostOneJobPerTwoGpusItFrees) {
+  auto quotas =
+      QuotaConfig::FromYaml("teams: {owner: {guaranteed: {any: 8}}, borrower: {guaranteed: {any: 1}}}", Catalog());
+  ASSERT_TRUE(quotas.ok());
+  // Two 8-GPU nodes. borrower holds eight 1-GPU jobs on node 0, and on node 1 one 4-GPU
+  // job and four 1-GPU jobs: all of it above its guarantee of 1. owner, below its
+  // guarantee for an hour, waits with a 4-GPU job.
+  Snapshot snap;
+  snap.now_ms = 2 * kHourMs;
+  snap.nodes = {MakeNode("n0", "A100-80GB", 8), MakeNode("n1", "A100-80GB", 8)};
+  for (int g = 0; g < 8; ++g) {
+    snap.running.push_back(RunningAt(MakeJob("small" + std::to_string(g)).Team("borrower").User("u"), 0, {g}, kHourMs));
+  }
+  snap.running.push_back(RunningAt(MakeJob("big").Team("borrower").User("u").Gpus(4), 1, {0, 1, 2, 3}, kHourMs));
+  for (int g = 4; g < 8; ++g) {
+    snap.running.push_back(RunningAt(MakeJob("side" + std::to_string(g)).Team("borrower").User("u"), 1, {g}, kHourMs));
+  }
+  snap.pending = {Pending(MakeJob("mine").Team("owner").Gpus(4), 0)};
+  snap.below_guarantee_since = {{"owner", kHourMs}};
+  SchedulerConfig config = Preempting();
+  // The default 0.5 allows 2 victims for 4 GPUs: the 4-GPU job alone goes, not four 1-GPU ones.
+  EXPECT_EQ(Victims(Schedule(snap, config, &*quotas)), std::vector<std::string>{"big"});
+  // With four 1-GPU jobs in its place, every way to 4 GPUs breaks up four jobs: owner
+  // waits, with its reservation, for them to end by themselves.
+  snap.running.erase(snap.running.begin() + 8);
+  for (int g = 0; g < 4; ++g) {
+    snap.running.push_back(RunningAt(MakeJob("part" + std::to_string(g)).Team("borrower").User("u"), 1, {g}, kHourMs));
+  }
+  Plan plan = Schedule(snap, config, &*quotas);
+  EXPECT_TRUE(plan.preemptions.empty());
+  ASSERT_NE(FindWaiting(plan, "mine"), nullptr);
+  // With the limit off (0), it evicts four.
+  config.reclaim_victims_per_gpu = 0;
+  EXPECT_EQ(Schedule(snap, config, &*quotas).preemptions.size(), 4u);
+  // A 1-GPU job may always evict one.
+  config.reclaim_victims_per_gpu = 0.5;
+  snap.pending = {Pending(MakeJob("one").Team("owner"), 0)};
+  EXPECT_EQ(Schedule(snap, config, &*quotas).preemptions.size(), 1u);
 }
 
 TEST(Preemption, JobsEndingWithinTheGracePeriodAreNotEvicted) {
