@@ -2,7 +2,10 @@
 // concurrent clients, and submit-to-assignment latency, against the real `gantry server
 // --standalone` with fake GPUs on loopback. Prints a table.
 //
-//   ./build/gantry_server_bench [--clients 8] [--jobs 20000] [--latency-jobs 4000]
+//   ./build/gantry_server_bench [--clients 8] [--jobs 20000] [--latency-jobs 4000] [--db postgresql://...]
+//
+// With --db, every server runs on that PostgreSQL database, emptied (its public schema
+// dropped, with psql) before each start; without it, on SQLite in the data directory.
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
@@ -86,19 +89,30 @@ Result Submit(const Server& s, int clients, int jobs, const std::string& body) {
 
 int main(int argc, char** argv) {
   int clients = 8, jobs = 20000, latency_jobs = 4000;
+  std::string db;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--db")) db = argv[i + 1];
     if (!std::strcmp(argv[i], "--clients")) clients = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--jobs")) jobs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--latency-jobs")) latency_jobs = std::atoi(argv[i + 1]);
   }
   std::string dir = std::filesystem::temp_directory_path().string() + "/gantry-server-bench";
+  // Each server starts on an empty store.
+  auto with_db = [&](std::vector<std::string> args) {
+    if (db.empty()) return args;
+    std::string reset = "psql -q '" + db + "' -c 'DROP SCHEMA public CASCADE; CREATE SCHEMA public' >/dev/null 2>&1";
+    if (std::system(reset.c_str()) != 0) fmt::print(stderr, "cannot empty {}\n", db);
+    args.insert(args.end(), {"--db", db});
+    return args;
+  };
+  if (!db.empty()) fmt::print("store: PostgreSQL {}\n", db);
   fmt::print("{:<58} {:>10} {:>9} {:>9} {:>9} {:>12}\n", "scenario", "submits/s", "p50 ms", "p99 ms", "started",
              "server us/op");
   for (bool fsync : {true, false}) {
     // Throughput: the queue grows far past the cluster (512 GPUs, jobs that hold theirs).
     std::vector<std::string> args = {"--standalone", "--fake-gpus", "64x8xA100-80GB"};
     if (!fsync) args.push_back("--no-fsync");
-    Server s = StartServer(dir, args);
+    Server s = StartServer(dir, with_db(args));
     double cpu0 = CpuSeconds(s.pid);
     Result r = Submit(s, clients, jobs, R"({"gpus": 1, "name": "bench", "hold_gpus": "1d"})");
     double cpu_us = (CpuSeconds(s.pid) - cpu0) * 1e6 / std::max(1, r.ok);
@@ -111,7 +125,7 @@ int main(int argc, char** argv) {
   }
   // Submit to assignment: every job fits on free GPUs (0.1 of a GPU, 1 s long); the reply
   // comes after the commit that holds the start, so its latency bounds submit-to-assignment.
-  Server s = StartServer(dir, {"--standalone", "--fake-gpus", "64x8xA100-80GB"});
+  Server s = StartServer(dir, with_db({"--standalone", "--fake-gpus", "64x8xA100-80GB"}));
   double cpu0 = CpuSeconds(s.pid);
   Result r = Submit(s, clients, latency_jobs, R"({"gpu_fraction": 0.1, "hold_gpus": "1s"})");
   double cpu_us = (CpuSeconds(s.pid) - cpu0) * 1e6 / std::max(1, r.ok);

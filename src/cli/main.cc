@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
 
   gantry::ServerOptions server;
   CLI::App* server_cmd = app.add_subcommand("server", "Run the controller (REST API, scheduler, store)");
-  server_cmd->add_option("--db", server.db, "SQLite database file (default DATA_DIR/gantry.db)");
+  server_cmd->add_option("--db", server.db,
+                         "SQLite database file (default DATA_DIR/gantry.db), or a PostgreSQL URL "
+                         "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB");
   server_cmd->add_option("--data-dir", server.data_dir, "Standalone state: job logs, admin token")
       ->default_str(gantry::DefaultDataDir());
   server_cmd->add_option("--listen", server.listen, "HOST:PORT (port 0: any free port)")->default_str(server.listen);
@@ -145,7 +147,9 @@ int main(int argc, char** argv) {
   bool metrics_auth = false;
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
   bool no_fsync = false;
-  server_cmd->add_flag("--no-fsync", no_fsync, "Commit without fsync (survives a crash of gantry, not of the machine)");
+  server_cmd->add_flag("--no-fsync", no_fsync,
+                       "Commit without waiting for the disk (SQLite: no fsync; PostgreSQL: synchronous_commit off): "
+                       "survives a crash of gantry, not of the machine");
 
   gantry::AgentOptions agent;
   CLI::App* agent_cmd = app.add_subcommand("agent", "Run the node agent: register this node's GPUs, run its jobs");

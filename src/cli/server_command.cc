@@ -273,9 +273,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // but not list; the database and the admin token are the server's alone.
   ::chmod(data_dir.c_str(), 0711);
   std::string db = o.db.empty() ? data_dir + "/gantry.db" : o.db;
-  auto store = OpenSqliteStore(db, {.synchronous_full = o.sync_full});
+  const bool postgres = IsPostgresUrl(db);
+  auto store = postgres ? OpenPostgresStore(db, {.synchronous_commit = o.sync_full})
+                        : OpenSqliteStore(db, {.synchronous_full = o.sync_full});
   if (!store) return fail(store.status(), 2);
-  for (const char* suffix : {"", "-wal", "-shm"}) ::chmod((db + suffix).c_str(), 0600);
+  if (!postgres) {
+    for (const char* suffix : {"", "-wal", "-shm"}) ::chmod((db + suffix).c_str(), 0600);
+  }
   UserDirectory users;
   if (!o.config_dir.empty() && fs::exists(o.config_dir + "/users.yaml")) {
     auto loaded = UserDirectory::LoadFile(o.config_dir + "/users.yaml");
@@ -284,7 +288,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   }
   Controller controller(std::move(*copts), std::move(*store));
   if (Status s = controller.Recover(); !s.ok()) {
-    return fail(Status::Internal("recovery from " + db + " failed: " + s.ToString()), 1);
+    return fail(Status::Internal("recovery from " + RedactDbUrl(db) + " failed: " + s.ToString()), 1);
   }
   controller.Start();
 
@@ -306,8 +310,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   auto bound = api.Bind(host, port);
   if (!bound) return fail(bound.status(), 2);
   std::string address = fmt::format("{}://{}:{}", hopts->tls ? "https" : "http", host, *bound);
-  out << "gantry server listening on " << address << " (store " << db << ", remote jobs' logs in " << data_dir
-      << "/logs)" << std::endl;
+  out << "gantry server listening on " << address << " (store " << RedactDbUrl(db) << ", remote jobs' logs in "
+      << data_dir << "/logs)" << std::endl;
   if (!o.ready_file.empty()) {
     std::ofstream(o.ready_file + ".tmp") << address << "\n";
     fs::rename(o.ready_file + ".tmp", o.ready_file, ec);

@@ -144,7 +144,10 @@ class SqliteStore : public Store {
         "ON CONFLICT(seq) DO UPDATE SET state = excluded.state, doc = excluded.doc");
     insert_event_ = Prepare("INSERT INTO job_events(job_id, ts_ms, kind, detail) VALUES(?1, ?2, ?3, ?4)");
     insert_node_event_ = Prepare("INSERT INTO node_events(node_id, ts_ms, kind, detail) VALUES(?1, ?2, ?3, ?4)");
-    upsert_node_ = Prepare("INSERT OR REPLACE INTO nodes(id, doc) VALUES(?1, ?2)");
+    // An upsert, not INSERT OR REPLACE: a node keeps its rowid, so Load lists nodes in the
+    // order they first registered (as PostgreSQL does).
+    upsert_node_ =
+        Prepare("INSERT INTO nodes(id, doc) VALUES(?1, ?2) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc");
     insert_idem_ = Prepare(
         "INSERT OR REPLACE INTO idempotency(user, key, job_id, request_hash, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)");
     insert_audit_ = Prepare(

@@ -1,5 +1,5 @@
 // The controller's durable store: a narrow interface, so SQLite (the embedded default)
-// and a shared database later are interchangeable. The controller hands it one batch
+// and PostgreSQL (shared by several controllers) are interchangeable. The controller hands it one batch
 // per group commit; Commit returns only when the batch is durable.
 #pragma once
 
@@ -136,5 +136,19 @@ struct SqliteOptions {
 
 // Opens (creating and migrating as needed) a SQLite database in WAL mode.
 Expected<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteOptions options = {});
+
+// Whether `db` names a PostgreSQL database (postgresql://user@host:port/db) rather than a file.
+bool IsPostgresUrl(const std::string& db);
+// `db` with a URL's password replaced by ***, for messages and logs.
+std::string RedactDbUrl(const std::string& db);
+struct PostgresOptions {
+  // Each commit waits for PostgreSQL's WAL flush. Off (`--no-fsync`): a commit survives a
+  // crash of gantry, not of the database host (synchronous_commit = off for the writer).
+  bool synchronous_commit = true;
+};
+
+// Connects to a PostgreSQL database and migrates its schema as needed. A commit returns
+// once PostgreSQL has made it durable.
+Expected<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url, PostgresOptions options = {});
 
 }  // namespace gantry

@@ -1,6 +1,7 @@
 // Crash safety: clients submit as fast as they can while the server is killed with
 // SIGKILL at random moments and restarted. Every acknowledged job must exist exactly once
-// afterwards, and no GPU may hold two exclusive jobs.
+// afterwards, and no GPU may hold two exclusive jobs. The storm runs on each store: SQLite
+// and PostgreSQL (a throw-away cluster, scripts/pg-scratch.sh).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <set>
 
 #include "controller_harness.h"
+#include "scratch_postgres.h"
 #include "server_process.h"
 
 namespace gantry::testing {
@@ -29,10 +31,18 @@ TEST(CrashSafety, ASigtermRightAfterStartStopsTheServer) {
   }
 }
 
-TEST(CrashSafety, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
-  std::string dir = TempPath("crash");
+class CrashStorm : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CrashStorm, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
+  std::string dir = TempPath("crash-" + GetParam());
   std::filesystem::remove_all(dir);
+  std::unique_ptr<ScratchPostgres> pg;  // outlives the server
+  if (GetParam() == "postgresql") {
+    pg = std::make_unique<ScratchPostgres>();
+    ASSERT_FALSE(pg->url().empty());
+  }
   ServerProcess server(dir, "2x4xA100-80GB");
+  if (pg) server.AddArgs({"--db", pg->url()});
   server.Start();
   std::mutex mu;
   std::string address = server.address();
@@ -87,7 +97,8 @@ TEST(CrashSafety, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
   stop = true;
   for (auto& c : clients) c.join();
 
-  std::printf("kill -9 storm: %zu acknowledged submits across %d kill -9 restarts\n", acknowledged.size(), kills);
+  std::printf("kill -9 storm (%s): %zu acknowledged submits across %d kill -9 restarts\n", GetParam().c_str(),
+              acknowledged.size(), kills);
   EXPECT_EQ(refused.load(), 0);
   ASSERT_GT(acknowledged.size(), 50u) << "the clients got too little through to mean anything";
   auto root = server.Client(kRootToken);
@@ -109,6 +120,9 @@ TEST(CrashSafety, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
   EXPECT_EQ(busy, 8);  // the first 8 jobs hold the 8 GPUs (they have no end)
   EXPECT_EQ(Json(root.Get("/v1/cluster"))["running"], 8);
 }
+
+INSTANTIATE_TEST_SUITE_P(Stores, CrashStorm, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace gantry::testing
