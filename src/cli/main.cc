@@ -116,6 +116,11 @@ int main(int argc, char** argv) {
   server_cmd->add_flag("--standalone", server.standalone, "Run jobs on this machine with an in-process agent");
   server_cmd->add_option("--fake-gpus", server.fake_gpus, "Standalone without GPUs: e.g. 2x8xA100-80GB,1x4xT4");
   server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
+  server_cmd
+      ->add_option("--leader-lease", server.leader_lease_s,
+                   "PostgreSQL store: seconds a silent leader keeps the lead before a standby takes over")
+      ->check(CLI::Range(1.0, 600.0))
+      ->default_str("8");
   server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
       ->check(CLI::Range(0.5, 86400.0));
   server_cmd

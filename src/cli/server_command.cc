@@ -12,6 +12,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "agent/local_agent.h"
 #include "agent/process.h"
 #include "cli/job_runner_setup.h"
+#include "cli/server_leadership.h"
 #include "core/host.h"
 #include "protocol/inventory.h"
 #include "server/agent_hub.h"
@@ -280,6 +282,30 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   if (!postgres) {
     for (const char* suffix : {"", "-wal", "-shm"}) ::chmod((db + suffix).c_str(), 0600);
   }
+  // On a shared PostgreSQL store, one server leads and the others stand by until it stops.
+  std::unique_ptr<LeaderLease> lease;
+  std::optional<LeaseKeeper> keeper;
+  if (postgres) {
+    StandbyOptions so{.db = db,
+                      .host = host,
+                      .port = port,
+                      .my_url = PublicUrl(o, host, port),
+                      .lease_ms = static_cast<DurationMs>(o.leader_lease_s * 1000),
+                      .tls_cert = o.tls_cert,
+                      .tls_key = o.tls_key};
+    bool stopped = false;
+    auto led = AwaitLeadership(so, stop_signals, &port, &stopped, out);
+    if (!led) return fail(led.status(), 2);
+    if (stopped) {
+      out << "gantry server stopped (standby)" << std::endl;
+      return 0;
+    }
+    lease = std::move(*led);
+    keeper.emplace(*lease, err);
+    (*store)->SetFencingTerm(lease->term());
+    copts->public_url = PublicUrl(o, host, port);  // the standby may have picked the port
+    out << "leader: term " << lease->term() << std::endl;
+  }
   UserDirectory users;
   if (!o.config_dir.empty() && fs::exists(o.config_dir + "/users.yaml")) {
     auto loaded = UserDirectory::LoadFile(o.config_dir + "/users.yaml");
@@ -310,6 +336,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   auto bound = api.Bind(host, port);
   if (!bound) return fail(bound.status(), 2);
   std::string address = fmt::format("{}://{}:{}", hopts->tls ? "https" : "http", host, *bound);
+  if (lease) lease->SetUrl(o.public_url.empty() ? address : o.public_url).ok();
   out << "gantry server listening on " << address << " (store " << RedactDbUrl(db) << ", remote jobs' logs in "
       << data_dir << "/logs)" << std::endl;
   if (!o.ready_file.empty()) {

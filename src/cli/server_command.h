@@ -15,10 +15,13 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8080";
   std::string config_dir;  // gpu_types, scheduler_config, team_quotas, users, profiles
   bool standalone = false;
-  std::string fake_gpus;                  // standalone: fake nodes instead of the machine's GPUs
-  std::string ready_file;                 // written with the bound address once serving (scripts, tests)
-  bool sync_full = true;                  // fsync every commit
-  double history_interval_s = 60;         // a cluster sample for the dashboard's history
+  std::string fake_gpus;           // standalone: fake nodes instead of the machine's GPUs
+  std::string ready_file;          // written with the bound address once serving (scripts, tests)
+  bool sync_full = true;           // fsync every commit
+  double history_interval_s = 60;  // a cluster sample for the dashboard's history
+  // With a PostgreSQL store: a leader that stopped renewing keeps the lead this long; a
+  // standby takes over within about this plus a second.
+  double leader_lease_s = 8;
   double node_timeout_s = 60;             // a remote agent silent this long: its node is lost, its jobs requeue
   int http_threads = 16;                  // workers that parse requests and run handlers (waiting polls hold none)
   int max_connections = 10000;            // open connections in total

@@ -49,6 +49,19 @@ const char* const kMigrations[] = {
     CREATE INDEX allocations_end ON allocations(end_ms);
     CREATE TABLE history(ts_ms BIGINT PRIMARY KEY, doc TEXT NOT NULL);
     )sql",
+    // Leadership (server/leader_lease.h): one row, and the fence every leader's commit calls.
+    R"sql(
+    CREATE TABLE leader(id INTEGER PRIMARY KEY CHECK (id = 1), term BIGINT NOT NULL, holder TEXT NOT NULL,
+                        url TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL);
+    INSERT INTO leader VALUES(1, 0, '', '', now() - interval '1 second');
+    CREATE FUNCTION gantry_fence(t BIGINT) RETURNS VOID LANGUAGE plpgsql AS $fence$
+    BEGIN
+      PERFORM 1 FROM leader WHERE id = 1 AND term = t FOR SHARE;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'deposed: term % is over, another server leads now', t;
+      END IF;
+    END $fence$;
+    )sql",
 };
 
 // Any number that fits: the advisory lock that serialises migrations across servers.
@@ -189,6 +202,7 @@ class PostgresStore : public Store {
       }
       pqxx::work tx(*writer_);
       Script script(tx);
+      if (fencing_term_ > 0) script.Add("SELECT gantry_fence($1)", fencing_term_);
       for (const StoredJob& j : b.jobs) {
         script.Add(kUpsertJob, static_cast<int64_t>(j.seq), j.id, j.team, j.user, j.state, j.doc);
       }
@@ -316,6 +330,7 @@ class PostgresStore : public Store {
   }
 
   int schema_version() const override { return version_; }
+  void SetFencingTerm(int64_t term) override { fencing_term_ = term; }
 
  private:
   // A read on the reader connection; a broken connection is opened again on the next read.
@@ -365,6 +380,7 @@ class PostgresStore : public Store {
   std::unique_ptr<pqxx::connection> reader_;
   std::mutex reader_mu_;
   int version_ = 0;
+  int64_t fencing_term_ = 0;  // > 0: every commit proves this term still leads
 };
 
 }  // namespace

@@ -128,6 +128,9 @@ class Store {
   // Cluster samples in [from, to), oldest first.
   virtual Expected<std::vector<HistoryRow>> History(TimeMs from, TimeMs to) = 0;
   virtual int schema_version() const = 0;
+  // From now on every commit first proves that `term` still holds the leader row, and fails
+  // (writing nothing) once another server took it. PostgreSQL only; SQLite has one writer.
+  virtual void SetFencingTerm(int64_t /*term*/) {}
 };
 
 struct SqliteOptions {

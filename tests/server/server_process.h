@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -89,8 +90,14 @@ class ServerProcess {
   }
 
   void Start() {
+    Launch();
+    WaitReady();
+  }
+  // Starts the process without waiting (a standby writes its ready file only once it leads).
+  void Launch() {
     std::string ready = dir_ + "/ready";
     std::filesystem::remove(ready);
+    address_.clear();
     pid_ = fork();
     if (pid_ == 0) {
       std::string log = dir_ + "/server.log";
@@ -98,8 +105,10 @@ class ServerProcess {
       std::vector<std::string> args = {GANTRY_BINARY,    "server",   "--data-dir",  dir_ + "/data", "--config",
                                        dir_ + "/config", "--listen", "127.0.0.1:0", "--ready-file", ready};
       args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+      const bool own_db = std::find(extra_args_.begin(), extra_args_.end(), "--db") != extra_args_.end();
       if (fake_gpus_.empty()) {
-        args.insert(args.end(), {"--db", dir_ + "/cluster.db", "--node-timeout", "1.5"});
+        if (!own_db) args.insert(args.end(), {"--db", dir_ + "/cluster.db"});
+        args.insert(args.end(), {"--node-timeout", "1.5"});
       } else if (fake_gpus_ == "detect") {
         args.insert(args.end(), {"--standalone"});  // this machine's GPUs (NVML, nvidia-smi)
       } else {
@@ -111,7 +120,11 @@ class ServerProcess {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) {
+  }
+  // Waits up to `seconds` for the ready file and reads the address from it.
+  void WaitReady(int seconds = 10) {
+    std::string ready = dir_ + "/ready";
+    for (int i = 0; i < seconds * 100 && !std::filesystem::exists(ready); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     std::ifstream in(ready);
@@ -129,8 +142,16 @@ class ServerProcess {
   // Sends SIGTERM and waits up to `seconds` for the process to end; false (and SIGKILL)
   // when it did not.
   bool TerminateWithin(int seconds) {
+    Signal(SIGTERM);
+    return ExitsWithin(seconds);
+  }
+  // Sends `sig` and returns at once (SIGSTOP, SIGCONT).
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+  // Whether the process ends by itself within `seconds` (else it is killed).
+  bool ExitsWithin(int seconds) {
     if (pid_ <= 0) return true;
-    kill(pid_, SIGTERM);
     bool ended = false;
     for (int i = 0; i < seconds * 100 && !ended; ++i) {
       ended = waitpid(pid_, nullptr, WNOHANG) == pid_;

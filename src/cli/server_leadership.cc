@@ -1,0 +1,148 @@
+// AwaitLeadership (the standby's answer and campaign loop) and LeaseKeeper (renewal, and
+// the process's end when the term is lost).
+#include "cli/server_leadership.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+namespace gantry {
+
+namespace {
+
+// Answers everything with 503 and the leader's URL while this server stands by.
+class StandbyResponder {
+ public:
+  StandbyResponder(const StandbyOptions& o) {
+    if (!o.tls_cert.empty()) {
+      server_ = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+    } else {
+      server_ = std::make_unique<httplib::Server>();
+    }
+    auto answer = [this](const httplib::Request&, httplib::Response& res) {
+      std::string leader;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        leader = leader_;
+      }
+      nlohmann::json e = {{"code", "unavailable"},
+                          {"message", leader.empty() ? "not the leader, and no leader yet: try again shortly"
+                                                     : "not the leader, leader is " + leader},
+                          {"leader", leader}};
+      res.status = 503;
+      res.set_header("Retry-After", "1");
+      res.set_content(nlohmann::json{{"error", e}}.dump(), "application/json");
+    };
+    const std::string any = R"(.*)";
+    server_->Get(any, answer);
+    server_->Post(any, answer);
+    server_->Put(any, answer);
+    server_->Patch(any, answer);
+    server_->Delete(any, answer);
+  }
+  ~StandbyResponder() {
+    server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  // Binds host:port (port 0: any); the port it got, or -1.
+  int Start(const std::string& host, int port) {
+    int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+    if (bound < 0) return -1;
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    return bound;
+  }
+  void SetLeader(const std::string& url) {
+    std::lock_guard<std::mutex> lock(mu_);
+    leader_ = url;
+  }
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::string leader_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<LeaderLease>> AwaitLeadership(const StandbyOptions& o, const sigset_t& stop_signals, int* port,
+                                                       bool* stopped, std::ostream& out) {
+  *stopped = false;
+  *port = o.port;
+  auto lease = LeaderLease::Open(o.db, o.my_url, o.lease_ms);
+  if (!lease) return lease.status();
+  std::unique_ptr<StandbyResponder> responder;
+  std::string last_leader = "?";
+  // Campaign at a quarter of the lease, at most every second: a take-over comes within
+  // the lease plus this after the leader's last renewal.
+  const auto poll = std::chrono::milliseconds(std::min<DurationMs>(1000, o.lease_ms / 4));
+  for (;;) {
+    auto view = (*lease)->Campaign();
+    if (view && view->mine) {
+      if (responder) out << fmt::format("standby: now the leader (term {})", view->term) << std::endl;
+      return std::move(*lease);
+    }
+    const std::string leader = view ? view->leader_url : "";
+    if (!responder) {
+      responder = std::make_unique<StandbyResponder>(o);
+      int bound = responder->Start(o.host, o.port);
+      if (bound < 0) return Status::Invalid("--listen", fmt::format("cannot listen on {}:{}", o.host, o.port));
+      *port = bound;
+      std::string mine = fmt::format("{}://{}:{}", o.tls_cert.empty() ? "http" : "https", o.host, bound);
+      (*lease)->SetUrl(o.my_url.empty() || o.port == 0 ? mine : o.my_url).ok();
+      out << "standby on " << mine << ": answering 503 with the leader's URL until it leads" << std::endl;
+    }
+    responder->SetLeader(leader);
+    if (leader != last_leader) {
+      out << "standby: "
+          << (view ? "leader is " + (leader.empty() ? std::string("(none yet)") : leader) : view.status().ToString())
+          << std::endl;
+      last_leader = leader;
+    }
+    timespec wait{static_cast<time_t>(poll.count() / 1000), static_cast<long>(poll.count() % 1000) * 1000000};
+    if (sigtimedwait(&stop_signals, nullptr, &wait) > 0) {
+      *stopped = true;
+      return std::unique_ptr<LeaderLease>();
+    }
+  }
+}
+
+LeaseKeeper::LeaseKeeper(LeaderLease& lease, std::ostream& err) : lease_(lease), err_(err) {
+  thread_ = std::thread([this] {
+    using Clock = std::chrono::steady_clock;
+    auto last_ok = Clock::now();
+    const auto every = std::chrono::milliseconds(lease_.lease() / 4);
+    const auto lease_time = std::chrono::milliseconds(lease_.lease());
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (wake_.wait_for(lock, every, [this] { return stop_; })) return;
+      }
+      auto renewed = lease_.Renew();
+      if (renewed && *renewed) {
+        last_ok = Clock::now();
+        continue;
+      }
+      if (renewed || Clock::now() - last_ok >= lease_time) {
+        err_ << "gantry server: lost the leadership (term " << lease_.term()
+             << "): " << (renewed ? "another server took over" : renewed.status().ToString() + " for a whole lease")
+             << "; exiting" << std::endl;
+        _exit(3);
+      }
+    }
+  });
+}
+
+LeaseKeeper::~LeaseKeeper() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gantry

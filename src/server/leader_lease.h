@@ -1,0 +1,57 @@
+// Leader election for servers that share one PostgreSQL store: a single `leader` row holds
+// the current term, the holder and its URL, and an expiry set by the database's clock (so
+// the servers' clocks never matter). A server leads while it holds the row's term; it
+// renews the expiry well within the lease, and a standby takes the row, with the next
+// term, only once the expiry has passed. Fencing: every commit of the leader first calls
+// gantry_fence(term), which takes a share lock on the row and fails unless the term is
+// still the row's, so a deposed leader's late commit is rejected by the database itself,
+// and a take-over waits for a commit already in flight (docs/DESIGN.md, "Leadership").
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace gantry {
+
+struct LeaseView {
+  bool mine = false;       // this server leads (term is its term)
+  int64_t term = 0;        // the row's term
+  std::string leader_url;  // the leader's URL ("" before anyone led)
+  bool live = false;       // the row's lease has not expired
+};
+
+class LeaderLease {
+ public:
+  // `me` names this server in the row (host:pid and a random part); `url` is where clients
+  // reach it. The lease is how long a leader that stopped renewing keeps the row.
+  static Expected<std::unique_ptr<LeaderLease>> Open(const std::string& db_url, std::string url, DurationMs lease);
+  ~LeaderLease();
+
+  // One attempt: takes the row if no one holds it or its lease expired (a new term), renews
+  // it if this server holds it, else reports who leads.
+  Expected<LeaseView> Campaign();
+  // Extends this server's term. False: another server took the row (this one is deposed).
+  Expected<bool> Renew();
+  // Where clients reach this server, once it is known (a server on port 0 learns it late).
+  Status SetUrl(std::string url);
+
+  int64_t term() const { return term_; }
+  DurationMs lease() const { return lease_ms_; }
+
+ private:
+  LeaderLease() = default;
+  std::string db_url_;
+  std::string me_;
+  std::string url_;
+  DurationMs lease_ms_ = 0;
+  int64_t term_ = 0;  // this server's term, 0 while it does not lead
+  std::mutex mu_;
+  struct Connection;  // a pqxx::connection (libpqxx stays out of this header)
+  std::unique_ptr<Connection> conn_;
+};
+
+}  // namespace gantry
