@@ -14,6 +14,7 @@
 #include <fstream>
 #include <optional>
 #include <ostream>
+#include <random>
 #include <thread>
 
 #include "agent/cgroups.h"
@@ -25,6 +26,7 @@
 #include "cli/job_runner_setup.h"
 #include "cli/server_leadership.h"
 #include "core/host.h"
+#include "core/yaml_util.h"
 #include "protocol/inventory.h"
 #include "server/agent_hub.h"
 #include "server/http_api.h"
@@ -138,6 +140,20 @@ Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, co
 
 // The server's address for links in notifications: --public-url, else --listen (this
 // host's name for a wildcard address); empty for port 0 (not known yet).
+// This server's name in the leader row: the host and a random id kept in the data
+// directory, so a restart after a crash takes its own row back at once.
+std::string LeaderName(const std::string& data_dir) {
+  const std::string path = data_dir + "/leader-id";
+  std::string id;
+  if (auto text = ReadTextFile(path)) id = text->substr(0, text->find('\n'));
+  if (id.empty()) {
+    std::random_device rd;
+    id = fmt::format("{:08x}{:08x}", rd(), rd());
+    std::ofstream(path) << id << "\n";
+  }
+  return Hostname() + ":" + id;
+}
+
 std::string PublicUrl(const ServerOptions& o, const std::string& host, int port) {
   std::string url = o.public_url;
   if (url.empty() && port != 0) {
@@ -290,6 +306,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
                       .host = host,
                       .port = port,
                       .my_url = PublicUrl(o, host, port),
+                      .me = LeaderName(data_dir),
                       .lease_ms = static_cast<DurationMs>(o.leader_lease_s * 1000),
                       .tls_cert = o.tls_cert,
                       .tls_key = o.tls_key};

@@ -72,7 +72,7 @@ Expected<std::unique_ptr<LeaderLease>> AwaitLeadership(const StandbyOptions& o, 
                                                        bool* stopped, std::ostream& out) {
   *stopped = false;
   *port = o.port;
-  auto lease = LeaderLease::Open(o.db, o.my_url, o.lease_ms);
+  auto lease = LeaderLease::Open(o.db, o.me, o.my_url, o.lease_ms);
   if (!lease) return lease.status();
   std::unique_ptr<StandbyResponder> responder;
   std::string last_leader = "?";

@@ -22,6 +22,7 @@ struct StandbyOptions {
   std::string host;  // where to answer while standing by (the server's --listen)
   int port = 0;      // 0: any free port, which the leader then listens on too
   std::string my_url;
+  std::string me;  // this server's name in the leader row, kept across its restarts
   DurationMs lease_ms = 8000;
   std::string tls_cert, tls_key;  // the standby answers over TLS when the server does
 };

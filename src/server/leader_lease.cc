@@ -8,6 +8,8 @@
 #include <pqxx/pqxx>
 #include <random>
 
+#include "core/host.h"
+
 namespace gantry {
 
 namespace {
@@ -15,10 +17,8 @@ namespace {
 std::string FirstLine(const std::string& what) { return what.substr(0, what.find('\n')); }
 
 std::string MakeHolderName() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
   std::random_device rd;
-  return fmt::format("{}:{}:{:08x}", host, getpid(), rd());
+  return fmt::format("{}:{}:{:08x}", Hostname(), getpid(), rd());
 }
 
 }  // namespace
@@ -30,11 +30,12 @@ struct LeaderLease::Connection {
 
 LeaderLease::~LeaderLease() = default;
 
-Expected<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& db_url, std::string url, DurationMs lease) {
+Expected<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& db_url, std::string me, std::string url,
+                                                         DurationMs lease) {
   if (lease < 1000) return Status::Invalid("--leader-lease", "must be at least 1s");
   std::unique_ptr<LeaderLease> l(new LeaderLease());
   l->db_url_ = db_url;
-  l->me_ = MakeHolderName();
+  l->me_ = me.empty() ? MakeHolderName() : std::move(me);
   l->url_ = std::move(url);
   l->lease_ms_ = lease;
   try {
@@ -58,7 +59,7 @@ Expected<LeaseView> LeaderLease::Campaign() {
     if (holder == me_ && v.term == term_ && term_ > 0) {
       tx.exec_params("UPDATE leader SET expires_at = now() + $1::interval, url = $2 WHERE id = 1", lease, url_);
       v.mine = v.live = true;
-    } else if (!v.live) {
+    } else if (!v.live || holder == me_) {  // free, or this server's own earlier process
       pqxx::row t = tx.exec_params1(
           "UPDATE leader SET term = term + 1, holder = $1, url = $2, expires_at = now() + $3::interval "
           "WHERE id = 1 RETURNING term",

@@ -26,9 +26,13 @@ struct LeaseView {
 
 class LeaderLease {
  public:
-  // `me` names this server in the row (host:pid and a random part); `url` is where clients
-  // reach it. The lease is how long a leader that stopped renewing keeps the row.
-  static Expected<std::unique_ptr<LeaderLease>> Open(const std::string& db_url, std::string url, DurationMs lease);
+  // `me` names this server in the row: the same name across restarts of one server (its
+  // data directory's), so a server restarted after a crash takes its row back at once with
+  // the next term instead of waiting out its own dead lease (its earlier process, were it
+  // still alive, is fenced by the new term). `url` is where clients reach it. The lease is
+  // how long a leader that stopped renewing keeps the row.
+  static Expected<std::unique_ptr<LeaderLease>> Open(const std::string& db_url, std::string me, std::string url,
+                                                     DurationMs lease);
   ~LeaderLease();
 
   // One attempt: takes the row if no one holds it or its lease expired (a new term), renews

@@ -15,6 +15,7 @@
 #include "controller_harness.h"
 #include "scratch_postgres.h"
 #include "server_process.h"
+#include "submit_storm.h"
 
 namespace gantry::testing {
 namespace {
@@ -44,42 +45,7 @@ TEST_P(CrashStorm, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
   ServerProcess server(dir, "2x4xA100-80GB");
   if (pg) server.AddArgs({"--db", pg->url()});
   server.Start();
-  std::mutex mu;
-  std::string address = server.address();
-  std::set<std::string> acknowledged;
-  std::atomic<bool> stop{false};
-  std::atomic<int> refused{0};
-  std::vector<std::thread> clients;
-  for (int t = 0; t < 4; ++t) {
-    clients.emplace_back([&, t] {
-      for (int n = 0; !stop; ++n) {
-        std::string key = fmt::format("c{}-{}", t, n);
-        std::string body = fmt::format(R"({{"gpus": 1, "name": "{}", "hold_gpus": "1d"}})", key);
-        // Retry the same key until the server acknowledges it (it may be down or restarting).
-        while (!stop) {
-          std::string at;
-          {
-            std::lock_guard<std::mutex> lock(mu);
-            at = address;
-          }
-          httplib::Client c(at);
-          c.set_bearer_token_auth(kAliceToken);
-          c.set_connection_timeout(0, 200000);
-          auto r = c.Post("/v1/jobs", {{"Idempotency-Key", key}}, body, "application/json");
-          if (r && (r->status == 201 || r->status == 200)) {
-            std::lock_guard<std::mutex> lock(mu);
-            acknowledged.insert(key);
-            break;
-          }
-          if (r && r->status < 500) {
-            refused++;
-            break;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-      }
-    });
-  }
+  SubmitStorm storm(4, server.address(), kAliceToken);
   // GANTRY_CRASH_KILLS and GANTRY_CRASH_MAX_MS make a longer storm (docs/BENCHMARKS.md).
   const char* kills_env = std::getenv("GANTRY_CRASH_KILLS");
   const char* max_ms_env = std::getenv("GANTRY_CRASH_MAX_MS");
@@ -90,16 +56,15 @@ TEST_P(CrashStorm, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(100, max_ms)(rng)));
     server.Kill(SIGKILL);
     server.Start();
-    std::lock_guard<std::mutex> lock(mu);
-    address = server.address();
+    storm.SetAddress(server.address());
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  stop = true;
-  for (auto& c : clients) c.join();
+  storm.Stop();
+  const std::set<std::string>& acknowledged = storm.acknowledged();
 
   std::printf("kill -9 storm (%s): %zu acknowledged submits across %d kill -9 restarts\n", GetParam().c_str(),
               acknowledged.size(), kills);
-  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(storm.refused(), 0);
   ASSERT_GT(acknowledged.size(), 50u) << "the clients got too little through to mean anything";
   auto root = server.Client(kRootToken);
   nlohmann::json jobs = Json(root.Get("/v1/jobs?limit=10000"));

@@ -1,0 +1,87 @@
+// Client threads that submit jobs as fast as they can (or with a pause between jobs), each
+// job under its own idempotency key, retried with the same key until a server acknowledges
+// it: the server may be down, restarting, or changing hands. For the kill -9 tests.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gantry::testing {
+
+class SubmitStorm {
+ public:
+  // `threads` clients submit 1-GPU jobs named by their keys, holding their GPUs for a day,
+  // to `address` (changed with SetAddress), with `pause` between acknowledged jobs.
+  SubmitStorm(int threads, std::string address, std::string token,
+              std::chrono::milliseconds pause = std::chrono::milliseconds(0))
+      : address_(std::move(address)), token_(std::move(token)) {
+    for (int t = 0; t < threads; ++t) {
+      clients_.emplace_back([this, t, pause] {
+        for (int n = 0; !stop_; ++n) {
+          Submit("c" + std::to_string(t) + "-" + std::to_string(n));
+          if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        }
+      });
+    }
+  }
+  ~SubmitStorm() { Stop(); }
+
+  void SetAddress(const std::string& address) {
+    std::lock_guard<std::mutex> lock(mu_);
+    address_ = address;
+  }
+  // Stops the clients and waits for them.
+  void Stop() {
+    stop_ = true;
+    for (auto& c : clients_) {
+      if (c.joinable()) c.join();
+    }
+  }
+  // The keys (= job names) a server acknowledged; after Stop.
+  const std::set<std::string>& acknowledged() const { return acknowledged_; }
+  // Submits a server refused for good (4xx): there should be none.
+  int refused() const { return refused_; }
+
+ private:
+  void Submit(const std::string& key) {
+    const std::string body = R"({"gpus": 1, "name": ")" + key + R"(", "hold_gpus": "1d"})";
+    while (!stop_) {
+      std::string at;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        at = address_;
+      }
+      httplib::Client c(at);
+      c.set_bearer_token_auth(token_);
+      c.set_connection_timeout(0, 200000);
+      auto r = c.Post("/v1/jobs", {{"Idempotency-Key", key}}, body, "application/json");
+      if (r && (r->status == 201 || r->status == 200)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        acknowledged_.insert(key);
+        return;
+      }
+      if (r && r->status < 500) {
+        refused_++;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  std::mutex mu_;
+  std::string address_;
+  const std::string token_;
+  std::set<std::string> acknowledged_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> refused_{0};
+  std::vector<std::thread> clients_;
+};
+
+}  // namespace gantry::testing
