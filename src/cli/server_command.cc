@@ -138,8 +138,6 @@ Status InjectFakeFault(FakeGpuProvider& fake, const std::vector<Node>& nodes, co
   return Status::Ok();
 }
 
-// The server's address for links in notifications: --public-url, else --listen (this
-// host's name for a wildcard address); empty for port 0 (not known yet).
 // This server's name in the leader row: the host and a random id kept in the data
 // directory, so a restart after a crash takes its own row back at once.
 std::string LeaderName(const std::string& data_dir) {
@@ -154,6 +152,8 @@ std::string LeaderName(const std::string& data_dir) {
   return Hostname() + ":" + id;
 }
 
+// The server's address for links in notifications: --public-url, else --listen (this
+// host's name for a wildcard address); empty for port 0 (not known yet).
 std::string PublicUrl(const ServerOptions& o, const std::string& host, int port) {
   std::string url = o.public_url;
   if (url.empty() && port != 0) {

@@ -3,23 +3,14 @@
 #include "server/leader_lease.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <pqxx/pqxx>
-#include <random>
-
-#include "core/host.h"
 
 namespace gantry {
 
 namespace {
 
 std::string FirstLine(const std::string& what) { return what.substr(0, what.find('\n')); }
-
-std::string MakeHolderName() {
-  std::random_device rd;
-  return fmt::format("{}:{}:{:08x}", Hostname(), getpid(), rd());
-}
 
 }  // namespace
 
@@ -33,9 +24,10 @@ LeaderLease::~LeaderLease() = default;
 Expected<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& db_url, std::string me, std::string url,
                                                          DurationMs lease) {
   if (lease < 1000) return Status::Invalid("--leader-lease", "must be at least 1s");
+  if (me.empty()) return Status::Invalid("leader", "a server needs a name in the leader row");
   std::unique_ptr<LeaderLease> l(new LeaderLease());
   l->db_url_ = db_url;
-  l->me_ = me.empty() ? MakeHolderName() : std::move(me);
+  l->me_ = std::move(me);
   l->url_ = std::move(url);
   l->lease_ms_ = lease;
   try {

@@ -35,8 +35,8 @@ class LeaderLease {
                                                      DurationMs lease);
   ~LeaderLease();
 
-  // One attempt: takes the row if no one holds it or its lease expired (a new term), renews
-  // it if this server holds it, else reports who leads.
+  // One attempt: takes the row with a new term if its lease expired or its holder is this
+  // server's earlier process, renews it if this process holds it, else reports who leads.
   Expected<LeaseView> Campaign();
   // Extends this server's term. False: another server took the row (this one is deposed).
   Expected<bool> Renew();

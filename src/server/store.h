@@ -1,6 +1,6 @@
-// The controller's durable store: a narrow interface, so SQLite (the embedded default)
-// and PostgreSQL (shared by several controllers) are interchangeable. The controller hands it one batch
-// per group commit; Commit returns only when the batch is durable.
+// The controller's durable store: a narrow interface, so SQLite (the embedded default) and
+// PostgreSQL (shared by several controllers) are interchangeable. The controller hands it
+// one batch per group commit; Commit returns only when the batch is durable.
 #pragma once
 
 #include <algorithm>
