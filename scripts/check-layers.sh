@@ -11,10 +11,11 @@ declare -A allowed=(
   [billing]="core"
   [sim]="core sched"
   [protocol]="core"
-  [agent]="core protocol"
+  [net]="core"
+  [agent]="core protocol net"
   [server]="core sched billing protocol"
-  [client]="core protocol billing"
-  [cli]="core sched billing sim protocol agent server client"
+  [client]="core protocol billing net"
+  [cli]="core sched billing sim protocol net agent server client"
 )
 
 status=0

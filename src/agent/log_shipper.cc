@@ -71,4 +71,9 @@ void LogShipper::Acknowledge(const nlohmann::json& entries) {
   }
 }
 
+void LogShipper::Rewind() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, run] : runs_) run.sent.clear();
+}
+
 }  // namespace gantry

@@ -33,6 +33,10 @@ class LogShipper {
   std::set<std::pair<std::string, int>> Behind();
   // The server took a report with these entries.
   void Acknowledge(const nlohmann::json& entries);
+  // Every run's output is shipped again from the start: the agent registered with a server
+  // that may not have it (another controller took over, with its own log directory). The
+  // server skips what it has.
+  void Rewind();
 
  private:
   struct Run {

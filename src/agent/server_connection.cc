@@ -2,6 +2,7 @@
 #include "agent/server_connection.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <ostream>
@@ -14,6 +15,10 @@
 namespace gantry {
 
 namespace {
+
+// Each request tries every server once (following what standbys say); the loops wait and
+// try again themselves.
+constexpr std::chrono::milliseconds kOneRound{0};
 
 void Configure(httplib::Client& client, const ServerConnectionOptions& o) {
   client.set_bearer_token_auth(o.token);
@@ -37,18 +42,26 @@ nlohmann::json RegistrationToJson(const Registration& reg) {
 }
 
 ServerConnection::ServerConnection(ServerConnectionOptions options, std::ostream& err)
-    : options_(std::move(options)), err_(err), poller_(options_.server), reporter_(options_.server) {
-  Configure(poller_, options_);
-  Configure(reporter_, options_);
-  poller_.set_read_timeout(options_.poll_wait_s + 10);
-}
+    : options_(std::move(options)),
+      err_(err),
+      poller_(options_.servers,
+              [this](httplib::Client& c) {
+                Configure(c, options_);
+                c.set_read_timeout(options_.poll_wait_s + 10);
+              }),
+      reporter_(options_.servers, [this](httplib::Client& c) { Configure(c, options_); }) {}
 
 bool ServerConnection::Register(const Registration& registration) {
   std::string body = RegistrationToJson(registration).dump(-1, ' ', false, kReplaceBadUtf8);
   for (int attempt = 0; !stop_; ++attempt) {
-    auto r = poller_.Post("/v1/agent/register", body, "application/json");
+    auto r = poller_.Send([&](httplib::Client& c) { return c.Post("/v1/agent/register", body, "application/json"); },
+                          true, kOneRound);
     if (r && r->status == 200) {
       nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
+      if (!session_.empty()) {  // the first registration is the caller's to report
+        err_ << "gantry agent: registered again, with " << poller_.current() << " (a restart or a take-over); "
+             << registration.runs.size() << " run(s) still here reported for adoption" << std::endl;
+      }
       session_ = answer.value("session", "");
       acked_ = answer.value("ack", uint64_t{0});
       return true;
@@ -57,7 +70,10 @@ bool ServerConnection::Register(const Registration& registration) {
       err_ << "gantry agent: registration refused: " << r->status << " " << r->body << "\n";
       return false;
     }
-    if (attempt % 10 == 0) err_ << "gantry agent: server " << options_.server << " not reachable yet; retrying\n";
+    if (attempt % 10 == 0) {
+      err_ << "gantry agent: " << (r ? "no server leads yet" : "no server reachable") << " at "
+           << fmt::format("{}", fmt::join(poller_.urls(), ", ")) << "; retrying\n";
+    }
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return false;
@@ -66,14 +82,16 @@ bool ServerConnection::Register(const Registration& registration) {
 void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
                                   const std::function<Registration()>& registration) {
   while (!stop_) {
-    auto r = poller_.Get(fmt::format("/v1/agent/orders?node={}&session={}&ack={}&wait={}", options_.node_id, session_,
-                                     acked_, options_.poll_wait_s));
-    if (!r) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+    const std::string path = fmt::format("/v1/agent/orders?node={}&session={}&ack={}&wait={}", options_.node_id,
+                                         session_, acked_, options_.poll_wait_s);
+    auto r = poller_.Send([&](httplib::Client& c) { return c.Get(path); }, true, kOneRound);
+    if (r && (r->status == 404 || r->status == 409)) {  // a restarted or new leader: register again
+      Register(registration());
       continue;
     }
-    if (r->status == 404 || r->status == 409) {  // the server restarted (or forgot us): register again
-      Register(registration());
+    if (!r || r->status != 200) {  // no leader reachable yet, or a refusal: not a busy loop
+      if (r && r->status != 503) err_ << "gantry agent: orders refused: " << r->status << " " << r->body << "\n";
+      std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
     nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
@@ -111,7 +129,9 @@ void ServerConnection::SendReports(ReportOutbox& outbox, LogShipper& logs) {
     });
     nlohmann::json body = AgentReportToJson(report);
     body["logs"] = std::move(shipped);
-    auto r = reporter_.Post("/v1/agent/report", body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
+    const std::string text = body.dump(-1, ' ', false, kReplaceBadUtf8);
+    auto r = reporter_.Send([&](httplib::Client& c) { return c.Post("/v1/agent/report", text, "application/json"); },
+                            true, kOneRound);
     if (r && r->status == 200) {
       logs.Acknowledge(body["logs"]);
       if (!held.events.empty()) outbox.Return(std::move(held));

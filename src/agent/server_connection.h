@@ -1,10 +1,10 @@
 // A remote agent's side of the node protocol over HTTP: it registers the node, long-polls
 // the server for orders and hands them to the job runner (a NodeLink), and sends what the
 // outbox holds as reports, with the job logs the shipper has ready. Works behind NAT and
-// firewalls: the agent always calls the server, never the other way.
+// firewalls: the agent always calls the server, never the other way. Given several servers
+// (a leader and standbys), it follows the leader: after a take-over it registers with the
+// new one, its running jobs are adopted, and its reports and logs go there.
 #pragma once
-
-#include <httplib.h>
 
 #include <atomic>
 #include <functional>
@@ -13,14 +13,15 @@
 
 #include "agent/log_shipper.h"
 #include "agent/report_outbox.h"
+#include "net/leader_follower.h"
 #include "protocol/node_link.h"
 #include "protocol/report_wire.h"
 
 namespace gantry {
 
 struct ServerConnectionOptions {
-  std::string server = "http://127.0.0.1:8080";
-  std::string token;    // the node's agent token
+  std::vector<std::string> servers = {"http://127.0.0.1:8080"};  // ParseServerList's
+  std::string token;                                             // the node's agent token
   std::string ca_cert;  // PEM CA for an https:// server (else the system's CAs)
   std::string node_id;
   int poll_wait_s = 20;    // longest wait of one long poll
@@ -37,18 +38,20 @@ class ServerConnection {
   bool Register(const Registration& registration);
   // Until Stop: takes orders and hands them to `node`; an order that cannot be read is
   // reported to `reports` as a failed start. A server that no longer knows this node (it
-  // restarted) gets `registration()` again.
+  // restarted, or another took over) gets `registration()` again.
   void PollOrders(NodeLink& node, NodeReports& reports, const std::function<Registration()>& registration);
   // Until Stop: sends the outbox's reports with the logs ready to ship; what the server did
   // not take goes back to the outbox.
   void SendReports(ReportOutbox& outbox, LogShipper& logs);
   void Stop() { stop_ = true; }
+  // The server it last talked to (the leader, once registered).
+  const std::string& server() const { return poller_.current(); }
 
  private:
   ServerConnectionOptions options_;
   std::ostream& err_;
-  httplib::Client poller_;
-  httplib::Client reporter_;
+  LeaderFollower poller_;
+  LeaderFollower reporter_;
   std::atomic<bool> stop_{false};
   std::string session_;  // the poller's, from the latest registration
   uint64_t acked_ = 0;   // the last order taken

@@ -73,6 +73,11 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry agent: a token is required (--token or --token-file; `gantry token --role agent` makes one)\n";
     return 2;
   }
+  auto servers = ParseServerList(o.server, "--server");
+  if (!servers) {
+    err << "gantry agent: " << servers.status().ToString() << "\n";
+    return 2;
+  }
   auto config = LoadConfigDir(o.config_dir);
   if (!config) {
     err << "gantry agent: config: " << config.status().ToString() << "\n";
@@ -123,9 +128,9 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     if (gpus->fake) reg.labels["gantry.io/fake"] = "true";
     return reg;
   };
-  ServerConnection server({o.server, token, o.ca_cert, node_id, o.poll_wait_s, o.heartbeat_s}, err);
+  ServerConnection server({*servers, token, o.ca_cert, node_id, o.poll_wait_s, o.heartbeat_s}, err);
   if (!server.Register(registration(recovered))) return 1;
-  out << fmt::format("gantry agent: node {} registered with {} ({} GPU(s) from {})", node_id, o.server,
+  out << fmt::format("gantry agent: node {} registered with {} ({} GPU(s) from {})", node_id, server.server(),
                      gpus->inventory.gpus.size(), gpus->provider->name())
       << std::endl;
   runner.Serve();
@@ -135,7 +140,14 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   GpuMonitor monitor(*gpus->provider, *rules, where, outbox, [&](int pid) { return runner.JobOfPid(pid); });
   monitor.Start();
   std::thread sender([&] { server.SendReports(outbox, logs); });
-  std::thread poller([&] { server.PollOrders(runner, outbox, [&] { return registration(runner.ActiveRuns()); }); });
+  // A registration after the first may be with another server (a take-over): it gets the
+  // running jobs' output again from the start, and skips what it has.
+  std::thread poller([&] {
+    server.PollOrders(runner, outbox, [&] {
+      logs.Rewind();
+      return registration(runner.ActiveRuns());
+    });
+  });
   int sig = 0;
   sigwait(&stop_signals, &sig);
   // The jobs keep running: a restarted agent adopts them.

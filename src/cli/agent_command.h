@@ -13,7 +13,7 @@
 namespace gantry {
 
 struct AgentOptions {
-  std::string server = "http://127.0.0.1:8080";
+  std::string server = "http://127.0.0.1:8080";  // or several, comma-separated: it follows the leader
   std::string token;
   std::string token_file;
   std::string node_id;     // default: the host name

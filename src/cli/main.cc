@@ -158,7 +158,10 @@ int main(int argc, char** argv) {
 
   gantry::AgentOptions agent;
   CLI::App* agent_cmd = app.add_subcommand("agent", "Run the node agent: register this node's GPUs, run its jobs");
-  agent_cmd->add_option("--server", agent.server, "The server's address")->default_str(agent.server);
+  agent_cmd
+      ->add_option("--server", agent.server,
+                   "The server's address; several, comma-separated, for a leader and its standbys")
+      ->default_str(agent.server);
   agent_cmd->add_option("--token", agent.token, "An agent token (gantry token --role agent)");
   agent_cmd->add_option("--token-file", agent.token_file, "File holding the token");
   agent_cmd->add_option("--node-id", agent.node_id, "Node name (default: the host name)");

@@ -321,6 +321,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     keeper.emplace(*lease, err);
     (*store)->SetFencingTerm(lease->term());
     copts->public_url = PublicUrl(o, host, port);  // the standby may have picked the port
+    copts->leader_term = lease->term();
+    copts->leader_takeovers = lease->takeovers();
     out << "leader: term " << lease->term() << std::endl;
   }
   UserDirectory users;

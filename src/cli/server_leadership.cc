@@ -9,6 +9,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "server/metrics.h"
+
 namespace gantry {
 
 namespace {
@@ -36,6 +38,16 @@ class StandbyResponder {
       res.set_header("Retry-After", "1");
       res.set_content(nlohmann::json{{"error", e}}.dump(), "application/json");
     };
+    // Prometheus scrapes every server: a standby says it stands by (no token: nothing here
+    // is any team's).
+    server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      MetricsWriter w;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        WriteLeadershipMetrics(w, false, term_, takeovers_);
+      }
+      res.set_content(std::move(w).str(), "text/plain; version=0.0.4");
+    });
     const std::string any = R"(.*)";
     server_->Get(any, answer);
     server_->Post(any, answer);
@@ -54,9 +66,11 @@ class StandbyResponder {
     thread_ = std::thread([this] { server_->listen_after_bind(); });
     return bound;
   }
-  void SetLeader(const std::string& url) {
+  void SetLeader(const std::string& url, int64_t term, int64_t takeovers) {
     std::lock_guard<std::mutex> lock(mu_);
     leader_ = url;
+    term_ = term;
+    takeovers_ = takeovers;
   }
 
  private:
@@ -64,6 +78,8 @@ class StandbyResponder {
   std::thread thread_;
   std::mutex mu_;
   std::string leader_;
+  int64_t term_ = 0;
+  int64_t takeovers_ = 0;
 };
 
 }  // namespace
@@ -95,7 +111,11 @@ Expected<std::unique_ptr<LeaderLease>> AwaitLeadership(const StandbyOptions& o, 
       (*lease)->SetUrl(o.my_url.empty() || o.port == 0 ? mine : o.my_url).ok();
       out << "standby on " << mine << ": answering 503 with the leader's URL until it leads" << std::endl;
     }
-    responder->SetLeader(leader);
+    if (view) {
+      responder->SetLeader(leader, view->term, view->takeovers);
+    } else {
+      responder->SetLeader(leader, 0, 0);
+    }
     if (leader != last_leader) {
       out << "standby: "
           << (view ? "leader is " + (leader.empty() ? std::string("(none yet)") : leader) : view.status().ToString())
@@ -110,30 +130,47 @@ Expected<std::unique_ptr<LeaderLease>> AwaitLeadership(const StandbyOptions& o, 
   }
 }
 
-LeaseKeeper::LeaseKeeper(LeaderLease& lease, std::ostream& err) : lease_(lease), err_(err) {
-  thread_ = std::thread([this] {
-    using Clock = std::chrono::steady_clock;
-    auto last_ok = Clock::now();
-    const auto every = std::chrono::milliseconds(lease_.lease() / 4);
-    const auto lease_time = std::chrono::milliseconds(lease_.lease());
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        if (wake_.wait_for(lock, every, [this] { return stop_; })) return;
-      }
+LeaseKeeper::LeaseKeeper(LeaderLease& lease, std::ostream& err)
+    : lease_(lease), err_(err), last_renewed_(Clock::now().time_since_epoch().count()) {
+  const auto every = std::chrono::milliseconds(lease_.lease() / 4);
+  renewer_ = std::thread([this, every] {
+    while (!Sleep(every)) {
+      // Counted from when the renewal was sent: the database's expiry is no earlier.
+      const auto sent = Clock::now();
       auto renewed = lease_.Renew();
       if (renewed && *renewed) {
-        last_ok = Clock::now();
-        continue;
-      }
-      if (renewed || Clock::now() - last_ok >= lease_time) {
-        err_ << "gantry server: lost the leadership (term " << lease_.term()
-             << "): " << (renewed ? "another server took over" : renewed.status().ToString() + " for a whole lease")
-             << "; exiting" << std::endl;
-        _exit(3);
+        last_renewed_ = sent.time_since_epoch().count();
+      } else if (renewed) {
+        StepDown("another server took over");
+      } else {
+        std::lock_guard<std::mutex> lock(mu_);
+        last_error_ = renewed.status().ToString();
       }
     }
   });
+  // Apart from the renewals, which may hang on a cut-off connection as long as TCP lets them.
+  watchdog_ = std::thread([this, every] {
+    const auto lease_time = std::chrono::milliseconds(lease_.lease());
+    while (!Sleep(every / 2)) {
+      if (Clock::now() - Clock::time_point(Clock::duration(last_renewed_.load())) < lease_time) continue;
+      std::string why;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        why = last_error_.empty() ? "the store did not answer" : last_error_;
+      }
+      StepDown("no renewal for a whole lease (" + why + ")");
+    }
+  });
+}
+
+bool LeaseKeeper::Sleep(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return wake_.wait_for(lock, d, [this] { return stop_; });
+}
+
+void LeaseKeeper::StepDown(const std::string& why) {
+  err_ << "gantry server: lost the leadership (term " << lease_.term() << "): " << why << "; exiting" << std::endl;
+  _exit(3);
 }
 
 LeaseKeeper::~LeaseKeeper() {
@@ -142,7 +179,8 @@ LeaseKeeper::~LeaseKeeper() {
     stop_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (watchdog_.joinable()) watchdog_.join();
+  if (renewer_.joinable()) renewer_.join();
 }
 
 }  // namespace gantry

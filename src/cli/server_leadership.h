@@ -6,6 +6,8 @@
 
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -34,7 +36,9 @@ Expected<std::unique_ptr<LeaderLease>> AwaitLeadership(const StandbyOptions& o, 
 
 // Renews the lease every lease/4. When another server holds the term, or no renewal has
 // succeeded for a whole lease (this server may be cut off), it logs and ends the process
-// with exit code 3: the new leader owns the store, and memory here may be stale.
+// with exit code 3: the new leader owns the store, and memory here may be stale. A
+// watchdog apart from the renewals keeps that promise when a renewal hangs (a connection
+// to PostgreSQL cut off without a reset waits as long as TCP lets it).
 class LeaseKeeper {
  public:
   LeaseKeeper(LeaderLease& lease, std::ostream& err);
@@ -43,12 +47,20 @@ class LeaseKeeper {
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  // Waits `d`; true once the keeper is stopping.
+  bool Sleep(std::chrono::milliseconds d);
+  [[noreturn]] void StepDown(const std::string& why);
+
   LeaderLease& lease_;
   std::ostream& err_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
-  std::thread thread_;
+  std::string last_error_;                // the last failed renewal's
+  std::atomic<Clock::rep> last_renewed_;  // when the last good renewal was sent
+  std::thread renewer_;
+  std::thread watchdog_;
 };
 
 }  // namespace gantry

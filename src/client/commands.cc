@@ -40,7 +40,9 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   cmds->run = [chosen] { return *chosen ? (*chosen)() : -1; };
 
   auto common = [&, cfg, output](CLI::App* c) {
-    c->add_option("--server", cfg->server, "Server address (or GANTRY_SERVER, ~/.config/gantry/config.yaml)");
+    c->add_option(
+        "--server", cfg->server,
+        "Server address; several, comma-separated, follow the leader (or GANTRY_SERVER, ~/.config/gantry/config.yaml)");
     c->add_option("--token", cfg->token, "Bearer token (or GANTRY_TOKEN)");
     c->add_option("--token-file", cfg->token_file, "File holding the token (or GANTRY_TOKEN_FILE)");
     c->add_option("-o,--output", *output, "text or json")->check(CLI::IsMember({"text", "json"}));

@@ -2,6 +2,7 @@
 #include "client/http_client.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,6 +14,7 @@
 
 #include "core/config_dir.h"
 #include "core/yaml_util.h"
+#include "net/leader_follower.h"
 
 namespace gantry {
 
@@ -105,18 +107,23 @@ Status ResolveClientConfig(ClientConfig& c) {
   pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
   c.profiles = ExpandHome(c.profiles);
   c.ca_cert = ExpandHome(c.ca_cert);
-  if (c.server.find("://") == std::string::npos) c.server = "http://" + c.server;
+  auto servers = ParseServerList(c.server, "server");
+  if (!servers) return servers.status();
+  c.server = fmt::format("{}", fmt::join(*servers, ","));
   return Status::Ok();
 }
 
-ApiClient::ApiClient(const ClientConfig& config)
-    : http_(std::make_unique<httplib::Client>(config.server)), server_(config.server) {
-  http_->set_keep_alive(true);
-  http_->set_tcp_nodelay(true);
-  http_->set_connection_timeout(5);
-  http_->set_read_timeout(60);
-  if (!config.token.empty()) http_->set_bearer_token_auth(config.token);
-  if (!config.ca_cert.empty()) http_->set_ca_cert_path(config.ca_cert.c_str());
+ApiClient::ApiClient(const ClientConfig& config) : server_(config.server) {
+  auto urls = ParseServerList(config.server, "server");
+  if (!urls) bad_server_ = urls.status().ToString();
+  servers_ = std::make_unique<LeaderFollower>(urls ? *urls : std::vector<std::string>{}, [config](httplib::Client& c) {
+    c.set_keep_alive(true);
+    c.set_tcp_nodelay(true);
+    c.set_connection_timeout(5);
+    c.set_read_timeout(60);
+    if (!config.token.empty()) c.set_bearer_token_auth(config.token);
+    if (!config.ca_cert.empty()) c.set_ca_cert_path(config.ca_cert.c_str());
+  });
 }
 
 ApiClient::~ApiClient() = default;
@@ -125,9 +132,12 @@ namespace {
 
 Expected<HttpAnswer> ToAnswer(const httplib::Result& r, const std::string& server) {
   if (!r) {
-    return Status::Invalid("server", fmt::format("cannot reach {}: {} (is `gantry server` running? set --server "
-                                                 "or GANTRY_SERVER)",
-                                                 server, Unreachable(r.error())));
+    const bool several = server.find(',') != std::string::npos;
+    return Status::Invalid("server",
+                           fmt::format("cannot reach {}{}: {}{} (is `gantry server` running? set --server "
+                                       "or GANTRY_SERVER)",
+                                       several ? "any of " : "", server, Unreachable(r.error()),
+                                       MayHaveArrived(r.error()) ? "; the request may have been applied" : ""));
   }
   HttpAnswer a;
   a.status = r->status;
@@ -141,20 +151,32 @@ Expected<HttpAnswer> ToAnswer(const httplib::Result& r, const std::string& serve
 
 }  // namespace
 
-Expected<HttpAnswer> ApiClient::Get(const std::string& path) { return ToAnswer(http_->Get(path), server_); }
+Expected<HttpAnswer> ApiClient::Send(const std::function<httplib::Result(httplib::Client&)>& request, bool resend) {
+  if (!bad_server_.empty()) return Status::Invalid("server", bad_server_);
+  return ToAnswer(servers_->Send(request, resend, std::chrono::seconds(kFailoverWaitS)), server_);
+}
+
+// Reads are sent again after a broken connection; a write only under an Idempotency-Key,
+// which makes the server apply it once however often it arrives.
+Expected<HttpAnswer> ApiClient::Get(const std::string& path) {
+  return Send([&](httplib::Client& c) { return c.Get(path); }, true);
+}
 
 Expected<HttpAnswer> ApiClient::Post(const std::string& path, const std::string& body, const std::string& content_type,
                                      const std::map<std::string, std::string>& headers) {
   httplib::Headers h(headers.begin(), headers.end());
-  return ToAnswer(http_->Post(path, h, body, content_type), server_);
+  return Send([&](httplib::Client& c) { return c.Post(path, h, body, content_type); },
+              headers.count("Idempotency-Key") > 0);
 }
 
 Expected<HttpAnswer> ApiClient::Patch(const std::string& path, const std::string& body,
                                       const std::string& content_type) {
-  return ToAnswer(http_->Patch(path, body, content_type), server_);
+  return Send([&](httplib::Client& c) { return c.Patch(path, body, content_type); }, false);
 }
 
-Expected<HttpAnswer> ApiClient::Delete(const std::string& path) { return ToAnswer(http_->Delete(path), server_); }
+Expected<HttpAnswer> ApiClient::Delete(const std::string& path) {
+  return Send([&](httplib::Client& c) { return c.Delete(path); }, false);
+}
 
 std::string DescribeError(const HttpAnswer& a) {
   if (a.body.is_object() && a.body.contains("error")) {

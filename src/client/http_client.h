@@ -1,8 +1,11 @@
 // The CLI's connection to a server: address and token from flags, the environment
 // (GANTRY_SERVER, GANTRY_TOKEN, GANTRY_TOKEN_FILE) or ~/.config/gantry/config.yaml, and
-// JSON requests that turn server errors into messages naming the field.
+// JSON requests that turn server errors into messages naming the field. With several
+// servers (a leader and standbys on one PostgreSQL store), requests follow the leader and
+// wait out a take-over.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,12 +15,16 @@
 
 namespace httplib {
 class Client;
+class Result;
+}  // namespace httplib
+namespace gantry {
+class LeaderFollower;
 }
 
 namespace gantry {
 
 struct ClientConfig {
-  std::string server;  // http://host:port
+  std::string server;  // http://host:port, or several, comma-separated: the one that leads is used
   std::string token;
   std::string token_file;
   std::string profiles;  // job profiles YAML
@@ -37,6 +44,10 @@ struct HttpAnswer {
 
 class ApiClient {
  public:
+  // How long a request waits for a leader while servers stand by or do not answer (only
+  // with several servers, or once a standby answered): a take-over's bound and more.
+  static constexpr int kFailoverWaitS = 30;
+
   explicit ApiClient(const ClientConfig& config);
   ~ApiClient();
 
@@ -47,8 +58,11 @@ class ApiClient {
   Expected<HttpAnswer> Delete(const std::string& path);
 
  private:
-  std::unique_ptr<httplib::Client> http_;
-  std::string server_;
+  Expected<HttpAnswer> Send(const std::function<httplib::Result(httplib::Client&)>& request, bool resend);
+
+  std::unique_ptr<LeaderFollower> servers_;
+  std::string server_;      // as the user gave it, for messages
+  std::string bad_server_;  // why --server could not be read, reported on the first request
 };
 
 // "error (400): gpus: must be >= 1" from an error answer.

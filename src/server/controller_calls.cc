@@ -168,6 +168,7 @@ std::string Controller::Metrics() {
     w.Sample("gantry_mails_total", {{"outcome", "failed"}}, static_cast<double>(notifier_.mails_failed()));
     w.Write("gantry_scheduling_cycle_seconds", "Time of one scheduling cycle", cycle_seconds_);
     state_.WriteLatencyMetrics(w);
+    WriteLeadershipMetrics(w, true, options_.leader_term, options_.leader_takeovers);
     return 0;
   });
   std::lock_guard<std::mutex> lock(commit_metrics_mu_);

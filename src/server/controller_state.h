@@ -111,6 +111,10 @@ struct ControllerOptions {
   std::string public_url;                       // links in job notifications: PUBLIC_URL/v1/jobs/ID
   std::string sendmail = "/usr/sbin/sendmail";  // mail to a job's mail_user; absent: no mail
   DurationMs history_interval_ms = 60000;       // a cluster sample for the dashboard's history (0: none)
+  // This server's leadership, for /metrics: its term on a shared PostgreSQL store (0 on
+  // SQLite, where it is the only server), and the take-overs so far, cluster-wide.
+  int64_t leader_term = 0;
+  int64_t leader_takeovers = 0;
 };
 
 // Where a new job sits in its array, and whether it goes straight into the queue (an

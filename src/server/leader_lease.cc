@@ -44,23 +44,31 @@ Expected<LeaseView> LeaderLease::Campaign() {
     if (!conn_->c.is_open()) conn_ = std::make_unique<Connection>(db_url_);
     pqxx::work tx(conn_->c);
     // The row exists from the migration; lock it, so two standbys never both take it.
-    pqxx::row r = tx.exec1("SELECT term, holder, url, expires_at > now() FROM leader WHERE id = 1 FOR UPDATE");
-    LeaseView v{.term = r[0].as<int64_t>(), .leader_url = r[2].as<std::string>(), .live = r[3].as<bool>()};
+    pqxx::row r =
+        tx.exec1("SELECT term, holder, url, expires_at > now(), takeovers FROM leader WHERE id = 1 FOR UPDATE");
+    LeaseView v{.term = r[0].as<int64_t>(),
+                .leader_url = r[2].as<std::string>(),
+                .live = r[3].as<bool>(),
+                .takeovers = r[4].as<int64_t>()};
     const std::string holder = r[1].as<std::string>();
     const std::string lease = fmt::format("{} milliseconds", lease_ms_);
     if (holder == me_ && v.term == term_ && term_ > 0) {
       tx.exec_params("UPDATE leader SET expires_at = now() + $1::interval, url = $2 WHERE id = 1", lease, url_);
       v.mine = v.live = true;
     } else if (!v.live || holder == me_) {  // free, or this server's own earlier process
+      // From another server (not the first leader, not this server's own restart): a take-over.
       pqxx::row t = tx.exec_params1(
-          "UPDATE leader SET term = term + 1, holder = $1, url = $2, expires_at = now() + $3::interval "
-          "WHERE id = 1 RETURNING term",
+          "UPDATE leader SET term = term + 1, holder = $1, url = $2, expires_at = now() + $3::interval, "
+          "takeovers = takeovers + CASE WHEN holder IN ('', $1) THEN 0 ELSE 1 END WHERE id = 1 RETURNING term, "
+          "takeovers",
           me_, url_, lease);
       term_ = v.term = t[0].as<int64_t>();
+      v.takeovers = t[1].as<int64_t>();
       v.leader_url = url_;
       v.mine = v.live = true;
     }
     tx.commit();
+    takeovers_ = v.takeovers;
     return v;
   } catch (const std::exception& e) {
     return Status::Internal("leader election: " + FirstLine(e.what()));

@@ -22,6 +22,7 @@ struct LeaseView {
   int64_t term = 0;        // the row's term
   std::string leader_url;  // the leader's URL ("" before anyone led)
   bool live = false;       // the row's lease has not expired
+  int64_t takeovers = 0;   // times the row passed from one holder to another
 };
 
 class LeaderLease {
@@ -44,6 +45,7 @@ class LeaderLease {
   Status SetUrl(std::string url);
 
   int64_t term() const { return term_; }
+  int64_t takeovers() const { return takeovers_; }  // as the last campaign saw it
   DurationMs lease() const { return lease_ms_; }
 
  private:
@@ -53,6 +55,7 @@ class LeaderLease {
   std::string url_;
   DurationMs lease_ms_ = 0;
   int64_t term_ = 0;  // this server's term, 0 while it does not lead
+  int64_t takeovers_ = 0;
   std::mutex mu_;
   struct Connection;  // a pqxx::connection (libpqxx stays out of this header)
   std::unique_ptr<Connection> conn_;

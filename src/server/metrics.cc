@@ -88,4 +88,14 @@ void MetricsWriter::Write(const std::string& name, const std::string& help, cons
   Sample(name + "_count", labels, static_cast<double>(h.count()));
 }
 
+void WriteLeadershipMetrics(MetricsWriter& w, bool leader, int64_t term, int64_t takeovers) {
+  w.Family("gantry_leader", "gauge", "1 on the server that schedules and writes, 0 on a standby");
+  w.Sample("gantry_leader", {}, leader ? 1 : 0);
+  w.Family("gantry_leader_term", "gauge", "The leader's term on a shared PostgreSQL store (0 on SQLite)");
+  w.Sample("gantry_leader_term", {}, static_cast<double>(term));
+  w.Family("gantry_leader_takeovers_total", "counter",
+           "Times the leadership passed from one server to another (cluster-wide, from the store)");
+  w.Sample("gantry_leader_takeovers_total", {}, static_cast<double>(takeovers));
+}
+
 }  // namespace gantry

@@ -2,6 +2,7 @@
 // gauges and cumulative histograms with labels, rendered in the text format 0.0.4.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ class MetricsWriter {
  private:
   std::string out_;
 };
+
+// gantry_leader (1 on the server that schedules and writes, 0 on a standby),
+// gantry_leader_term and gantry_leader_takeovers_total: the same families on a leader and a
+// standby, so one alert rule covers both.
+void WriteLeadershipMetrics(MetricsWriter& w, bool leader, int64_t term, int64_t takeovers);
 
 // Escapes a label value (backslash, quote, newline).
 std::string EscapeLabel(const std::string& v);

@@ -62,6 +62,10 @@ const char* const kMigrations[] = {
       END IF;
     END $fence$;
     )sql",
+    // How often the leadership passed from one server to another (gantry_leader_takeovers_total).
+    R"sql(
+    ALTER TABLE leader ADD COLUMN takeovers BIGINT NOT NULL DEFAULT 0;
+    )sql",
 };
 
 // Any number that fits: the advisory lock that serialises migrations across servers.

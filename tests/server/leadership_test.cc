@@ -17,7 +17,7 @@
 #include "scratch_postgres.h"
 #include "server/leader_lease.h"
 #include "server/store.h"
-#include "server_process.h"
+#include "server_pair.h"
 #include "submit_storm.h"
 
 namespace gantry::testing {
@@ -113,55 +113,13 @@ TEST(LeaderLease, AServerRestartedAfterACrashTakesItsRowBackAtOnce) {
   EXPECT_FALSE((*other)->Campaign()->mine);
 }
 
-// The address a standby answers on, from its log ("standby on URL: ...").
-std::string StandbyAddress(const ServerProcess& s, int seconds = 10) {
-  const std::string marker = "standby on ";
-  for (int i = 0; i < seconds * 20; ++i) {
-    std::ifstream in(s.dir() + "/server.log");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string all = text.str();
-    size_t at = all.find(marker);
-    size_t end = at == std::string::npos ? at : all.find(": ", at);  // "standby on URL: answering ..."
-    if (end != std::string::npos) return all.substr(at + marker.size(), end - at - marker.size());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "";
-}
-
-httplib::Result SubmitTo(const std::string& address, const std::string& key) {
-  httplib::Client c(address);
-  c.set_bearer_token_auth(kAliceToken);
-  c.set_connection_timeout(2);
-  c.set_read_timeout(5);
-  return c.Post("/v1/jobs", {{"Idempotency-Key", key}}, R"({"gpus": 1, "hold_gpus": "1h", "name": ")" + key + R"("})",
-                "application/json");
-}
-
-std::set<std::string> JobNames(const std::string& address) {
+// A server's /metrics (a standby's needs no token; the leader's is an admin's).
+std::string Metrics(const std::string& address) {
   httplib::Client c(address);
   c.set_bearer_token_auth(kRootToken);
-  auto r = c.Get("/v1/jobs?limit=10000");
-  std::set<std::string> names;
-  if (!r || r->status != 200) return names;
-  nlohmann::json jobs = nlohmann::json::parse(r->body);
-  for (const auto& j : jobs["jobs"]) names.insert(j["name"].get<std::string>());
-  return names;
+  auto r = c.Get("/metrics");
+  return r ? r->body : "";
 }
-
-// Two cluster servers (no agents: the jobs stay pending) on one store, with a 2 s lease.
-struct Pair {
-  ScratchPostgres pg;
-  ServerProcess a, b;
-  explicit Pair(const std::string& name) : a(Fresh(name + "-a"), ""), b(Fresh(name + "-b"), "") {
-    for (ServerProcess* s : {&a, &b}) s->AddArgs({"--db", pg.url(), "--leader-lease", "2"});
-  }
-  static std::string Fresh(const std::string& name) {
-    std::string dir = TempPath(name);
-    std::filesystem::remove_all(dir);
-    return dir;
-  }
-};
 
 TEST(HighAvailability, AStandbyRefusesWithTheLeadersUrlAndTakesOverAfterAKillNine) {
   Pair p("ha-kill");
@@ -174,6 +132,10 @@ TEST(HighAvailability, AStandbyRefusesWithTheLeadersUrlAndTakesOverAfterAKillNin
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 503);
   EXPECT_NE(refused->body.find("not the leader, leader is " + p.a.address()), std::string::npos) << refused->body;
+  const std::string standing_by = Metrics(standby);
+  EXPECT_NE(standing_by.find("\ngantry_leader 0\n"), std::string::npos) << standing_by;
+  EXPECT_NE(standing_by.find("\ngantry_leader_term 1\n"), std::string::npos) << standing_by;
+  EXPECT_NE(Metrics(p.a.address()).find("\ngantry_leader 1\n"), std::string::npos);
 
   std::set<std::string> acknowledged;
   for (int i = 0; i < 20; ++i) {
@@ -190,6 +152,10 @@ TEST(HighAvailability, AStandbyRefusesWithTheLeadersUrlAndTakesOverAfterAKillNin
   std::printf("take-over after kill -9: %.2f s (lease 2 s)\n", takeover_s);
   EXPECT_LT(takeover_s, 6.0);
   EXPECT_EQ(p.b.address(), standby) << "the new leader serves where it stood by";
+  std::string after = Metrics(p.b.address());
+  EXPECT_NE(after.find("\ngantry_leader 1\n"), std::string::npos) << after;
+  EXPECT_NE(after.find("\ngantry_leader_term 2\n"), std::string::npos) << after;
+  EXPECT_NE(after.find("\ngantry_leader_takeovers_total 1\n"), std::string::npos) << after;
   EXPECT_EQ(JobNames(p.b.address()), acknowledged);
   // A client that retries a submit it never saw answered, with the same key, gets the same job.
   auto again = SubmitTo(p.b.address(), "job-7");
@@ -229,8 +195,9 @@ TEST(HighAvailability, KillingTheLeaderFiveTimesDuringASubmitStormLosesAndDouble
   p.a.Start();
   p.b.Launch();
   ASSERT_FALSE(StandbyAddress(p.b).empty());
-  // A storm, not a flood: 10 ms between jobs keeps each recovery quick.
-  SubmitStorm storm(3, p.a.address(), kAliceToken, std::chrono::milliseconds(10));
+  // A storm, not a flood: 10 ms between jobs keeps each recovery quick. The clients are
+  // given both addresses and find the leader themselves.
+  SubmitStorm storm(3, p.urls(), kAliceToken, std::chrono::milliseconds(10));
   ServerProcess* current = &p.a;
   ServerProcess* standby = &p.b;
   std::vector<double> takeovers;
@@ -241,7 +208,6 @@ TEST(HighAvailability, KillingTheLeaderFiveTimesDuringASubmitStormLosesAndDouble
     standby->WaitReady(15);
     ASSERT_FALSE(standby->address().empty()) << "no take-over after kill " << kill;
     takeovers.push_back(std::chrono::duration<double>(Clock::now() - killed).count());
-    storm.SetAddress(standby->address());
     current->Launch();  // back as the standby
     std::swap(current, standby);
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // it stands by before the next kill

@@ -45,7 +45,9 @@ class ServerProcess {
  public:
   // `dir` holds config/, data/ and the server's log; the same dir restarts the same server.
   // Standalone with `fake_gpus`, or with the GPUs it detects for "detect"; with an empty
-  // `fake_gpus`, a cluster server that waits for agents (nodes lost after 1.5 s of silence).
+  // `fake_gpus`, a cluster server that waits for agents (nodes lost after 1.5 s of silence,
+  // unless AddArgs gives --node-timeout; --db and --listen there replace its own SQLite
+  // file and port 0).
   explicit ServerProcess(std::string dir, std::string fake_gpus = "1x4xA100-80GB,1x2xT4")
       : dir_(std::move(dir)), fake_gpus_(std::move(fake_gpus)) {
     std::filesystem::create_directories(dir_ + "/config");
@@ -102,13 +104,16 @@ class ServerProcess {
     if (pid_ == 0) {
       std::string log = dir_ + "/server.log";
       if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
-      std::vector<std::string> args = {GANTRY_BINARY,    "server",   "--data-dir",  dir_ + "/data", "--config",
-                                       dir_ + "/config", "--listen", "127.0.0.1:0", "--ready-file", ready};
+      std::vector<std::string> args = {GANTRY_BINARY, "server",         "--data-dir",   dir_ + "/data",
+                                       "--config",    dir_ + "/config", "--ready-file", ready};
       args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-      const bool own_db = std::find(extra_args_.begin(), extra_args_.end(), "--db") != extra_args_.end();
+      auto given = [&](const char* flag) {
+        return std::find(extra_args_.begin(), extra_args_.end(), flag) != extra_args_.end();
+      };
+      if (!given("--listen")) args.insert(args.end(), {"--listen", "127.0.0.1:0"});
       if (fake_gpus_.empty()) {
-        if (!own_db) args.insert(args.end(), {"--db", dir_ + "/cluster.db"});
-        args.insert(args.end(), {"--node-timeout", "1.5"});
+        if (!given("--db")) args.insert(args.end(), {"--db", dir_ + "/cluster.db"});
+        if (!given("--node-timeout")) args.insert(args.end(), {"--node-timeout", "1.5"});
       } else if (fake_gpus_ == "detect") {
         args.insert(args.end(), {"--standalone"});  // this machine's GPUs (NVML, nvidia-smi)
       } else {

@@ -1,6 +1,8 @@
 // Client threads that submit jobs as fast as they can (or with a pause between jobs), each
 // job under its own idempotency key, retried with the same key until a server acknowledges
-// it: the server may be down, restarting, or changing hands. For the kill -9 tests.
+// it: the server may be down, restarting, or changing hands. Given the addresses of a
+// leader and its standbys, the clients follow the leader by themselves (LeaderFollower, as
+// the agent and the CLI do). For the kill -9 tests.
 #pragma once
 
 #include <httplib.h>
@@ -13,15 +15,18 @@
 #include <thread>
 #include <vector>
 
+#include "net/leader_follower.h"
+
 namespace gantry::testing {
 
 class SubmitStorm {
  public:
   // `threads` clients submit 1-GPU jobs named by their keys, holding their GPUs for a day,
-  // to `address` (changed with SetAddress), with `pause` between acknowledged jobs.
-  SubmitStorm(int threads, std::string address, std::string token,
+  // to the server of `addresses` that leads (changed with SetAddress), with `pause`
+  // between acknowledged jobs.
+  SubmitStorm(int threads, std::vector<std::string> addresses, std::string token,
               std::chrono::milliseconds pause = std::chrono::milliseconds(0))
-      : address_(std::move(address)), token_(std::move(token)) {
+      : addresses_(std::move(addresses)), token_(std::move(token)) {
     for (int t = 0; t < threads; ++t) {
       clients_.emplace_back([this, t, pause] {
         for (int n = 0; !stop_; ++n) {
@@ -31,11 +36,14 @@ class SubmitStorm {
       });
     }
   }
+  SubmitStorm(int threads, std::string address, std::string token,
+              std::chrono::milliseconds pause = std::chrono::milliseconds(0))
+      : SubmitStorm(threads, std::vector<std::string>{std::move(address)}, std::move(token), pause) {}
   ~SubmitStorm() { Stop(); }
 
   void SetAddress(const std::string& address) {
     std::lock_guard<std::mutex> lock(mu_);
-    address_ = address;
+    addresses_ = {address};
   }
   // Stops the clients and waits for them.
   void Stop() {
@@ -53,15 +61,20 @@ class SubmitStorm {
   void Submit(const std::string& key) {
     const std::string body = R"({"gpus": 1, "name": ")" + key + R"(", "hold_gpus": "1d"})";
     while (!stop_) {
-      std::string at;
+      std::vector<std::string> at;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        at = address_;
+        at = addresses_;
       }
-      httplib::Client c(at);
-      c.set_bearer_token_auth(token_);
-      c.set_connection_timeout(0, 200000);
-      auto r = c.Post("/v1/jobs", {{"Idempotency-Key", key}}, body, "application/json");
+      LeaderFollower servers(at, [this](httplib::Client& c) {
+        c.set_bearer_token_auth(token_);
+        c.set_connection_timeout(0, 200000);
+      });
+      auto r = servers.Send(
+          [&](httplib::Client& c) {
+            return c.Post("/v1/jobs", {{"Idempotency-Key", key}}, body, "application/json");
+          },
+          true, std::chrono::milliseconds(0));
       if (r && (r->status == 201 || r->status == 200)) {
         std::lock_guard<std::mutex> lock(mu_);
         acknowledged_.insert(key);
@@ -76,7 +89,7 @@ class SubmitStorm {
   }
 
   std::mutex mu_;
-  std::string address_;
+  std::vector<std::string> addresses_;
   const std::string token_;
   std::set<std::string> acknowledged_;
   std::atomic<bool> stop_{false};

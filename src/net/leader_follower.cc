@@ -1,0 +1,132 @@
+// LeaderFollower: the candidate list, one HTTP client per address, and the rounds.
+#include "net/leader_follower.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace gantry {
+
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  size_t e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// host, host:port, [v6]:port, with an optional path prefix: letters, digits and - . : [ ] _ /
+bool PlausibleAuthority(const std::string& rest) {
+  if (rest.empty()) return false;
+  return std::all_of(rest.begin(), rest.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '.' || c == ':' || c == '[' || c == ']' || c == '_' || c == '/';
+  });
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> ParseServerList(const std::string& list, const std::string& field) {
+  std::vector<std::string> urls;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = list.find(',', start);
+    std::string url = Trim(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (url.empty()) return Status::Invalid(field, fmt::format("'{}': an empty address in the list", list));
+    if (url.find("://") == std::string::npos) url = "http://" + url;
+    size_t scheme_end = url.find("://");
+    std::string scheme = url.substr(0, scheme_end);
+    if (scheme != "http" && scheme != "https")
+      return Status::Invalid(field, fmt::format("'{}': only http:// and https:// addresses", url));
+    while (url.size() > scheme_end + 3 && url.back() == '/') url.pop_back();
+    if (!PlausibleAuthority(url.substr(scheme_end + 3)))
+      return Status::Invalid(field, fmt::format("'{}' is not a server address (host or host:port)", url));
+    if (std::find(urls.begin(), urls.end(), url) == urls.end()) urls.push_back(url);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return urls;
+}
+
+bool MayHaveArrived(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+    case httplib::Error::ConnectionTimeout:
+    case httplib::Error::BindIPAddress:
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification:
+    case httplib::Error::UnsupportedMultipartBoundaryChars:
+    case httplib::Error::Compression: return false;
+    default: return true;
+  }
+}
+
+std::string LeaderFromAnswer(const httplib::Response& answer, bool* standby) {
+  *standby = false;
+  if (answer.status != 503) return "";
+  nlohmann::json body = nlohmann::json::parse(answer.body, nullptr, false);
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return "";
+  const nlohmann::json& e = body["error"];
+  if (!e.contains("leader") || !e["leader"].is_string()) return "";
+  *standby = true;
+  return e["leader"].get<std::string>();
+}
+
+LeaderFollower::LeaderFollower(std::vector<std::string> urls, std::function<void(httplib::Client&)> configure)
+    : urls_(std::move(urls)), configure_(std::move(configure)) {
+  if (urls_.empty()) urls_.push_back("http://127.0.0.1:8080");
+}
+
+LeaderFollower::~LeaderFollower() = default;
+
+httplib::Client& LeaderFollower::ClientFor(const std::string& url) {
+  auto& c = clients_[url];
+  if (!c) {
+    c = std::make_unique<httplib::Client>(url);
+    if (configure_) configure_(*c);
+  }
+  return *c;
+}
+
+void LeaderFollower::MoveTo(const std::string& url) {
+  auto it = std::find(urls_.begin(), urls_.end(), url);
+  if (it == urls_.end()) it = urls_.insert(urls_.end(), url);
+  current_ = static_cast<size_t>(it - urls_.begin());
+}
+
+httplib::Result LeaderFollower::Send(const Request& request, bool resend, std::chrono::milliseconds wait) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + wait;
+  bool standby_seen = false;
+  httplib::Result last(nullptr, httplib::Error::Unknown);
+  for (;;) {
+    // One round: as many tries as there are addresses, following what standbys say.
+    for (size_t tries = 0; tries < urls_.size(); ++tries) {
+      const std::string url = urls_[current_];
+      httplib::Result r = request(ClientFor(url));
+      if (!r && MayHaveArrived(r.error()) && !resend) return r;
+      std::string leader;
+      bool standby = false;
+      if (r) {
+        leader = LeaderFromAnswer(*r, &standby);
+        if (!standby) return r;
+        standby_seen = true;
+      }
+      last = std::move(r);
+      if (!leader.empty() && leader != url) {
+        MoveTo(leader);
+      } else {
+        current_ = (current_ + 1) % urls_.size();
+      }
+    }
+    if (urls_.size() == 1 && !standby_seen) return last;
+    auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) return last;
+    std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::seconds(1)));
+  }
+}
+
+}  // namespace gantry

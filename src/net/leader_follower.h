@@ -1,0 +1,65 @@
+// Requests to whichever of several servers leads. A standby answers 503 with the leader's
+// URL (server/leader_lease.h); an HTTP client here sends to the server it last found
+// leading and, when that one does not answer or stands by, moves to the leader a standby
+// named, else to the next address, until one leads or its time is up. The agent and the
+// CLI both use it, so a take-over needs no change on either side.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace gantry {
+
+// "http://a:8080,https://b:8443, c:8080" → one URL each (http:// when none is given).
+// Empty entries, or an address with spaces or shell syntax, are an error naming `field`.
+Expected<std::vector<std::string>> ParseServerList(const std::string& list, const std::string& field);
+
+// Whether a request that got no answer may still have reached the server (the connection
+// broke while sending or reading): such a request is sent again only when that is safe.
+bool MayHaveArrived(httplib::Error error);
+
+// The leader's URL from a standby's answer (503, {"error": {"leader": URL}}); "" for any
+// other answer. `*standby` says whether it was a standby's answer at all.
+std::string LeaderFromAnswer(const httplib::Response& answer, bool* standby);
+
+class LeaderFollower {
+ public:
+  using Request = std::function<httplib::Result(httplib::Client&)>;
+
+  // `configure` sets up each new client (token, timeouts, CA). One thread at a time.
+  LeaderFollower(std::vector<std::string> urls, std::function<void(httplib::Client&)> configure);
+  ~LeaderFollower();
+
+  // Sends `request` to the server believed to lead and returns the first answer that is
+  // not a standby's. No answer, or a standby's: the next candidate is tried at once (the
+  // leader a standby named, else the next address); after a round with no leader, it waits
+  // a second and goes round again until `wait` has passed, then returns the last result.
+  // A lone address that cannot be reached is reported at once unless a standby answered:
+  // nothing then says another server will. `resend` false: a request that may have
+  // reached a server is returned as it failed, not sent again.
+  httplib::Result Send(const Request& request, bool resend, std::chrono::milliseconds wait);
+
+  // The server last sent to, and all the addresses known (given, and learnt from standbys).
+  const std::string& current() const { return urls_[current_]; }
+  const std::vector<std::string>& urls() const { return urls_; }
+
+ private:
+  httplib::Client& ClientFor(const std::string& url);
+  // Makes `url` the current one, adding it to the list when it was not there.
+  void MoveTo(const std::string& url);
+
+  std::vector<std::string> urls_;
+  size_t current_ = 0;
+  std::function<void(httplib::Client&)> configure_;
+  std::map<std::string, std::unique_ptr<httplib::Client>> clients_;
+};
+
+}  // namespace gantry

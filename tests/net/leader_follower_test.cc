@@ -1,0 +1,194 @@
+// LeaderFollower against real HTTP servers on loopback: it reads a server list (refusing
+// what is not an address), goes to the leader a standby names, moves past a server that
+// does not answer, waits out a take-over, and sends a write again after a broken
+// connection only when told it is safe.
+#include "net/leader_follower.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "loopback.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// An HTTP server on a loopback port, stopped when the test ends.
+class Endpoint {
+ public:
+  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+    server_.Get(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
+      ++hits_;
+      handler(q, r);
+    });
+    server_.Post(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
+      ++hits_;
+      handler(q, r);
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Endpoint() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int hits() const { return hits_; }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<int> hits_{0};
+};
+
+// A standby's answer, naming `leader` ("" before anyone leads).
+void Standby(httplib::Response& r, const std::string& leader) {
+  r.status = 503;
+  r.set_content(R"({"error": {"code": "unavailable", "message": "not the leader", "leader": ")" + leader + R"("}})",
+                "application/json");
+}
+
+// An address where nothing listens.
+std::string DeadAddress() { return "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()); }
+
+LeaderFollower Follow(std::vector<std::string> urls) {
+  return LeaderFollower(std::move(urls), [](httplib::Client& c) {
+    c.set_connection_timeout(2);
+    c.set_read_timeout(5);
+  });
+}
+
+httplib::Result GetJobs(LeaderFollower& f, bool resend = true, milliseconds wait = milliseconds(0)) {
+  return f.Send([](httplib::Client& c) { return c.Get("/v1/jobs"); }, resend, wait);
+}
+
+TEST(ServerList, ReadsAddressesAndRefusesWhatIsNotOne) {
+  auto urls = ParseServerList(" a:8080, https://b.example:8443/ ,a:8080", "--server");
+  ASSERT_TRUE(urls.ok()) << urls.status().ToString();
+  EXPECT_EQ(*urls, (std::vector<std::string>{"http://a:8080", "https://b.example:8443"}));
+  for (const char* bad : {"", "a:1,,b:2", "ftp://a", "a:1;rm -rf /", "http://", "a b:1", "$(id):80"}) {
+    auto r = ParseServerList(bad, "--server");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().field(), "--server") << bad;
+  }
+}
+
+TEST(LeaderFollower, GoesToTheLeaderAStandbyNamesAndStaysThere) {
+  Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("leader", "text/plain"); });
+  Endpoint standby([&](const httplib::Request&, httplib::Response& r) { Standby(r, leader.url()); });
+  auto f = Follow({standby.url()});  // the leader is not even in the list
+  for (int i = 0; i < 3; ++i) {
+    auto r = GetJobs(f);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "leader");
+  }
+  EXPECT_EQ(f.current(), leader.url());
+  EXPECT_EQ(standby.hits(), 1) << "once the leader is known, the standby is not asked again";
+  EXPECT_EQ(leader.hits(), 3);
+}
+
+TEST(LeaderFollower, MovesPastAServerThatDoesNotAnswer) {
+  Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("leader", "text/plain"); });
+  auto f = Follow({DeadAddress(), leader.url()});
+  auto r = GetJobs(f);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "leader");
+  EXPECT_EQ(f.current(), leader.url());
+}
+
+TEST(LeaderFollower, WaitsOutATakeOver) {
+  // The leader is gone; the standby leads after its lease (here: its third request).
+  std::atomic<int> asked{0};
+  Endpoint standby([&](const httplib::Request&, httplib::Response& r) {
+    if (++asked < 3) return Standby(r, "");
+    r.set_content("new leader", "text/plain");
+  });
+  auto f = Follow({DeadAddress(), standby.url()});
+  auto r = GetJobs(f, true, milliseconds(10'000));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "new leader");
+  EXPECT_EQ(asked, 3);
+  // Out of time, the last answer comes back as it was: the standby's 503.
+  std::atomic<int> never{0};
+  Endpoint idle([&](const httplib::Request&, httplib::Response& r) { ++never, Standby(r, ""); });
+  auto g = Follow({idle.url()});
+  auto refused = GetJobs(g, true, milliseconds(1500));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_GE(never, 2) << "a lone standby is asked again: a leader will come";
+}
+
+TEST(LeaderFollower, ALoneServerThatCannotBeReachedIsReportedNotWaitedFor) {
+  auto f = Follow({DeadAddress()});
+  auto r = GetJobs(f, true, milliseconds(60'000));
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.error(), httplib::Error::Connection);
+}
+
+// A server that reads a request and closes without an answer: it may have applied it.
+class Breaker {
+ public:
+  Breaker() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(fd_, 8);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[4096];
+        if (read(c, buf, sizeof(buf)) > 0) ++requests_;
+        close(c);
+      }
+    });
+  }
+  ~Breaker() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int requests() const { return requests_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::atomic<int> requests_{0};
+};
+
+TEST(LeaderFollower, AWriteThatMayHaveArrivedIsSentAgainOnlyWhenThatIsSafe) {
+  Breaker breaker;
+  Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("taken", "text/plain"); });
+  auto post = [](httplib::Client& c) { return c.Post("/v1/jobs/7/cancel", "", "text/plain"); };
+  auto unsafe = Follow({breaker.url(), leader.url()});
+  auto r = unsafe.Send(post, false, milliseconds(5000));
+  EXPECT_FALSE(r);
+  EXPECT_TRUE(MayHaveArrived(r.error()));
+  EXPECT_EQ(breaker.requests(), 1);
+  EXPECT_EQ(leader.hits(), 0) << "not sent twice: it may have been applied";
+
+  auto safe = Follow({breaker.url(), leader.url()});  // say, a submit under an Idempotency-Key
+  r = safe.Send(post, true, milliseconds(5000));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "taken");
+  EXPECT_EQ(leader.hits(), 1);
+}
+
+}  // namespace
+}  // namespace gantry::testing
