@@ -2,7 +2,8 @@
 // row gives one leader per term; a deposed leader's late commit is refused by the database
 // (gantry_fence); a standby refuses requests with the leader's URL, takes over after a
 // kill -9 within the lease and finds every acknowledged job (also through five kills
-// during a submit storm); a leader paused past its lease never writes after the take-over.
+// during a submit storm, while an agent's jobs run on, each started once); a leader
+// paused past its lease never writes after the take-over.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -189,15 +190,41 @@ TEST(HighAvailability, ALeaderPausedPastItsLeaseNeverWritesAfterTheTakeOver) {
   EXPECT_EQ(JobNames(p.b.address()), (std::set<std::string>{"before", "after"}));
 }
 
+// The ids of the running jobs, and whether every job has started at most once.
+std::set<std::string> RunningJobs(const std::string& address, bool* none_started_twice) {
+  httplib::Client c(address);
+  c.set_bearer_token_auth(kRootToken);
+  c.set_read_timeout(60);
+  nlohmann::json jobs = Json(c.Get("/v1/jobs?limit=10000"));
+  std::set<std::string> running;
+  *none_started_twice = jobs.contains("jobs");
+  for (const auto& j : jobs.value("jobs", nlohmann::json::array())) {
+    if (j.value("state", "") == "running") running.insert(j.value("id", ""));
+    if (j.value("runs", 0) > 1) *none_started_twice = false;
+  }
+  return running;
+}
+
 TEST(HighAvailability, KillingTheLeaderFiveTimesDuringASubmitStormLosesAndDoublesNothing) {
-  Pair p("ha-storm");
+  Pair p("ha-storm", {"--node-timeout", "30"});
   ASSERT_FALSE(p.pg.url().empty());
   p.a.Start();
   p.b.Launch();
   ASSERT_FALSE(StandbyAddress(p.b).empty());
+  // An agent with 4 GPUs, given both addresses: the storm's first four jobs run on it
+  // (holding their GPUs for a day) through every take-over; the rest wait.
+  AgentProcess agent(p.a.dir(), "node-a", "4xT4");
+  agent.Start(p.server_list());
   // A storm, not a flood: 10 ms between jobs keeps each recovery quick. The clients are
   // given both addresses and find the leader themselves.
   SubmitStorm storm(3, p.urls(), kAliceToken, std::chrono::milliseconds(10));
+  bool once = false;
+  std::set<std::string> running;
+  for (int i = 0; i < 100 && running.size() < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    running = RunningJobs(p.a.address(), &once);
+  }
+  ASSERT_EQ(running.size(), 4u) << "see " << p.a.dir() << "/agent-node-a.log";
   ServerProcess* current = &p.a;
   ServerProcess* standby = &p.b;
   std::vector<double> takeovers;
@@ -235,6 +262,13 @@ TEST(HighAvailability, KillingTheLeaderFiveTimesDuringASubmitStormLosesAndDouble
   for (const auto& j : jobs["jobs"]) by_name[j["name"].get<std::string>()]++;
   for (const std::string& key : acknowledged) EXPECT_EQ(by_name[key], 1) << key;
   for (const auto& [name, count] : by_name) EXPECT_EQ(count, 1) << name;
+  // No job ran twice: the same four run on, adopted by each new leader, and no job was
+  // ever started a second time (a second start is a second run).
+  for (int i = 0; i < 50 && RunningJobs(current->address(), &once) != running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the agent registers with the last leader
+  }
+  EXPECT_EQ(RunningJobs(current->address(), &once), running);
+  EXPECT_TRUE(once);
 }
 
 }  // namespace
