@@ -39,6 +39,16 @@ struct Taint {
   bool operator==(const Taint&) const = default;
 };
 
+// Whether every taint is tolerated (an empty toleration value tolerates any value of its key).
+inline bool Tolerated(const std::vector<Taint>& taints, const std::vector<Taint>& tolerations) {
+  for (const Taint& taint : taints) {
+    bool ok = false;
+    for (const Taint& tol : tolerations) ok |= tol.key == taint.key && (tol.value.empty() || tol.value == taint.value);
+    if (!ok) return false;
+  }
+  return true;
+}
+
 // Where a node's jobs are reached: the address its agent gives (a name or IP that other
 // nodes and users resolve: a gang's MASTER_ADDR, the host of a job's port URLs) and the
 // TCP ports it lends to jobs (MASTER_PORT, named ports such as a notebook's).

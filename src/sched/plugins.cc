@@ -24,14 +24,7 @@ bool SelectorMatches(const Node& node, const NodeUse&, const Demand& d) {
 }
 
 bool TaintsTolerated(const Node& node, const NodeUse&, const Demand& d) {
-  for (const Taint& taint : node.taints) {
-    bool ok = false;
-    for (const Taint& tol : d.spec->tolerations) {
-      if (tol.key == taint.key && (tol.value.empty() || tol.value == taint.value)) ok = true;
-    }
-    if (!ok) return false;
-  }
-  return true;
+  return Tolerated(node.taints, d.spec->tolerations);
 }
 
 bool LargeEnough(const Node& node, const NodeUse& s, const Demand& d) {
