@@ -29,6 +29,11 @@ struct PricingConfig {
   std::string pool_label = "pool";  // the node label naming its pool
   std::map<std::string, PoolPricing> pools;
 
+  // The price list a node of `pool` bills at: its pool's rate, else the global one.
+  PriceRate RateOf(const std::string& pool) const {
+    auto it = pools.find(pool);
+    return it != pools.end() && it->second.rate ? *it->second.rate : rate;
+  }
   // Reads the optional top-level `pricing` map of gpu_types.yaml.
   static Expected<PricingConfig> FromYaml(const std::string& gpu_types_yaml, const GpuCatalog& catalog);
 };

@@ -132,10 +132,18 @@ Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocation
   for (size_t i = 0; i < days.size(); ++i) days[i].labels = {{"date", calendar.DayOf(midnights[i])}};
   midnights.push_back(to);
   UsageLine total;
+  // On-demand and spot, by the pool's rate; what the spot hours would cost at list prices.
+  UsageLine capacity[2];
+  double spot_at_list = 0;
   for (const Allocation& a : allocations) {
     Accrual acc = Accrue(a, from, to, now, prices);
     if (acc.gpu_ms <= 0) continue;
     total.Add(a, acc);
+    if (options.pricing && options.on_demand_prices) {
+      const bool spot = options.pricing->RateOf(a.pool) == PriceRate::kSpot;
+      capacity[spot].Add(a, acc);
+      if (spot) spot_at_list += Accrue(a, from, to, now, *options.on_demand_prices).cost;
+    }
     for (Groups* g : {&teams, &projects, &types, &jobs}) g->Of(a).Add(a, acc);
     TimeMs lo = std::max(a.start_ms, from), hi = std::min(a.EndOr(now), to);
     size_t day = static_cast<size_t>(std::upper_bound(midnights.begin(), midnights.end(), lo) - midnights.begin()) - 1;
@@ -152,6 +160,18 @@ Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocation
   }
   nlohmann::json totals = total.ToJson();
   totals["jobs"] = job_lines.size();
+  nlohmann::json by_capacity = nlohmann::json::array();
+  if (options.pricing && options.on_demand_prices) {
+    for (int spot : {0, 1}) {
+      capacity[spot].labels = {{"capacity", spot ? "spot" : "on_demand"}};
+      nlohmann::json line = capacity[spot].ToJson();
+      if (spot) {
+        line["cost_at_on_demand_prices"] = RoundTo(spot_at_list, 6);
+        line["saving"] = RoundTo(spot_at_list - capacity[1].cost, 6);
+      }
+      by_capacity.push_back(std::move(line));
+    }
+  }
   return nlohmann::json{{"month", options.month},
                         {"timezone", calendar.zone_name()},
                         {"currency", options.currency},
@@ -162,6 +182,7 @@ Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocation
                         {"teams", LinesJson(std::move(teams).Sorted())},
                         {"projects", LinesJson(std::move(projects).Sorted())},
                         {"gpu_types", LinesJson(std::move(types).Sorted())},
+                        {"capacity", by_capacity},
                         {"top_jobs", LinesJson(job_lines, static_cast<size_t>(options.top_jobs))},
                         {"idle_jobs", idle},
                         {"daily", daily}};

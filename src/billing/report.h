@@ -10,6 +10,7 @@
 
 #include "billing/calendar.h"
 #include "billing/ledger.h"
+#include "billing/pricing.h"
 
 namespace gantry {
 
@@ -41,6 +42,11 @@ struct ReportOptions {
   std::string month;  // YYYY-MM
   std::string currency = "USD";
   int top_jobs = 10;
+  // Which pools bill at spot rates (the pricing config) and the on-demand list prices a
+  // spot GPU-hour is compared with: the bill's "capacity" lines, spot against on-demand
+  // and what spot saved. Null: no such lines.
+  const PricingConfig* pricing = nullptr;
+  const PriceBook* on_demand_prices = nullptr;
 };
 
 // The monthly report as JSON (the csv and html forms are rendered from it).
@@ -51,6 +57,10 @@ Expected<nlohmann::json> MonthlyReport(const std::vector<Allocation>& allocation
 double RoundTo(double x, int digits);
 // Amounts and hours as text: two decimals, four below 1 (a demo's 0.0021 is not 0.00).
 std::string FormatAmount(double x);
+
+// "spot: 120.00 GPU-hours for 110.40 USD, 367.20 USD at on-demand prices: saved 256.80 USD
+// (70%)" from a MonthlyReport's capacity lines; "" when it has no spot hours.
+std::string SpotSaving(const nlohmann::json& report);
 
 // The csv and one-page html forms of a MonthlyReport.
 std::string ReportCsv(const nlohmann::json& report);

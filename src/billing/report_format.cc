@@ -43,21 +43,38 @@ std::string BudgetAmounts(const nlohmann::json& amounts, const std::string& curr
 
 }  // namespace
 
+std::string SpotSaving(const nlohmann::json& r) {
+  for (const auto& l : r.value("capacity", nlohmann::json::array())) {
+    if (Text(l, "capacity") != "spot" || l.value("gpu_hours", 0.0) <= 0) continue;
+    const std::string currency = r.value("currency", "USD");
+    const double list = l.value("cost_at_on_demand_prices", 0.0), saving = l.value("saving", 0.0);
+    return fmt::format("spot: {} GPU-hours for {} {}, {} {} at on-demand prices: saved {} {} ({:.0f}%)",
+                       Money(l.value("gpu_hours", 0.0)), Money(l.value("cost", 0.0)), currency, Money(list), currency,
+                       Money(saving), currency, list > 0 ? 100 * saving / list : 0.0);
+  }
+  return "";
+}
+
 std::string ReportCsv(const nlohmann::json& r) {
   std::string out =
-      "section,team,project,user,gpu_type,job_id,date,gpu_hours,cost,avg_utilization_pct,idle_cost,job_name\n";
+      "section,team,project,user,gpu_type,job_id,date,gpu_hours,cost,avg_utilization_pct,idle_cost,capacity,"
+      "cost_at_on_demand_prices,job_name\n";
   auto rows = [&](const char* section, const nlohmann::json& lines) {
     for (const auto& l : lines) {
       out += section;
       for (const char* k : {"team", "project", "user", "gpu_type", "job_id", "date"}) out += "," + CsvField(Text(l, k));
-      out += fmt::format(",{:.6f},{},{},{},{}\n", l.value("gpu_hours", 0.0), Money(l.value("cost", 0.0)),
-                         Text(l, "avg_utilization_pct"), Money(l.value("idle_cost", 0.0)), CsvField(Text(l, "name")));
+      out +=
+          fmt::format(",{:.6f},{},{},{},{},{},{}\n", l.value("gpu_hours", 0.0), Money(l.value("cost", 0.0)),
+                      Text(l, "avg_utilization_pct"), Money(l.value("idle_cost", 0.0)), CsvField(Text(l, "capacity")),
+                      l.contains("cost_at_on_demand_prices") ? Money(l["cost_at_on_demand_prices"].get<double>()) : "",
+                      CsvField(Text(l, "name")));
     }
   };
   rows("total", nlohmann::json::array({r["totals"]}));
   rows("team", r["teams"]);
   rows("project", r["projects"]);
   rows("gpu_type", r["gpu_types"]);
+  rows("capacity", r.value("capacity", nlohmann::json::array()));
   rows("top_job", r["top_jobs"]);
   rows("idle_job", r["idle_jobs"]);
   rows("day", r["daily"]);
@@ -170,6 +187,10 @@ std::string ReportHtml(const nlohmann::json& r) {
   out += "<h2>Teams</h2>" + Table(r["teams"], {"team"}, currency);
   out += "<h2>Projects</h2>" + Table(r["projects"], {"team", "project"}, currency);
   out += "<h2>GPU types</h2>" + Table(r["gpu_types"], {"gpu_type"}, currency);
+  if (!r.value("capacity", nlohmann::json::array()).empty()) {
+    out += "<h2>Spot and on-demand</h2>" + Table(r["capacity"], {"capacity"}, currency) + "<p>" +
+           HtmlEscape(SpotSaving(r)) + "</p>";
+  }
   out += "<h2>Top jobs by cost</h2>" + Table(r["top_jobs"], {"job_id", "name", "team", "project", "user"}, currency);
   if (!r["idle_jobs"].empty()) {
     out +=

@@ -71,6 +71,11 @@ void PrintReport(std::ostream& out, const nlohmann::json& r) {
   PrintKeyed(out, r["projects"], {"team", "project"}, cur);
   out << "\n";
   PrintKeyed(out, r["gpu_types"], {"gpu_type"}, cur);
+  if (!r.value("capacity", nlohmann::json::array()).empty()) {
+    out << "\n";
+    PrintKeyed(out, r["capacity"], {"capacity"}, cur);
+    if (std::string saving = SpotSaving(r); !saving.empty()) out << saving << "\n";
+  }
   out << "\ntop jobs by cost:\n";
   PrintKeyed(out, r["top_jobs"], {"job_id", "team", "user"}, cur);
   if (!r["idle_jobs"].empty()) {

@@ -25,6 +25,12 @@ Status Accounting::Configure(const GpuCatalog& catalog, const PricingConfig& pri
   auto configured = PriceBook::Build(catalog, pricing, calendar_);
   if (!configured) return configured.status();
   prices_ = *configured;
+  PricingConfig list = pricing;
+  list.rate = PriceRate::kOnDemand;
+  list.pools.clear();
+  auto on_demand = PriceBook::Build(catalog, list, calendar_);
+  if (!on_demand) return on_demand.status();
+  on_demand_prices_ = std::move(*on_demand);
   // "price_book": the prices billed so far; "price_config": the configured book at the last
   // start (a warning is due only when the configuration changed since).
   std::string configured_text = configured->ToJson().dump();

@@ -32,6 +32,8 @@ class Accounting {
                    StoreBatch& batch, TimeMs now, std::vector<std::string>* warnings);
   const Calendar& calendar() const { return calendar_; }
   const PriceBook& prices() const { return prices_; }
+  // The on-demand list prices (no pool overrides): what spot hours are compared with.
+  const PriceBook& on_demand_prices() const { return on_demand_prices_; }
 
   // An interval left open by an earlier controller whose run goes on.
   void Adopt(Allocation open);
@@ -108,6 +110,7 @@ class Accounting {
 
   Calendar calendar_;
   PriceBook prices_;
+  PriceBook on_demand_prices_;
   std::unordered_map<std::string, std::vector<Entry>> open_;             // job id -> its current run's shares
   std::set<std::string> dirty_;                                          // open entries with unsaved telemetry
   std::map<std::pair<std::string, int>, std::set<std::string>> by_gpu_;  // (node, GPU) -> jobs on it

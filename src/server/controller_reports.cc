@@ -73,7 +73,11 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
   if (!who.admin()) std::erase_if(rows, [&](const Allocation& a) { return a.team != who.team; });
   TimeMs now = Now();
   auto report = gantry::MonthlyReport(rows, state_.accounting().calendar(), state_.accounting().prices(), now,
-                                      {month, options_.pricing.currency, 10});
+                                      {.month = month,
+                                       .currency = options_.pricing.currency,
+                                       .top_jobs = 10,
+                                       .pricing = &options_.pricing,
+                                       .on_demand_prices = &state_.accounting().on_demand_prices()});
   if (!report) return report.status();
   nlohmann::json budgets =
       Call([&] { return month == state_.accounting().month() ? state_.BudgetStatus() : nlohmann::json::array(); });

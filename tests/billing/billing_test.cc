@@ -205,6 +205,40 @@ TEST(MonthlyReport, SplitsAtTheMonthBoundaryAndAddsUp) {
 
 // The bill's faults a platform team found: its headline said "0.0 GPU-hours" next to 0.0040
 // in the tables, its budget table showed raw JSON, and its jobs had no names.
+TEST(MonthlyReport, SpotHoursAreBilledApartWithWhatTheySavedAgainstOnDemandPrices) {
+  auto pricing = PricingConfig::FromYaml("pricing: {pools: {a100-spot: {rate: spot}}}", Catalog());
+  ASSERT_TRUE(pricing.ok()) << pricing.status().ToString();
+  auto book = PriceBook::Build(Catalog(), *pricing, Calendar());
+  PriceBook list = Builtin();
+  std::vector<Allocation> ledger = {
+      Interval("1", "vision", "A100-80GB", 1, "2026-11-02T00:00:00Z", "2026-11-02T10:00:00Z"),  // 10 GPU-h, spot
+      Interval("2", "nlp", "A100-80GB", 1, "2026-11-02T00:00:00Z", "2026-11-02T04:00:00Z"),     // 4 GPU-h, on demand
+  };
+  ledger[0].pool = "a100-spot";
+  ReportOptions options{.month = "2026-11", .pricing = &*pricing, .on_demand_prices = &list};
+  auto r = MonthlyReport(ledger, Calendar(), *book, Utc("2026-12-05T00:00:00Z"), options);
+  ASSERT_TRUE(r.ok());
+  const nlohmann::json& capacity = (*r)["capacity"];
+  ASSERT_EQ(capacity.size(), 2u) << capacity.dump();
+  EXPECT_EQ(capacity[0]["capacity"], "on_demand");
+  EXPECT_DOUBLE_EQ(capacity[0]["gpu_hours"], 4.0);
+  EXPECT_DOUBLE_EQ(capacity[0]["cost"], 4 * 3.43);
+  EXPECT_EQ(capacity[1]["capacity"], "spot");
+  EXPECT_DOUBLE_EQ(capacity[1]["gpu_hours"], 10.0);
+  EXPECT_DOUBLE_EQ(capacity[1]["cost"], 10 * 1.40);
+  EXPECT_DOUBLE_EQ(capacity[1]["cost_at_on_demand_prices"], 10 * 3.43);
+  EXPECT_DOUBLE_EQ(capacity[1]["saving"], 10 * (3.43 - 1.40));
+  EXPECT_EQ(SpotSaving(*r),
+            "spot: 10.00 GPU-hours for 14.00 USD, 34.30 USD at on-demand prices: saved 20.30 USD (59%)");
+  EXPECT_NE(ReportCsv(*r).find("capacity,,,,,,,10.000000,14.00,,0.0000,spot,34.30,\n"), std::string::npos)
+      << ReportCsv(*r);
+  EXPECT_NE(ReportHtml(*r).find("saved 20.30 USD"), std::string::npos);
+  // Without the pricing config the bill has no such lines (and no spot line of nothing).
+  auto plain = MonthlyReport(ledger, Calendar(), *book, Utc("2026-12-05T00:00:00Z"), {"2026-11", "USD", 10});
+  EXPECT_TRUE((*plain)["capacity"].empty());
+  EXPECT_EQ(SpotSaving(*plain), "");
+}
+
 TEST(MonthlyReport, HtmlHeadlineBudgetsAndJobNamesReadAsText) {
   nlohmann::json r = {
       {"month", "2026-11"},
