@@ -50,6 +50,12 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
 
   SimOptions base = options.sim;
   base.quotas = config->quotas;
+  auto pools = LoadClusterPools(options.cluster_path, config->catalog);
+  if (!pools) {
+    err << "gantry sim: " << options.cluster_path << ": " << pools.status().ToString() << "\n";
+    return 2;
+  }
+  base.autoscaler = std::move(*pools);
   if (!options.quotas_path.empty()) {
     auto quotas = QuotaConfig::LoadFile(options.quotas_path, config->catalog);
     if (!quotas) {
@@ -73,9 +79,12 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     runs.push_back({std::move(*result), wall});
   }
-  out << fmt::format("{} jobs, {} rows skipped, {} GPUs on {} nodes\n", trace->jobs.size(), trace->skipped.size(),
-                     runs.front().result.cluster_gpus, nodes->size());
-  out << CompareTable(runs);
+  out << fmt::format("{} jobs, {} rows skipped, {} GPUs on {} nodes{}\n", trace->jobs.size(), trace->skipped.size(),
+                     runs.front().result.cluster_gpus, nodes->size(),
+                     base.autoscaler.enabled()
+                         ? fmt::format(" at the peak, with {} elastic pool(s)", base.autoscaler.pools.size())
+                         : "");
+  out << CompareTable(runs) << PoolTable(runs);
   if (!options.json_path.empty()) {
     nlohmann::json doc;
     if (runs.size() == 1) {

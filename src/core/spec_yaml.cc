@@ -329,12 +329,15 @@ Expected<std::vector<Node>> ParseCluster(const YAML::Node& root, const GpuCatalo
   YAML::Node groups = top.Child("node_groups");
   top.Optional<std::string>("name", "");
   top.Optional<std::string>("description", "");
+  YAML::Node pools = top.Child("pools");  // the simulator's node pools (LoadClusterPools)
+  top.Child("autoscaler");
   if (Status s = top.Finish(); !s.ok()) return s;
-  if (!groups || !groups.IsSequence() || groups.size() == 0) {
-    return Status::Invalid("node_groups", "must be a non-empty list");
+  const bool elastic = pools && pools.IsSequence() && pools.size() > 0;
+  if ((!groups && !elastic) || (groups && (!groups.IsSequence() || (groups.size() == 0 && !elastic)))) {
+    return Status::Invalid("node_groups", "must be a non-empty list (or give pools)");
   }
   std::vector<Node> nodes;
-  for (size_t i = 0; i < groups.size(); ++i) {
+  for (size_t i = 0; groups && i < groups.size(); ++i) {
     if (Status s = ParseNodeGroup(groups[i], i, catalog, &nodes); !s.ok()) return s;
   }
   std::set<std::string> ids;
@@ -342,6 +345,19 @@ Expected<std::vector<Node>> ParseCluster(const YAML::Node& root, const GpuCatalo
     if (!ids.insert(n.id).second) return Status::Invalid("node_groups", "duplicate node id " + n.id);
   }
   return nodes;
+}
+
+Expected<AutoscalerConfig> LoadClusterPools(const std::string& path, const GpuCatalog& catalog) {
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    YAML::Node only(YAML::NodeType::Map);
+    for (const char* key : {"pools", "autoscaler"}) {
+      if (root.IsMap() && root[key]) only[key] = root[key];
+    }
+    return ParseAutoscalerConfig(only, catalog);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(path, e.what());
+  }
 }
 
 Expected<std::vector<Node>> LoadClusterFile(const std::string& path, const GpuCatalog& catalog) {

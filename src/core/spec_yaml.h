@@ -9,6 +9,7 @@
 
 #include "core/job.h"
 #include "core/node.h"
+#include "core/node_pools.h"
 
 namespace gantry {
 
@@ -28,6 +29,9 @@ Expected<JobSpec> ParseJobSpecText(const std::string& text);
 // Node ids are "<name>-<n>"; GPU UUIDs are made up deterministically.
 Expected<std::vector<Node>> ParseCluster(const YAML::Node& root, const GpuCatalog& catalog);
 Expected<std::vector<Node>> LoadClusterFile(const std::string& path, const GpuCatalog& catalog);
+// The `pools` and `autoscaler` sections of a cluster file (the simulator's elastic nodes);
+// none when it has neither.
+Expected<AutoscalerConfig> LoadClusterPools(const std::string& path, const GpuCatalog& catalog);
 
 // "key=value" -> Taint; "key" alone -> Taint with empty value.
 Taint ParseTaint(const std::string& text);

@@ -19,39 +19,79 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
                    {"max_starvation_s", t.max_starvation_s},
                    {"max_starvation_fitting_guarantee_s", t.max_starvation_fitting_guarantee_s}};
   }
-  return {{"policy", r.policy},
-          {"cluster_gpus", r.cluster_gpus},
-          {"jobs_total", r.jobs_total},
-          {"jobs_completed", r.jobs_completed},
-          {"jobs_rejected", r.jobs_rejected},
-          {"rejected_samples", r.rejected_samples},
-          {"rows_skipped", r.rows_skipped},
-          {"makespan_s", r.makespan_s},
-          {"gpu_utilization", r.gpu_utilization},
-          {"useful_gpu_utilization", r.useful_gpu_utilization},
-          {"gpu_utilization_when_queued",
-           r.gpu_utilization_when_queued < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.gpu_utilization_when_queued)},
-          {"jct_mean_s", r.jct_mean_s},
-          {"jct_p50_s", r.jct_p50_s},
-          {"jct_p95_s", r.jct_p95_s},
-          {"jct_p99_s", r.jct_p99_s},
-          {"queue_delay_mean_s", r.queue_delay_mean_s},
-          {"queue_delay_p50_s", r.queue_delay_p50_s},
-          {"queue_delay_p95_s", r.queue_delay_p95_s},
-          {"queue_delay_p99_s", r.queue_delay_p99_s},
-          {"queue_delay_max_s", r.queue_delay_max_s},
-          {"preemptions", r.preemptions},
-          {"jobs_preempted", r.jobs_preempted},
-          {"max_team_starvation_s", r.max_team_starvation_s},
-          {"max_team_starvation_fitting_guarantee_s", r.max_team_starvation_fitting_guarantee_s},
-          {"jain_fairness", r.jain_fairness},
-          {"predicted_jobs", r.predicted_jobs},
-          {"prediction_error_mean", r.prediction_error_mean},
-          {"prediction_error_p50", r.prediction_error_p50},
-          {"events", r.events},
-          {"scheduling_cycles", r.cycles},
-          {"sim_wall_s", run.wall_s},
-          {"per_team", teams}};
+  nlohmann::json doc = {
+      {"policy", r.policy},
+      {"cluster_gpus", r.cluster_gpus},
+      {"jobs_total", r.jobs_total},
+      {"jobs_completed", r.jobs_completed},
+      {"jobs_rejected", r.jobs_rejected},
+      {"rejected_samples", r.rejected_samples},
+      {"rows_skipped", r.rows_skipped},
+      {"makespan_s", r.makespan_s},
+      {"gpu_utilization", r.gpu_utilization},
+      {"useful_gpu_utilization", r.useful_gpu_utilization},
+      {"gpu_utilization_when_queued",
+       r.gpu_utilization_when_queued < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.gpu_utilization_when_queued)},
+      {"jct_mean_s", r.jct_mean_s},
+      {"jct_p50_s", r.jct_p50_s},
+      {"jct_p95_s", r.jct_p95_s},
+      {"jct_p99_s", r.jct_p99_s},
+      {"queue_delay_mean_s", r.queue_delay_mean_s},
+      {"queue_delay_p50_s", r.queue_delay_p50_s},
+      {"queue_delay_p95_s", r.queue_delay_p95_s},
+      {"queue_delay_p99_s", r.queue_delay_p99_s},
+      {"queue_delay_max_s", r.queue_delay_max_s},
+      {"preemptions", r.preemptions},
+      {"jobs_preempted", r.jobs_preempted},
+      {"max_team_starvation_s", r.max_team_starvation_s},
+      {"max_team_starvation_fitting_guarantee_s", r.max_team_starvation_fitting_guarantee_s},
+      {"jain_fairness", r.jain_fairness},
+      {"predicted_jobs", r.predicted_jobs},
+      {"prediction_error_mean", r.prediction_error_mean},
+      {"prediction_error_p50", r.prediction_error_p50},
+      {"events", r.events},
+      {"scheduling_cycles", r.cycles},
+      {"sim_wall_s", run.wall_s},
+      {"per_team", teams}};
+  if (!r.pools.empty()) {
+    nlohmann::json pools = nlohmann::json::array();
+    for (const PoolMetrics& p : r.pools) {
+      pools.push_back({{"name", p.name},
+                       {"capacity", p.capacity},
+                       {"node_hours", p.node_hours},
+                       {"gpu_hours", p.gpu_hours},
+                       {"cost", p.cost},
+                       {"peak_nodes", p.peak_nodes},
+                       {"nodes_requested", p.nodes_requested},
+                       {"nodes_returned", p.nodes_returned},
+                       {"reclaims", p.reclaims}});
+    }
+    doc["pools"] = std::move(pools);
+    doc["cost"] = r.cost;
+    doc["always_on_cost"] = r.always_on_cost;
+    doc["spot_saving"] = r.spot_saving;
+  }
+  return doc;
+}
+
+std::string PoolTable(const std::vector<PolicyRun>& runs) {
+  std::string out;
+  for (const PolicyRun& run : runs) {
+    const SimResult& r = run.result;
+    if (r.pools.empty()) continue;
+    out +=
+        fmt::format("{}: cost {:.0f} (always-on at the same peak: {:.0f}, {:+.0f}%); spot saved {:.0f}\n", r.policy,
+                    r.cost, r.always_on_cost,
+                    r.always_on_cost > 0 ? 100 * (r.cost - r.always_on_cost) / r.always_on_cost : 0.0, r.spot_saving);
+    out += fmt::format("  {:<16} {:<9} {:>10} {:>10} {:>10} {:>5} {:>9} {:>9} {:>8}\n", "pool", "capacity", "node_h",
+                       "gpu_h", "cost", "peak", "requested", "returned", "reclaims");
+    for (const PoolMetrics& p : r.pools) {
+      out +=
+          fmt::format("  {:<16} {:<9} {:>10.1f} {:>10.1f} {:>10.0f} {:>5} {:>9} {:>9} {:>8}\n", p.name, p.capacity,
+                      p.node_hours, p.gpu_hours, p.cost, p.peak_nodes, p.nodes_requested, p.nodes_returned, p.reclaims);
+    }
+  }
+  return out;
 }
 
 std::string CompareTable(const std::vector<PolicyRun>& runs) {

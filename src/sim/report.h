@@ -17,6 +17,9 @@ struct PolicyRun {
 
 nlohmann::json SimResultToJson(const PolicyRun& run);
 std::string CompareTable(const std::vector<PolicyRun>& runs);
+// Per elastic run: its cost against an always-on cluster of the same peak, what spot
+// saved, and each pool's node-hours, cost, peak and scaling; "" without pools.
+std::string PoolTable(const std::vector<PolicyRun>& runs);
 std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string& title);
 
 }  // namespace gantry

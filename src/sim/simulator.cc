@@ -7,71 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
-#include <random>
-#include <tuple>
 
-#include "sched/engine.h"
-#include "sched/fair_share.h"
-#include "sched/queue_order.h"
-#include "sched/runtime_predictor.h"
 #include "sched/usage.h"
 #include "sim/policy.h"
+#include "sim/simulation.h"
 
 namespace gantry {
 
+namespace sim_internal {
+
 namespace {
-
-struct JobState {
-  int team = 0;
-  TimeMs first_start = -1;
-  TimeMs end = -1;
-  DurationMs remaining_ms = 0;   // work left at the run's start, on the original hardware alone
-  DurationMs overhead_ms = 0;    // restart overhead owed by the next run
-  DurationMs checkpoint_ms = 0;  // periodic checkpoint interval (work time); 0: none
-  double share = 0;              // GPUs held while running
-  double asked = 0;              // GPUs it asked for (a time-sliced quarter held whole asked 0.25)
-  double rate = 0;               // fair-share usage per ms while running
-  double gpu_speed = 1;          // of the GPU type of the current run (scale_by_gpu_speed)
-  double shared_speed = 1;       // slow-down from jobs sharing its GPU (SharedSpeed)
-  double work_done_ms = 0;       // work done in this run up to progress_t
-  TimeMs progress_t = 0;
-  DurationMs overhead_left_ms = 0;  // of this run's restart overhead, not yet paid
-  TimeMs deadline = kNever;         // the run's time limit
-  int shared_gpu = -1;              // flat index of the GPU it shares (time-slice, MPS); -1: none
-  double attained_gpu_ms = 0;       // service in earlier runs
-  int evictions = 0;
-  int generation = 0;   // bumps at each start and stop: stale stop events are ignored
-  int end_version = 0;  // bumps when the end is re-planned (its GPU's sharers changed)
-  bool rejected = false;
-  bool done = false;
-  JobSpecPtr spec;              // as admitted
-  DurationMs predicted_ms = 0;  // the run time predicted at admission (0: none)
-};
-
-// kWake: a team reaches a time-based threshold (the starvation bound, reclaim_after) with
-// no other event due, as the live server's one-second tick would notice; `job` is the team.
-enum class EventKind { kEnd, kStop, kWake };
-using Event = std::tuple<TimeMs, size_t, int, EventKind>;  // time, job, end_version or generation, kind
-
-double Speed(const JobState& js) { return js.gpu_speed * js.shared_speed; }
-
-// Advances a running job's work to t: the restart overhead first, then work at its speed.
-void Progress(JobState& js, TimeMs t) {
-  DurationMs dt = std::max<DurationMs>(0, t - js.progress_t);
-  DurationMs overhead = std::min(dt, js.overhead_left_ms);
-  js.overhead_left_ms -= overhead;
-  js.work_done_ms += static_cast<double>(dt - overhead) * Speed(js);
-  js.progress_t = t;
-}
-
-// One logged stretch [t, next t): allocated GPUs, waiting jobs, GPUs per team.
-struct LogEntry {
-  TimeMs t = 0;
-  double allocated = 0;
-  int queued = 0;
-  size_t team_offset = 0;  // into team_log_
-};
 
 double Percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -85,118 +30,7 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
-class Simulation {
- public:
-  Simulation(const std::vector<Node>& nodes, const Trace& trace, const ConfigSet& config, const SchedulerConfig& policy,
-             const SimOptions& options)
-      : trace_(trace),
-        config_(config),
-        options_(options),
-        policy_(policy),
-        engine_(config.catalog, policy, &options.quotas),
-        ledger_(policy.fairshare_half_life_ms) {
-    snap_.nodes = nodes;
-    for (const Node& n : nodes) {
-      largest_node_ = std::max(largest_node_, static_cast<int>(n.gpus.size()));
-      node_gpu_offset_.push_back(static_cast<int>(gpu_jobs_.size()));
-      for (const Gpu& g : n.gpus) {
-        gpu_jobs_.push_back(0);
-        cluster_gpus_++;
-        if (g.mig_enabled) has_partial_ = true;
-        if (!g.mig_enabled && g.health == GpuHealth::kHealthy && n.schedulable()) idle_gpus_++;
-      }
-    }
-  }
-
-  SimResult Run();
-
- private:
-  void Admit(size_t i);
-  void Enqueue(PendingJob job, size_t trace_index);
-  bool FitsGuarantee(const JobSpec& spec, int team) const;
-  void Reorder();
-  void CloseHoles();
-  size_t Waiting() const { return snap_.pending.size() - holes_; }
-  void Nominate(const std::string& job_id);
-  void Cycle();
-  void Start(const StartDecision& s);
-  void Release(size_t job);  // frees a running job's GPUs and accounting
-  void Finish(size_t job);
-  void Stop(size_t job);  // a preempted job's grace period is over
-  void PlanEnd(size_t job);
-  void Reshare(int gpu);  // the jobs sharing a GPU changed: new speeds and ends
-  void Account(TimeMs t);
-  void UpdateStarvation(TimeMs t);
-  void Summarize(SimResult& r);
-  int TeamIndex(const std::string& team);
-  bool TimeDependentOrder() const {
-    return policy_.size_weight != 0 || policy_.fairshare_weight != 0 ||
-           (policy_.guarantee_weight != 0 &&
-            (!options_.quotas.teams.empty() || options_.quotas.default_team.guaranteed_total() > 0));
-  }
-  // The queue-order context as of the last re-sort (Reorder).
-  QueueContext Context() const {
-    return {policy_, snap_.now_ms, largest_node_, policy_.fairshare_weight != 0 ? &factors_ : nullptr, &below_};
-  }
-
-  const Trace& trace_;
-  const ConfigSet& config_;
-  const SimOptions& options_;
-  const SchedulerConfig& policy_;
-  Engine engine_;
-  FairShareLedger ledger_;
-  RuntimePredictor predictor_;
-  Snapshot snap_;
-  std::vector<size_t> pending_job_;       // trace index of snap_.pending[i]
-  std::vector<QueueEntry> pending_keys_;  // queue key of snap_.pending[i] (pending_index unused)
-  std::vector<size_t> running_job_;       // trace index of snap_.running[i]
-  std::vector<size_t> running_pos_;       // trace index -> position in snap_.running
-  std::vector<JobState> jobs_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_queue_;
-  std::vector<int> node_gpu_offset_;
-  std::vector<int> gpu_jobs_;
-  std::map<int, std::vector<size_t>> gpu_sharers_;  // flat GPU index -> jobs sharing it
-  int cluster_gpus_ = 0;
-  int idle_gpus_ = 0;
-  int largest_node_ = 0;
-  bool has_partial_ = false;  // MIG GPUs or shared jobs: "no idle GPU" does not mean full
-  TimeMs last_reorder_ = -1;
-  std::map<std::string, double> factors_;
-  std::map<std::string, int> below_;
-  std::map<std::string, int> keyed_tiers_;  // GuaranteeTiers as of the last reorder
-
-  std::vector<std::string> teams_;
-  std::map<std::string, int> team_index_;
-  std::vector<double> team_alloc_;
-  std::vector<double> team_rate_;
-  std::vector<int> team_waiting_;
-  std::vector<TimeMs> starve_since_;
-  std::vector<double> team_guarantee_;
-  std::vector<int> team_waiting_fit_;  // waiting jobs no larger than the team's guarantee
-  std::vector<TimeMs> starve_fit_since_;
-  std::vector<double> team_max_starve_fit_ms_;
-  std::vector<TimeMs> below_since_;
-  std::vector<double> team_max_starve_ms_;
-  std::vector<double> team_gpu_ms_;
-
-  TimeMs t0_ = 0;
-  TimeMs last_t_ = 0;
-  double allocated_ = 0;
-  double useful_ = 0;  // GPUs asked for by running jobs x the speed sharing leaves them
-  double alloc_gpu_ms_ = 0;
-  double useful_gpu_ms_ = 0;
-  double queued_ms_ = 0;
-  double alloc_when_queued_gpu_ms_ = 0;
-  std::vector<LogEntry> log_;
-  std::vector<double> team_log_;
-  int64_t events_ = 0;
-  int64_t cycles_ = 0;
-  int preemptions_ = 0;
-  int jobs_preempted_ = 0;
-  size_t holes_ = 0;  // slots of snap_.pending emptied by starts (spec null), not yet closed
-  std::vector<std::string> rejected_samples_;
-  int rejected_ = 0;
-};
+}  // namespace
 
 int Simulation::TeamIndex(const std::string& team) {
   auto [it, added] = team_index_.emplace(team, static_cast<int>(teams_.size()));
@@ -224,7 +58,7 @@ void Simulation::Admit(size_t i) {
   JobSpec spec = tj.spec;
   spec.time_limit_ms = 0;  // the trace's limit is applied below, past the config's maximum
   Status s = ValidateJobSpec(spec, config_.catalog, config_.scheduler);
-  if (s.ok()) s = CheckAdmissible(spec, snap_.nodes, config_.catalog);
+  if (s.ok()) s = CheckAdmissible(spec, admissible_nodes_, config_.catalog);
   if (s.ok()) s = CheckQuotaAdmissible(spec, options_.quotas, config_.catalog);
   if (!s.ok()) {
     js.rejected = true;
@@ -266,6 +100,7 @@ bool Simulation::FitsGuarantee(const JobSpec& spec, int team) const {
 }
 
 void Simulation::Enqueue(PendingJob job, size_t trace_index) {
+  jobs_[trace_index].queued_since = snap_.now_ms;
   team_waiting_[jobs_[trace_index].team]++;
   if (FitsGuarantee(*job.spec, jobs_[trace_index].team)) team_waiting_fit_[jobs_[trace_index].team]++;
   snap_.pending.push_back(std::move(job));
@@ -354,6 +189,7 @@ void Simulation::Start(const StartDecision& s) {
       int& count = gpu_jobs_[node_gpu_offset_[ns.node] + g.gpu];
       if (count++ == 0 && !snap_.nodes[ns.node].gpus[g.gpu].mig_enabled) idle_gpus_--;
     }
+    TouchNode(static_cast<size_t>(ns.node));
   }
   js.gpu_speed = 1.0;
   if (options_.scale_by_gpu_speed && !s.placement.nodes.empty()) {
@@ -428,6 +264,7 @@ void Simulation::Release(size_t job) {
       int& count = gpu_jobs_[node_gpu_offset_[ns.node] + g.gpu];
       if (--count == 0 && !snap_.nodes[ns.node].gpus[g.gpu].mig_enabled) idle_gpus_++;
     }
+    TouchNode(static_cast<size_t>(ns.node));
   }
   if (pos + 1 != snap_.running.size()) {
     snap_.running[pos] = std::move(snap_.running.back());
@@ -488,7 +325,7 @@ void Simulation::Stop(size_t job) {
   Enqueue(std::move(again), job);
 }
 
-void Simulation::Cycle() {
+void Simulation::Cycle(bool for_autoscaler) {
   if (policy_.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
   snap_.below_guarantee_since.clear();
   snap_.starving_since.clear();
@@ -517,8 +354,20 @@ void Simulation::Cycle() {
                                  : -1;
     }
   }
-  Plan plan = engine_.Schedule(snap_, {.explain = false, .pending_in_order = true});
+  Plan plan = engine_.Schedule(snap_, {.explain = for_autoscaler, .pending_in_order = true});
   ++cycles_;
+  if (for_autoscaler) {  // what more nodes would start, for the autoscaler (taken before the starts)
+    demand_.clear();
+    reserved_at_.clear();
+    for (const Reservation& r : plan.reservations) reserved_at_[r.job_id] = r.start_ms;
+    for (const WaitingJob& w : plan.waiting) {
+      if (w.code == WaitCode::kQuota || w.code == WaitCode::kHeld || w.code == WaitCode::kPreempting) continue;
+      const size_t job = pending_job_[w.pending_index];
+      auto reserved = reserved_at_.find(w.job_id);
+      demand_.push_back({jobs_[job].spec.get(), jobs_[job].queued_since,
+                         reserved == reserved_at_.end() ? kNever : reserved->second, !jobs_[job].spec->preemptible});
+    }
+  }
   // Starts first: they name jobs by their place in the queue, which a nomination changes.
   // (Running jobs only grow at the back, so the evictions' indices stay good.)
   // Started jobs leave empty slots that the engine skips; the queue closes them once they
@@ -543,9 +392,11 @@ void Simulation::Account(TimeMs t) {
   if (dt <= 0) return;
   alloc_gpu_ms_ += allocated_ * dt;
   useful_gpu_ms_ += useful_ * dt;
+  live_gpu_ms_ += live_gpus_ * dt;
   if (Waiting() > 0) {
     queued_ms_ += dt;
     alloc_when_queued_gpu_ms_ += allocated_ * dt;
+    live_when_queued_gpu_ms_ += live_gpus_ * dt;
   }
   for (size_t k = 0; k < teams_.size(); ++k) team_gpu_ms_[k] += team_alloc_[k] * dt;
   if (policy_.fairshare_weight != 0) {
@@ -595,8 +446,16 @@ SimResult Simulation::Run() {
   size_t next = 0;
   if (!trace_.jobs.empty()) t0_ = last_t_ = trace_.jobs.front().submit_ms;
   ledger_.Advance(t0_, {});
+  snap_.now_ms = t0_;
+  for (size_t p = 0; p < options_.autoscaler.pools.size(); ++p) {  // each pool's minimum, up from the start
+    for (int i = 0; i < options_.autoscaler.pools[p].min_nodes; ++i) {
+      RequestNode(p);
+      NodeUp(snap_.nodes.size() - 1);
+    }
+  }
   while (next < trace_.jobs.size() || !events_queue_.empty()) {
     TimeMs t = kNever;
+    bool scale_due = false;
     if (next < trace_.jobs.size()) t = trace_.jobs[next].submit_ms;
     if (!events_queue_.empty()) t = std::min(t, std::get<0>(events_queue_.top()));
     Account(t);
@@ -609,21 +468,43 @@ SimResult Simulation::Run() {
         changed = true;
         continue;
       }
+      if (kind == EventKind::kNodeUp || kind == EventKind::kReclaim || kind == EventKind::kScale) {
+        if (kind == EventKind::kScale) {
+          scale_tick_at_ = kNever;
+          scale_due = true;
+        } else if (slots_[job].incarnation == generation) {
+          quiet_ticks_ = 0;
+          kind == EventKind::kNodeUp ? NodeUp(job) : Reclaim(job);
+        }
+        changed = true;
+        continue;
+      }
       const JobState& js = jobs_[job];
       if (js.done || generation != (kind == EventKind::kEnd ? js.end_version : js.generation)) continue;  // superseded
       if (kind == EventKind::kStop && snap_.running[running_pos_[job]].stop_at_ms != when) continue;
       kind == EventKind::kEnd ? Finish(job) : Stop(job);
+      quiet_ticks_ = 0;
       changed = true;
       ++events_;
     }
     while (next < trace_.jobs.size() && trace_.jobs[next].submit_ms == t) {
+      quiet_ticks_ = 0;
       Admit(next++);
       changed = true;
       ++events_;
     }
     // Preemption can free GPUs held by others, so a full cluster may still change.
     bool may_start = idle_gpus_ > 0 || has_partial_ || policy_.preemption_enabled;
-    if (changed && Waiting() > 0 && may_start) Cycle();
+    // The autoscaler's tick runs a cycle even on a full cluster: its waiting jobs are the demand.
+    if (Waiting() > 0 && ((changed && may_start) || scale_due)) {
+      Cycle(scale_due);
+    } else if (scale_due) {
+      demand_.clear();
+    }
+    if (Elastic() && (changed || scale_due)) {
+      if (scale_due) Autoscale();
+      ScheduleScaleTick(next < trace_.jobs.size());
+    }
     UpdateStarvation(t);
   }
   UpdateStarvation(last_t_);
@@ -633,6 +514,7 @@ SimResult Simulation::Run() {
 }
 
 void Simulation::Summarize(SimResult& r) {
+  if (Elastic()) cluster_gpus_ = std::max(peak_gpus_, static_cast<int>(fixed_gpus_));  // the charts' scale
   r.policy = options_.policy;
   r.cluster_gpus = cluster_gpus_;
   r.jobs_total = static_cast<int>(trace_.jobs.size());
@@ -676,6 +558,13 @@ void Simulation::Summarize(SimResult& r) {
   r.gpu_utilization = span_ms > 0 ? alloc_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
   r.useful_gpu_utilization = span_ms > 0 ? useful_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
   r.gpu_utilization_when_queued = queued_ms_ > 0 ? alloc_when_queued_gpu_ms_ / (cluster_gpus_ * queued_ms_) : -1;
+  if (Elastic()) {  // over the GPUs there were, not a fixed size
+    r.gpu_utilization = live_gpu_ms_ > 0 ? alloc_gpu_ms_ / live_gpu_ms_ : 0;
+    r.useful_gpu_utilization = live_gpu_ms_ > 0 ? useful_gpu_ms_ / live_gpu_ms_ : 0;
+    r.gpu_utilization_when_queued =
+        live_when_queued_gpu_ms_ > 0 ? alloc_when_queued_gpu_ms_ / live_when_queued_gpu_ms_ : -1;
+    SummarizePools(r);
+  }
   std::sort(jct.begin(), jct.end());
   std::sort(delay.begin(), delay.end());
   r.jct_mean_s = Mean(jct);
@@ -741,17 +630,17 @@ void Simulation::Summarize(SimResult& r) {
   }
 }
 
-}  // namespace
+}  // namespace sim_internal
 
 Expected<SimResult> Simulate(const std::vector<Node>& nodes, const Trace& trace, const ConfigSet& config,
                              const SimOptions& options) {
   auto policy = PolicyConfig(options.policy, config.scheduler);
   if (!policy) return policy.status();
-  if (nodes.empty()) return Status::Invalid("cluster", "the cluster has no nodes");
+  if (nodes.empty() && !options.autoscaler.enabled()) return Status::Invalid("cluster", "the cluster has no nodes");
   if (options.estimate_error < 0 || options.estimate_error >= 1) {
     return Status::Invalid("estimate_error", "must be within [0, 1)");
   }
-  Simulation sim(nodes, trace, config, *policy, options);
+  sim_internal::Simulation sim(nodes, trace, config, *policy, options);
   return sim.Run();
 }
 

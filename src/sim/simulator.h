@@ -10,6 +10,7 @@
 
 #include "core/config_dir.h"
 #include "core/node.h"
+#include "core/node_pools.h"
 #include "core/quota_config.h"
 #include "sim/trace.h"
 
@@ -27,7 +28,12 @@ struct SimOptions {
   // Jobs carry no estimate, as most live jobs do: the engine plans with run times predicted
   // from finished jobs alike (RuntimePredictor), else with the time limit.
   bool no_estimates = false;
-  uint64_t seed = 1;        // seeds the estimate noise
+  // Node pools that grow and shrink with the queue (the controller's autoscaler decision):
+  // nodes come up `startup` after they are asked for, spot nodes are reclaimed at their
+  // pool's rate (their jobs evicted to their last checkpoint), idle ones go back after
+  // scale_down_after. None: the cluster is the nodes given.
+  AutoscalerConfig autoscaler;
+  uint64_t seed = 1;        // seeds the estimate noise and the spot reclaims
   int series_points = 400;  // samples kept for the charts
 };
 
@@ -40,6 +46,19 @@ struct TeamMetrics {
   double max_starvation_s = 0;
   // The same, counted only while the team had a waiting job that fits its guarantee.
   double max_starvation_fitting_guarantee_s = 0;
+};
+
+// One node pool of an elastic simulation: what it ran and what it cost.
+struct PoolMetrics {
+  std::string name;
+  std::string capacity;   // on_demand or spot
+  double node_hours = 0;  // from each request (the cloud bills the start-up) to the node's return
+  double gpu_hours = 0;
+  double cost = 0;  // at the pool's price
+  int peak_nodes = 0;
+  int nodes_requested = 0;
+  int nodes_returned = 0;
+  int reclaims = 0;  // spot nodes taken back, with their jobs evicted
 };
 
 // Time series for charts, averaged over equal buckets of the makespan.
@@ -82,6 +101,14 @@ struct SimResult {
   std::vector<double> jct_sorted_s;           // for CDFs
   std::vector<double> queue_delay_sorted_s;
   SimSeries series;
+  // Elastic simulations only (SimOptions::autoscaler has pools): per pool, the cost of the
+  // whole cluster (fixed nodes at on-demand prices, pools at theirs), of an always-on
+  // cluster of the same peak size at on-demand prices, and what spot saved against
+  // on-demand prices for the same hours. cluster_gpus is then the peak.
+  std::vector<PoolMetrics> pools;
+  double cost = 0;
+  double always_on_cost = 0;
+  double spot_saving = 0;
 };
 
 // Runs one policy over `trace` on `nodes`.

@@ -230,3 +230,80 @@ TEST(Simulator, SameInputSameResult) {
 
 }  // namespace
 }  // namespace gantry
+
+namespace gantry {
+namespace {
+
+// Elastic pools: an A100 pool on demand and one on spot, up to 4 nodes of 8 each, nodes
+// up 3 minutes after they are asked for, idle ones returned after 10 minutes.
+SimResult RunElastic(const std::vector<Node>& nodes, const std::string& csv, double reclaims_per_hour = 0) {
+  auto trace = ParseTrace(csv, TraceFormat::kCsv, true);
+  EXPECT_TRUE(trace.ok()) << trace.status().ToString();
+  SimOptions options;
+  auto pools = ParseAutoscalerYaml(fmt::format(R"(
+autoscaler: {{scale_down_after: 10m}}
+pools:
+  - {{name: a100, gpu_type: A100-80GB, gpus_per_node: 8, max_nodes: 4, startup: 3m}}
+  - {{name: a100-spot, gpu_type: A100-80GB, gpus_per_node: 8, capacity: spot, max_nodes: 4, startup: 3m,
+     spot_reclaims_per_node_hour: {}}}
+)",
+                                               reclaims_per_hour),
+                                   GpuCatalog::Builtin());
+  EXPECT_TRUE(pools.ok()) << pools.status().ToString();
+  options.autoscaler = *pools;
+  ConfigSet config = Config();
+  auto r = Simulate(nodes, *trace, config, options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return *r;
+}
+
+std::string Burst(int jobs, const std::string& extra_columns = "", const std::string& extra_values = "") {
+  std::string csv = "id,submit_time,duration_s,num_gpus" + extra_columns + "\n";
+  for (int i = 0; i < jobs; ++i) csv += fmt::format("j{},0,3600,1{}\n", i, extra_values);
+  return csv;
+}
+
+TEST(ElasticPools, ABurstGrowsTheCheapestPoolAndItShrinksBackBilledForItsHours) {
+  // 20 one-GPU preemptible jobs of an hour, no node to begin with; an 8-GPU job later.
+  SimResult r = RunElastic({}, Burst(20) + "big,7200,1800,8\n");
+  EXPECT_EQ(r.jobs_completed, 21);
+  ASSERT_EQ(r.pools.size(), 2u);
+  const PoolMetrics& on_demand = r.pools[0];
+  const PoolMetrics& spot = r.pools[1];
+  EXPECT_EQ(on_demand.nodes_requested, 0) << "preemptible work goes to spot";
+  EXPECT_EQ(spot.peak_nodes, 3) << "20 GPUs: three nodes of 8";
+  EXPECT_EQ(spot.nodes_requested, 4) << "three for the burst, one for the 8-GPU job later";
+  EXPECT_EQ(spot.nodes_returned, 4) << "all idle nodes went back";
+  // Each job waited for the autoscaler's first look (1 min) and a node's start-up (3 min).
+  EXPECT_DOUBLE_EQ(r.queue_delay_p50_s, 240);
+  // Billed from each request to the node's return: 3 x (1 h + 4 min + 10 min idle) and the
+  // big job's node (3 min + 30 min + 10 min), within a tick either way.
+  EXPECT_NEAR(spot.node_hours, 3 * (60 + 4 + 10) / 60.0 + (3 + 30 + 10) / 60.0, 0.1);
+  EXPECT_NEAR(spot.cost, spot.gpu_hours * 1.40, 1e-6);
+  EXPECT_NEAR(r.spot_saving, spot.gpu_hours * (3.43 - 1.40), 1e-6);
+  EXPECT_NEAR(r.cost, spot.cost, 1e-6) << "no fixed nodes";
+  EXPECT_GT(r.always_on_cost, 3 * r.cost) << "three nodes on demand all along cost far more";
+}
+
+TEST(ElasticPools, NonPreemptibleWorkGoesOnDemandAndFixedNodesAreUsedFirst) {
+  SimResult r = RunElastic({testing::MakeNode("fixed", "A100-80GB", 8)}, Burst(12, ",preemptible", ",false"));
+  EXPECT_EQ(r.jobs_completed, 12);
+  EXPECT_EQ(r.pools[0].nodes_requested, 1) << "8 on the fixed node, 4 more on one on-demand node";
+  EXPECT_EQ(r.pools[1].nodes_requested, 0);
+  EXPECT_GT(r.cost, r.pools[0].cost) << "the fixed node is billed too, at on-demand prices";
+}
+
+TEST(ElasticPools, ReclaimedSpotNodesEvictTheirJobsWhichResumeFromTheirCheckpoints) {
+  const std::string csv = Burst(16, ",checkpoint_interval_s", ",600");
+  SimResult r = RunElastic({}, csv, 2.0);  // two reclaims per node-hour
+  EXPECT_EQ(r.jobs_completed, 16) << "every job finishes despite the reclaims";
+  EXPECT_GT(r.pools[1].reclaims, 0);
+  EXPECT_GE(r.preemptions, r.pools[1].reclaims) << "each reclaim evicted the jobs on its node";
+  EXPECT_GT(r.pools[1].nodes_requested, 2) << "lost nodes are replaced";
+  SimResult again = RunElastic({}, csv, 2.0);
+  EXPECT_EQ(again.pools[1].reclaims, r.pools[1].reclaims) << "the same seed, the same reclaims";
+  EXPECT_DOUBLE_EQ(again.jct_mean_s, r.jct_mean_s);
+}
+
+}  // namespace
+}  // namespace gantry
