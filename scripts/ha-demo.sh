@@ -18,10 +18,11 @@ fi
 g=$(realpath "$GANTRY_BINARY")
 lease=${LEASE:-3}
 work=$(mktemp -d /tmp/gantry-ha-demo.XXXXXX)
+servers=""  # both controllers' addresses, once known (the cleanup cancels the long jobs through them)
 chmod 755 "$work"
 pids=()
 cleanup() {
-  "$g" cancel --server "$servers" --token-file "$work/alice.token" $(cat "$work/long-jobs" 2>/dev/null) \
+  [ -n "$servers" ] && "$g" cancel --server "$servers" --token-file "$work/alice.token" $(cat "$work/long-jobs" 2>/dev/null) \
     >/dev/null 2>&1 || true
   sleep 1
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done

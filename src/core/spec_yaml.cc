@@ -333,7 +333,8 @@ Expected<std::vector<Node>> ParseCluster(const YAML::Node& root, const GpuCatalo
   top.Child("autoscaler");
   if (Status s = top.Finish(); !s.ok()) return s;
   const bool elastic = pools && pools.IsSequence() && pools.size() > 0;
-  if ((!groups && !elastic) || (groups && (!groups.IsSequence() || (groups.size() == 0 && !elastic)))) {
+  const bool has_groups = groups && groups.IsSequence() && groups.size() > 0;
+  if ((groups && !groups.IsSequence()) || (!has_groups && !elastic)) {
     return Status::Invalid("node_groups", "must be a non-empty list (or give pools)");
   }
   std::vector<Node> nodes;

@@ -36,7 +36,7 @@ struct ScalingDemand {
   const JobSpec* spec = nullptr;
   TimeMs waiting_since = 0;
   TimeMs reserved_start_ms = kNever;  // the engine's promise, when it holds a reservation
-  bool on_demand_only = false;        // not preemptible, or critical work
+  bool on_demand_only = false;        // critical work (a job that is not preemptible never goes to spot anyway)
 };
 
 struct ScalingPlan {

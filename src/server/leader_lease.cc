@@ -21,6 +21,11 @@ struct LeaderLease::Connection {
 
 LeaderLease::~LeaderLease() = default;
 
+LeaderLease::Connection& LeaderLease::Connected() {
+  if (!conn_->c.is_open()) conn_ = std::make_unique<Connection>(db_url_);
+  return *conn_;
+}
+
 Expected<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& db_url, std::string me, std::string url,
                                                          DurationMs lease) {
   if (lease < 1000) return Status::Invalid("--leader-lease", "must be at least 1s");
@@ -41,8 +46,7 @@ Expected<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& db_u
 Expected<LeaseView> LeaderLease::Campaign() {
   std::lock_guard<std::mutex> lock(mu_);
   try {
-    if (!conn_->c.is_open()) conn_ = std::make_unique<Connection>(db_url_);
-    pqxx::work tx(conn_->c);
+    pqxx::work tx(Connected().c);
     // The row exists from the migration; lock it, so two standbys never both take it.
     pqxx::row r =
         tx.exec1("SELECT term, holder, url, expires_at > now(), takeovers FROM leader WHERE id = 1 FOR UPDATE");
@@ -78,8 +82,7 @@ Expected<LeaseView> LeaderLease::Campaign() {
 Expected<bool> LeaderLease::Renew() {
   std::lock_guard<std::mutex> lock(mu_);
   try {
-    if (!conn_->c.is_open()) conn_ = std::make_unique<Connection>(db_url_);
-    pqxx::work tx(conn_->c);
+    pqxx::work tx(Connected().c);
     // By term, not by expiry: a leader that was paused past its lease, with no one taking
     // over meanwhile, still holds the only term there is and may go on.
     pqxx::result r =
@@ -96,7 +99,7 @@ Status LeaderLease::SetUrl(std::string url) {
   std::lock_guard<std::mutex> lock(mu_);
   url_ = std::move(url);
   try {
-    pqxx::work tx(conn_->c);
+    pqxx::work tx(Connected().c);
     tx.exec_params("UPDATE leader SET url = $1 WHERE id = 1 AND holder = $2 AND term = $3", url_, me_, term_);
     tx.commit();
     return Status::Ok();

@@ -59,6 +59,8 @@ class LeaderLease {
   std::mutex mu_;
   struct Connection;  // a pqxx::connection (libpqxx stays out of this header)
   std::unique_ptr<Connection> conn_;
+  // The connection, opened again if it was lost (under mu_).
+  Connection& Connected();
 };
 
 }  // namespace gantry

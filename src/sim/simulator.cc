@@ -365,7 +365,7 @@ void Simulation::Cycle(bool for_autoscaler) {
       const size_t job = pending_job_[w.pending_index];
       auto reserved = reserved_at_.find(w.job_id);
       demand_.push_back({jobs_[job].spec.get(), jobs_[job].queued_since,
-                         reserved == reserved_at_.end() ? kNever : reserved->second, !jobs_[job].spec->preemptible});
+                         reserved == reserved_at_.end() ? kNever : reserved->second, false});
     }
   }
   // Starts first: they name jobs by their place in the queue, which a nomination changes.
