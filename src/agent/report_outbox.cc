@@ -35,10 +35,14 @@ void ReportOutbox::GpuHealth(const GpuHealthChange& change) {
   Push([&] { pending_.health.push_back(change); });
 }
 
+void ReportOutbox::Reclaim(const NodeNotice& notice) {
+  Push([&] { pending_.notices.push_back(notice); });
+}
+
 AgentReport ReportOutbox::Take(int ms) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, std::chrono::milliseconds(ms),
-               [&] { return !pending_.events.empty() || !pending_.health.empty(); });
+               [&] { return !pending_.events.empty() || !pending_.health.empty() || !pending_.notices.empty(); });
   AgentReport report = std::move(pending_);
   pending_ = AgentReport{};
   report.node_id = node_id_;
@@ -51,6 +55,8 @@ void ReportOutbox::Return(AgentReport report) {
   for (GpuHealthChange& h : pending_.health) report.health.push_back(std::move(h));
   pending_.events = std::move(report.events);
   pending_.health = std::move(report.health);
+  for (NodeNotice& n : pending_.notices) report.notices.push_back(std::move(n));
+  pending_.notices = std::move(report.notices);
 }
 
 }  // namespace gantry

@@ -25,6 +25,7 @@ class ReportOutbox : public NodeReports {
   void MigChanged(const MigReport& change) override;
   void Readings(NodeReadings readings) override;
   void GpuHealth(const GpuHealthChange& change) override;
+  void Reclaim(const NodeNotice& notice) override;
 
   // Waits up to `ms` for a job event or health change (readings alone wait the whole
   // time), then returns everything pending and empties the box.

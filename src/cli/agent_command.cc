@@ -88,6 +88,16 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     err << "gantry agent: health.yaml: " << rules.status().ToString() << "\n";
     return 2;
   }
+  std::map<std::string, std::string> labels;
+  for (const std::string& kv : o.labels) {
+    size_t eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos || kv.size() > 253 ||
+        kv.find_first_of(" \t\n\r\"'$`;|&<>") != std::string::npos) {
+      err << "gantry agent: --label: '" << kv << "' must be KEY=VALUE (no spaces or shell characters)\n";
+      return 2;
+    }
+    labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   std::string node_id = o.node_id.empty() ? Hostname() : o.node_id;
   std::error_code ec;
   std::string data_dir = fs::absolute(o.data_dir.empty() ? "gantry-agent" : o.data_dir, ec).string();
@@ -125,6 +135,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       gpus->inventory = *now;
     }
     Registration reg{node_id, gpus->inventory, std::move(runs), HostCpus(), HostMemoryMib(), {}, *network};
+    reg.labels = labels;
     if (gpus->fake) reg.labels["gantry.io/fake"] = "true";
     return reg;
   };
@@ -134,6 +145,8 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
                      gpus->inventory.gpus.size(), gpus->provider->name())
       << std::endl;
   runner.Serve();
+  SpotNoticeWatcher spot(o.spot_notice, node_id, outbox, out);
+  spot.Start();
 
   std::map<std::string, GpuLocation> where;
   for (const GpuInfo& g : gpus->inventory.gpus) where[g.uuid] = {node_id, g.index};
@@ -152,6 +165,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   sigwait(&stop_signals, &sig);
   // The jobs keep running: a restarted agent adopts them.
   server.Stop();
+  spot.Stop();
   monitor.Stop();
   runner.Shutdown();
   out << "gantry agent stopped (its jobs keep running)" << std::endl;

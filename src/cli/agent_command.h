@@ -7,7 +7,9 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
+#include "agent/spot_notice.h"
 #include "cli/job_runner_setup.h"
 
 namespace gantry {
@@ -22,8 +24,10 @@ struct AgentOptions {
   std::string config_dir;  // gpu_types.yaml, health.yaml
   std::string fake_gpus;   // e.g. 4xT4 (or 1x4xT4): this node's GPUs are fake
   int poll_wait_s = 20;
-  JobRunnerFlags runner;   // the shim, run-as, cgroups and log cap
-  double heartbeat_s = 2;  // reports (a heartbeat when there is nothing else) at least this often
+  JobRunnerFlags runner;            // the shim, run-as, cgroups and log cap
+  double heartbeat_s = 2;           // reports (a heartbeat when there is nothing else) at least this often
+  std::vector<std::string> labels;  // KEY=VALUE, this node's (e.g. pool=spot-a100)
+  SpotNoticeOptions spot_notice;    // where this node learns that its cloud takes it back
 };
 
 int RunAgent(const AgentOptions& options, std::ostream& out, std::ostream& err);

@@ -173,6 +173,22 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
   agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")
       ->check(CLI::Range(0.1, 600.0));
+  agent_cmd->add_option("--label", agent.labels,
+                        "KEY=VALUE: a label of this node (repeat for more), e.g. pool=spot-a100");
+  agent_cmd->add_option("--spot-notice-file", agent.spot_notice.file,
+                        "Spot: the node is being reclaimed when this file exists (it may hold the seconds left or a "
+                        "UTC time)");
+  agent_cmd
+      ->add_option("--spot-notice-command", agent.spot_notice.command,
+                   "Spot: a command run every interval; exit 0 with output (seconds left or a UTC time) is a "
+                   "reclaim notice (examples/autoscaler/aws-spot-notice.sh, gcp-preemption-notice.sh)")
+      ->excludes("--spot-notice-file");
+  agent_cmd
+      ->add_option_function<double>(
+          "--spot-notice-interval",
+          [&agent](double s) { agent.spot_notice.interval_ms = static_cast<gantry::DurationMs>(s * 1000); },
+          "Seconds between looks at the spot notice source (default 5)")
+      ->check(CLI::Range(0.2, 300.0));
 
   gantry::GpusCommandOptions gpus;
   CLI::App* gpus_cmd = app.add_subcommand("gpus", "What this machine's GPU provider (NVML, nvidia-smi) sees, as JSON");

@@ -26,6 +26,8 @@
 #include "cli/job_runner_setup.h"
 #include "cli/server_leadership.h"
 #include "core/host.h"
+#include "core/node_pools.h"
+#include "core/read_file.h"
 #include "core/yaml_util.h"
 #include "protocol/inventory.h"
 #include "server/agent_hub.h"
@@ -164,6 +166,25 @@ std::string PublicUrl(const ServerOptions& o, const std::string& host, int port)
   return url;
 }
 
+// DIR/pools.yaml, when there is one: the node pools the autoscaler grows and shrinks. A
+// pool's nodes bill at its capacity's price list (spot or on-demand) and at its own price
+// when it has one, unless gpu_types.yaml's pricing names the pool itself.
+Status LoadPools(const std::string& config_dir, ControllerOptions& copts) {
+  if (config_dir.empty() || !fs::exists(config_dir + "/pools.yaml")) return Status::Ok();
+  auto text = ReadFileNoThrow(config_dir + "/pools.yaml", 1 << 20);
+  if (!text) return Status::Invalid("pools.yaml", "cannot be read (or is over 1 MiB)");
+  auto pools = ParseAutoscalerYaml(*text, copts.config.catalog);
+  if (!pools) return Status::Invalid("pools.yaml", pools.status().ToString());
+  for (const NodePool& p : pools->pools) {
+    PoolPricing& billed = copts.pricing.pools[p.name];
+    if (!billed.rate) billed.rate = p.capacity == Capacity::kSpot ? PriceRate::kSpot : PriceRate::kOnDemand;
+    const std::string& type = copts.config.catalog.Get(p.type).name;
+    if (p.price_per_gpu_hour >= 0 && !billed.prices.count(type)) billed.prices[type] = p.price_per_gpu_hour;
+  }
+  copts.autoscaler = std::move(*pools);
+  return Status::Ok();
+}
+
 // The controller's options from the config directory: catalog, scheduler, quotas (re-read
 // when team_quotas.yaml changes), pricing, node timeout.
 Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
@@ -177,6 +198,7 @@ Expected<ControllerOptions> ControllerOptionsFrom(const ServerOptions& o) {
   // Watched even before it exists: a team_quotas.yaml written later applies at once.
   if (!o.config_dir.empty()) copts.quotas_path = o.config_dir + "/team_quotas.yaml";
   copts.node_timeout_ms = static_cast<DurationMs>(o.node_timeout_s * 1000);
+  if (Status s = LoadPools(o.config_dir, copts); !s.ok()) return s;
   copts.history_interval_ms = static_cast<DurationMs>(o.history_interval_s * 1000);
   return copts;
 }

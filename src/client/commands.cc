@@ -220,21 +220,26 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   });
 
   // token: make a user's token and its users.yaml entry (the token is shown once).
-  auto tu = std::make_shared<std::array<std::string, 4>>();  // user, team, role, node
+  auto tu = std::make_shared<std::array<std::string, 5>>();  // user, team, role, node, pool
   (*tu)[2] = "user";
   CLI::App* token = app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
   token->add_option("--user", (*tu)[0], "User name")->required();
   token->add_option("--team", (*tu)[1], "Team")->required();
   token->add_option("--role", (*tu)[2], "user, team-admin, admin or agent (a node agent)")
       ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
-  token->add_option("--node", (*tu)[3], "The one node an agent token speaks for (required with --role agent)");
+  token->add_option("--node", (*tu)[3], "The one node an agent token speaks for (--role agent)");
+  token->add_option("--pool", (*tu)[4], "Or: the node pool whose autoscaled nodes it speaks for (--role agent)")
+      ->excludes("--node");
   token->callback([=, &out] {
-    if (((*tu)[2] == "agent") != !(*tu)[3].empty()) {
-      throw CLI::ValidationError("--node", "an agent token names its one node (--node ID); other roles have none");
+    bool bound = !(*tu)[3].empty() || !(*tu)[4].empty();
+    if (((*tu)[2] == "agent") != bound) {
+      throw CLI::ValidationError("--node",
+                                 "an agent token names its one node (--node ID) or its pool (--pool NAME); "
+                                 "other roles have neither");
     }
     *chosen = [=, &out] {
       std::string t = NewToken();
-      std::string node = (*tu)[3].empty() ? "" : ", node: " + (*tu)[3];
+      std::string node = !(*tu)[3].empty() ? ", node: " + (*tu)[3] : !(*tu)[4].empty() ? ", pool: " + (*tu)[4] : "";
       out << "token (give it to " << (*tu)[0] << "; it is not stored anywhere): " << t << "\n"
           << "users.yaml entry:\n"
           << fmt::format("  - {{name: {}, team: {}, role: {}{}, token_sha256: {}}}\n", (*tu)[0], (*tu)[1], (*tu)[2],

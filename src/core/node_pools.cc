@@ -109,6 +109,7 @@ Status ParsePool(const YAML::Node& node, const std::string& where, const GpuCata
     return Status::Invalid(where + ".labels.pool", "is the pool's name, set by Gantry");
   }
   p->labels["pool"] = p->name;
+  if (p->capacity == Capacity::kSpot) p->labels[kCapacityLabel] = "spot";
   return Status::Ok();
 }
 

@@ -19,6 +19,8 @@
 namespace gantry {
 
 enum class Capacity : uint8_t { kOnDemand, kSpot };
+// The label of a node from a spot pool ("spot"): only preemptible work runs there.
+inline constexpr const char* kCapacityLabel = "gantry.io/capacity";
 const char* ToString(Capacity c);
 
 struct NodePool {

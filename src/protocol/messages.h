@@ -97,6 +97,14 @@ struct GpuHealthChange {
   std::string reason;
 };
 
+// The node's cloud takes it back (a spot reclaim) `reclaim_in_ms` from the report, as the
+// agent's notice source said (`source`: the file or command that said it).
+struct NodeNotice {
+  std::string node_id;
+  DurationMs reclaim_in_ms = 0;
+  std::string source;
+};
+
 // The latest reading of some of a node's GPUs, by GPU index.
 struct NodeReadings {
   std::string node_id;

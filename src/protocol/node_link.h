@@ -29,6 +29,8 @@ class NodeReports {
   virtual void MigChanged(const MigReport& change) = 0;
   virtual void Readings(NodeReadings readings) = 0;
   virtual void GpuHealth(const GpuHealthChange& change) = 0;
+  // The node is about to be reclaimed (spot): it takes no new job and its jobs stop in time.
+  virtual void Reclaim(const NodeNotice& notice) = 0;
 };
 
 }  // namespace gantry

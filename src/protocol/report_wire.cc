@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/command.h"
+
 namespace gantry {
 
 const nlohmann::json& FieldOr(const nlohmann::json& j, const char* key, const nlohmann::json& fallback) {
@@ -268,6 +270,16 @@ Expected<AgentReport> ParseAgentReport(const nlohmann::json& body) {
     });
   }
   if (parsed.ok()) {
+    parsed = EachObject(body, "notices", [&](const nlohmann::json& n) {
+      constexpr int64_t kMaxNoticeMs = 24 * kHourMs;
+      auto in = n.find("reclaim_in_ms");
+      if (in == n.end() || !in->is_number_integer() || in->get<int64_t>() < 0 || in->get<int64_t>() > kMaxNoticeMs) {
+        throw nlohmann::json::other_error::create(501, "reclaim_in_ms: must be an integer within 0..86400000", nullptr);
+      }
+      report.notices.push_back({report.node_id, in->get<int64_t>(), OneLineExcerpt(n.value("source", ""))});
+    });
+  }
+  if (parsed.ok()) {
     parsed = EachObject(body, "logs", [&](const nlohmann::json& l) {
       report.logs.push_back({l.value("job_id", ""), l.value("stream", ""), l.value("data", ""),
                              l.value("offset", int64_t{-1}), l.value("run", 0), l.value("rank", 0)});
@@ -312,7 +324,11 @@ nlohmann::json AgentReportToJson(const AgentReport& report) {
   for (const GpuHealthChange& h : report.health) {
     health.push_back({{"gpu", h.gpu}, {"healthy", h.healthy}, {"reason", h.reason}});
   }
-  return {{"node_id", report.node_id}, {"events", events}, {"telemetry", telemetry}, {"health", health}};
+  nlohmann::json out = {{"node_id", report.node_id}, {"events", events}, {"telemetry", telemetry}, {"health", health}};
+  for (const NodeNotice& n : report.notices) {
+    out["notices"].push_back({{"reclaim_in_ms", n.reclaim_in_ms}, {"source", n.source}});
+  }
+  return out;
 }
 
 void DeliverReport(const AgentReport& report, NodeReports& to) {
@@ -325,6 +341,7 @@ void DeliverReport(const AgentReport& report, NodeReports& to) {
   }
   if (!report.telemetry.empty()) to.Readings({report.node_id, report.telemetry});
   for (const GpuHealthChange& h : report.health) to.GpuHealth(h);
+  for (const NodeNotice& n : report.notices) to.Reclaim(n);
 }
 
 }  // namespace gantry

@@ -71,6 +71,7 @@ struct AgentReport {
   std::vector<ReportEvent> events;
   std::vector<std::pair<int, GpuSample>> telemetry;
   std::vector<GpuHealthChange> health;
+  std::vector<NodeNotice> notices;  // [{reclaim_in_ms, source}]: the node's cloud takes it back
   std::vector<LogChunk> logs;
 };
 // The report's JSON without its logs (the log shipper adds those).

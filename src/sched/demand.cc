@@ -114,6 +114,8 @@ void AppendShapeKey(const JobSpec& spec, std::string& key) {
   for (const auto& [k, v] : spec.node_selector) key.append(k).append("=").append(v).push_back('\0');
   key += '\1';
   for (const Taint& t : spec.tolerations) key.append(t.key).append("=").append(t.value).push_back('\0');
+  key += spec.preemptible ? '\2' : '\3';  // spot nodes take preemptible work of preemptible classes only
+  key += spec.priority_class;
 }
 
 std::string DescribeRequest(const JobSpec& spec) {

@@ -32,6 +32,7 @@ struct Demand {
   int cpus = 0;
   int64_t memory_mib = 0;
   uint64_t gpu_mask = ~uint64_t{0};  // the GPU indices it may use (pinned jobs)
+  bool spot_ok = true;               // preemptible, of a preemptible class: may run on spot nodes
 
   int total_gpus() const { return spec->request.gpus; }
 };

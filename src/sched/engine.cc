@@ -157,6 +157,10 @@ ShapeEntry& Cycle::Shape(const JobSpec& spec) {
   if (it == shapes_.end()) {
     ShapeEntry entry;
     entry.demand = CompileDemand(spec, catalog_, state_.max_gpus_per_type());
+    entry.demand.spot_ok = spec.preemptible;
+    for (const PriorityClass& c : config_.priority_classes) {
+      if (c.name == spec.priority_class && !c.preemptible) entry.demand.spot_ok = false;
+    }
     entry.share = JobGpuShare(spec.request, catalog_);
     it = shapes_.emplace(key_, std::move(entry)).first;
   }

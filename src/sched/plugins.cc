@@ -5,6 +5,8 @@
 #include <array>
 #include <bit>
 
+#include "core/node_pools.h"
+
 namespace gantry {
 
 namespace {
@@ -27,6 +29,14 @@ bool TaintsTolerated(const Node& node, const NodeUse&, const Demand& d) {
   return Tolerated(node.taints, d.spec->tolerations);
 }
 
+// A spot node (label gantry.io/capacity=spot) may be taken back at any time: it runs only
+// work that may be evicted.
+bool CapacityAllowed(const Node& node, const NodeUse&, const Demand& d) {
+  if (d.spot_ok) return true;
+  auto it = node.labels.find(kCapacityLabel);
+  return it == node.labels.end() || it->second != "spot";
+}
+
 bool LargeEnough(const Node& node, const NodeUse& s, const Demand& d) {
   int per_node = 1;
   if (d.mode == SharingMode::kExclusive) {
@@ -43,8 +53,9 @@ bool HasMigIfNeeded(const Node& node, const NodeUse&, const Demand& d) {
   return false;
 }
 
-constexpr std::array<FilterPlugin, 6> kStatic = {{
+constexpr std::array<FilterPlugin, 7> kStatic = {{
     {"GpuType", "wrong GPU type", GpuTypeAllowed},
+    {"Capacity", "spot node, job not preemptible", CapacityAllowed},
     {"NodeSelector", "labels do not match", SelectorMatches},
     {"Taints", "untolerated taint", TaintsTolerated},
     {"NodeSize", "too small in total", LargeEnough},
@@ -95,7 +106,8 @@ const FilterPlugin* FailedStaticFilter(const Node& node, const NodeUse& state, c
 
 bool PassesStaticFilters(const Node& node, const NodeUse& state, const Demand& d) {
   return (d.type_mask >> state.type & 1) && (d.spec->node_selector.empty() || SelectorMatches(node, state, d)) &&
-         (node.taints.empty() || TaintsTolerated(node, state, d)) && LargeEnough(node, state, d);
+         (node.taints.empty() || TaintsTolerated(node, state, d)) && LargeEnough(node, state, d) &&
+         CapacityAllowed(node, state, d);
 }
 
 double ScoreNode(const ScoreInput& in, const SchedulerConfig& config) {

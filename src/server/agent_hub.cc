@@ -77,12 +77,26 @@ void AgentHub::ExpireWaiters(bool all) {
   for (auto& [w, answer] : due) w.answer(answer);
 }
 
-std::optional<Status> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action) {
-  if (who.role == Role::kAgent && who.node == node_id) return std::nullopt;
-  std::string why = who.role == Role::kAgent ? fmt::format("this agent token speaks for node {} only", who.node)
-                                             : "only node agents use /v1/agent/*";
+std::optional<Status> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action,
+                                          bool registering) {
+  if (who.role == Role::kAgent && !who.node.empty() && who.node == node_id) return std::nullopt;
+  if (who.role == Role::kAgent && !who.pool.empty()) {
+    // A pool's token registers the nodes its hook started (or that are the pool's already),
+    // and then speaks for the nodes it registered.
+    if (registering ? controller_.MayJoinPool(who.pool, node_id) : QueuePool(node_id) == who.pool) return std::nullopt;
+  }
+  std::string why = who.role != Role::kAgent ? "only node agents use /v1/agent/*"
+                    : who.pool.empty()       ? fmt::format("this agent token speaks for node {} only", who.node)
+                                       : fmt::format("this agent token speaks for the nodes of pool {} only", who.pool);
   controller_.RecordAudit(who, action, node_id, "forbidden", why);
   return Status::Denied("node_id", why);
+}
+
+std::string AgentHub::QueuePool(const std::string& node_id) {
+  Queue* q = Find(node_id);
+  if (!q) return "";
+  std::lock_guard<std::mutex> lock(q->mu);
+  return q->pool;
 }
 
 AgentHub::Queue* AgentHub::Find(const std::string& node_id) {
@@ -96,7 +110,7 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   auto reg = ParseRegistration(body);
   if (!reg) return reg.status();
   const std::string& node_id = reg->node_id;
-  if (auto refused = CheckNode(who, node_id, action)) return *refused;
+  if (auto refused = CheckNode(who, node_id, action, true)) return *refused;
   std::vector<RunReport>& runs = reg->runs;
   // An agent reports its node's size; one that does not (older agents) is taken to be
   // the size of this host, as before.
@@ -105,6 +119,7 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog(), size);
   if (!node) return node.status();
   for (const auto& [k, v] : reg->labels) node->labels[k] = v;
+  if (!who.pool.empty()) node->labels["pool"] = who.pool;  // a pool's token registers the pool's nodes
   node->network = reg->network;
   Queue* queue = nullptr;
   {
@@ -124,6 +139,7 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
     superseded.swap(queue->waiters);
     queue->session = session;
     queue->session_owner = who.user;
+    queue->pool = who.pool;
     queue->orders.clear();
     first_seq = queue->next_seq;
   }

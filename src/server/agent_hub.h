@@ -72,10 +72,15 @@ class AgentHub {
     uint64_t next_seq = 1;
     std::string session;        // random; empty before the first registration
     std::string session_owner;  // the token (user name) that registered it
+    std::string pool;           // the pool of the token that registered it ("": a node token)
   };
   Queue* Find(const std::string& node_id);
   // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
-  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
+  // `registering`: a pool's token may register the nodes the pool may take.
+  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action,
+                                  bool registering = false);
+  // The pool whose token registered the node ("" for a node's own token, or none).
+  std::string QueuePool(const std::string& node_id);
   // Appends a piece of a remote job's output (its data in base64) at its offset.
   void AppendLog(const AgentReport::LogChunk& chunk);
 

@@ -88,14 +88,17 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
     std::string role = r.Optional<std::string>("role", "user");
     e.token_sha256 = r.Required<std::string>("token_sha256");
     e.actor.node = r.Optional<std::string>("node", "");
+    e.actor.pool = r.Optional<std::string>("pool", "");
     if (Status s = r.Finish(); !s.ok()) return s;
     if (!ParseRole(role, &e.actor.role)) {
       return Status::Invalid(where + ".role", "must be user, team-admin, admin or agent, not '" + role + "'");
     }
-    if ((e.actor.role == Role::kAgent) != !e.actor.node.empty()) {
-      return Status::Invalid(where + ".node", e.actor.role == Role::kAgent
-                                                  ? "an agent token must name the one node it speaks for"
-                                                  : "only agent tokens are bound to a node");
+    const bool bound = !e.actor.node.empty() || !e.actor.pool.empty();
+    if ((e.actor.role == Role::kAgent) != bound || (!e.actor.node.empty() && !e.actor.pool.empty())) {
+      return Status::Invalid(where + (e.actor.node.empty() ? ".pool" : ".node"),
+                             e.actor.role != Role::kAgent ? "only agent tokens are bound to a node or a pool"
+                             : bound                      ? "an agent token names one node or one pool, not both"
+                                     : "an agent token must name the one node (or the node pool) it speaks for");
     }
     if (e.token_sha256.size() != 64 || e.token_sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
       return Status::Invalid(where + ".token_sha256", "must be 64 lower-case hex digits (gantry token hash)");

@@ -21,6 +21,8 @@ struct Actor {
   std::string team;
   Role role = Role::kUser;
   std::string node = "";  // agents: the one node this token speaks for
+  // Agents of an autoscaled pool (instead of `node`): the nodes its scale-up hook started.
+  std::string pool = "";
 
   bool admin() const { return role == Role::kAdmin; }
   // Users and team admins see their own team's jobs; admins see every team's.
@@ -53,6 +55,7 @@ struct TeamPolicy {
 //   users:
 //     - {name: alice, team: vision, role: user, token_sha256: <64 hex digits>}
 //     - {name: agent-n1, team: ops, role: agent, node: n1, token_sha256: ...}
+//     - {name: agent-spot, team: ops, role: agent, pool: spot-a100, token_sha256: ...}
 //   teams:
 //     vision: {priorities: [low, medium, high], non_preemptible: false, unix_account: gantry-vision,
 //              webhook_hosts: [hooks.slack.com], notify: {events: [fail], webhook: URL, format: slack}}

@@ -82,6 +82,7 @@ void Controller::Start() {
 }
 
 void Controller::Stop() {
+  hooks_.Stop();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || !thread_.joinable()) return;
@@ -223,6 +224,11 @@ void Controller::CarryOut(Effects& effects) {
   }
   for (Effects::Webhook& w : effects.webhooks) notifier_.Post(w.url, std::move(w.body));
   for (const Effects::Mail& m : effects.mails) notifier_.Mail(m.to, m.subject, m.body);
+  for (HookCall& call : effects.hooks) {
+    hooks_.Run(std::move(call), [this](const HookCall& done, const CommandResult& result) {
+      Enqueue([this, done, result] { state_.HookFinished(done, result); });
+    });
+  }
 }
 
 void Controller::Tick() {

@@ -19,6 +19,7 @@
 #include "core/reloadable.h"
 #include "server/controller_state.h"
 #include "server/notifier.h"
+#include "server/pool_hooks.h"
 
 namespace gantry {
 
@@ -96,6 +97,10 @@ class Controller : public NodeReports {
   void MigChanged(const MigReport& change) override;
   void Readings(NodeReadings readings) override;
   void GpuHealth(const GpuHealthChange& change) override;
+  void Reclaim(const NodeNotice& notice) override;
+  // Whether a pool's agent token may register `node_id`: a node the pool's hook started, or
+  // one of the pool's nodes already (never a node outside the pool).
+  bool MayJoinPool(const std::string& pool, const std::string& node_id);
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
 
@@ -144,6 +149,7 @@ class Controller : public NodeReports {
   std::shared_ptr<const QuotaConfig> quotas_;
   ControllerState state_;  // owner thread only
   Notifier notifier_;
+  PoolHooks hooks_;  // node pools' hook commands, each on its own thread
 
   // Metrics.
   Histogram cycle_seconds_{LatencyBuckets()};  // owner thread

@@ -152,6 +152,14 @@ void Controller::GpuHealth(const GpuHealthChange& change) {
   Enqueue([this, change] { state_.GpuHealth(change); });
 }
 
+bool Controller::MayJoinPool(const std::string& pool, const std::string& node_id) {
+  return Call([&] { return state_.MayJoinPool(pool, node_id); });
+}
+
+void Controller::Reclaim(const NodeNotice& notice) {
+  Enqueue([this, notice] { state_.Reclaim(notice); });
+}
+
 void Controller::Heartbeat(const std::string& node_id) {
   Enqueue([this, node_id] { state_.Heartbeat(node_id); });
 }

@@ -21,7 +21,8 @@ ControllerState::ControllerState(const ControllerOptions& options, std::shared_p
       log_(std::move(log)),
       users_(options.users),
       quotas_(std::move(quotas)),
-      ledger_(options.config.scheduler.fairshare_half_life_ms) {
+      ledger_(options.config.scheduler.fairshare_half_life_ms),
+      autoscaling_(options.autoscaler, options.config.catalog) {
   engine_ = std::make_unique<Engine>(options_.config.catalog, options_.config.scheduler, quotas_.get());
 }
 
@@ -87,7 +88,8 @@ Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* li
   for (const Node& n : nodes) {
     if (Status s = ValidateNode(n, options_.config.catalog); !s.ok()) return s;
   }
-  for (const Node& n : nodes) {
+  for (Node n : nodes) {
+    AdoptPoolNode(n);
     auto it = node_index_.find(n.id);
     if (it == node_index_.end()) {
       AddNode(n, link);
@@ -142,6 +144,7 @@ Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* lin
   fresh.state = known.state == NodeState::kDown ? NodeState::kUp : known.state;
   for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g) fresh.gpus[g].fenced = known.gpus[g].fenced;
   bool was_down = known.state == NodeState::kDown;
+  if (was_down) reclaiming_.erase(n);  // a new machine under the old name
   known = std::move(fresh);
   last_seen_[n] = now_;
   PersistNode(n);

@@ -27,6 +27,7 @@
 #include "sched/runtime_predictor.h"
 #include "server/accounting.h"
 #include "server/auth.h"
+#include "server/autoscaling.h"
 #include "server/job_record.h"
 #include "server/metrics.h"
 #include "server/port_allocator.h"
@@ -62,7 +63,8 @@ struct Effects {
   std::vector<Order> orders;
   std::vector<Webhook> webhooks;
   std::vector<Mail> mails;
-  bool empty() const { return orders.empty() && webhooks.empty() && mails.empty(); }
+  std::vector<HookCall> hooks;  // node pools' scale-up and scale-down calls
+  bool empty() const { return orders.empty() && webhooks.empty() && mails.empty() && hooks.empty(); }
 };
 
 struct JobFilter {
@@ -115,6 +117,7 @@ struct ControllerOptions {
   // SQLite, where it is the only server), and the take-overs so far, cluster-wide.
   int64_t leader_term = 0;
   int64_t leader_takeovers = 0;
+  AutoscalerConfig autoscaler;  // pools.yaml: node pools the controller grows and shrinks (none: off)
 };
 
 // Where a new job sits in its array, and whether it goes straight into the queue (an
@@ -177,6 +180,12 @@ class ControllerState {
   void Readings(NodeReadings readings);
   void GpuHealth(const GpuHealthChange& change);
   void Heartbeat(const std::string& node_id);
+  // A spot node's reclaim notice: the node is drained, its jobs stop within the time left
+  // (or the grace period, whichever is shorter) and requeue. (controller_state_pools.cc)
+  void Reclaim(const NodeNotice& notice);
+  bool MayJoinPool(const std::string& pool, const std::string& node_id) const;
+  // A pool hook's result (the Controller ran it, off this thread).
+  void HookFinished(const HookCall& call, const CommandResult& result);
   void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
              const std::string& detail = "");
   void SetUsers(std::shared_ptr<const UserDirectory> users) { users_ = std::move(users); }
@@ -204,6 +213,8 @@ class ControllerState {
   Answer Cluster() const;
   Answer Nodes(const Actor& who, const PageQuery& page = {}) const;
   Answer NodeGpus(const Actor& who, const std::string& node_id) const;
+  // The jobs the engine could not start, with why (the explained plan, cached per version).
+  const Plan& ExplainedPlan();
   // Dashboard (controller_state_dashboard.cc): a cluster sample for the stored history
   // once a history interval has passed (Tick), and each team's jobs and GPUs against its
   // guarantee and limits (users: their own team).
@@ -240,6 +251,9 @@ class ControllerState {
   Status CheckNewJob(const Actor& who, JobSpec& spec) const;
   static nlohmann::json SubmittedIds(const std::vector<std::string>& ids, bool batch);
   Status CheckSubmitter(const Actor& who, JobSpec& spec) const;
+  // Whether the cluster's nodes, or a node a pool could add, could ever hold the job (an
+  // empty cluster takes anything: its nodes are still to come).
+  Status CheckAdmissibleNow(const JobSpec& spec) const;
   Status CheckTeamPermissions(const Actor& who, const JobSpec& spec) const;
   const TeamPolicy& TeamOf(const std::string& team) const;
   // The job `id` if `who` may change it (jobs of the caller's team; admins: any); else the
@@ -364,6 +378,12 @@ class ControllerState {
   void CheckIdle(JobRecord& job, TimeMs now);
   void Alert(const std::string& kind, const std::string& team, const std::string& message, nlohmann::json detail);
   void WriteBillingMetrics(MetricsWriter& w) const;
+  // Node pools (controller_state_pools.cc): the autoscaler's decision each few seconds on
+  // the waiting jobs and the pools' nodes; a registering node of a pool gets its labels.
+  void Autoscale();
+  void AdoptPoolNode(Node& node);
+  void ReturnPoolNode(const std::string& node_id);
+  void WritePoolMetrics(MetricsWriter& w) const;
 
   const ControllerOptions& options_;
   std::function<void(const std::string&)> log_;
@@ -414,6 +434,9 @@ class ControllerState {
   std::shared_ptr<Plan> queue_cache_;
 
   Accounting accounting_;
+  Autoscaling autoscaling_;
+  std::set<int> reclaiming_;                          // nodes with a reclaim notice
+  std::map<std::string, uint64_t> reclaims_by_pool_;  // reclaim notices per pool ("" none)
 
   // The output being built.
   StoreBatch batch_;

@@ -150,9 +150,7 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
     s = ValidateJobSpec(*spec, options_.config.catalog, options_.config.scheduler);
   }
   if (s.ok()) s = CheckTeamPermissions(who, *spec);
-  if (s.ok() && job.state == JobState::kPending && !snap_.nodes.empty()) {
-    s = CheckAdmissible(*spec, snap_.nodes, options_.config.catalog);
-  }
+  if (s.ok() && job.state == JobState::kPending) s = CheckAdmissibleNow(*spec);
   if (s.ok()) s = CheckQuotaAdmissible(*spec, *quotas_, options_.config.catalog);
   if (s.ok()) s = ResolveDependency(who, *spec, &job);
   if (s.ok() && job.state != JobState::kPending && spec->time_limit_ms > job.spec->time_limit_ms && !who.admin()) {

@@ -94,6 +94,7 @@ void ControllerState::NodeLost(int n) {
   node.state = NodeState::kDown;
   node_link_[n] = nullptr;
   telemetry_.erase(n);
+  reclaiming_.erase(n);
   PersistNode(n);
   NodeEvent(node.id, "lost", {{"silent_ms", now_ - last_seen_[n]}});
   counters_["node_lost"]++;

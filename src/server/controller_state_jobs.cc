@@ -311,8 +311,9 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
   RemoveRunning(job_id);
   switch (job->stop_cause) {
     case StopCause::kPreempt:
+    case StopCause::kReclaim:
       job->evictions++;
-      Requeue(*job, "preempted");
+      Requeue(*job, job->stop_cause == StopCause::kPreempt ? "preempted" : "its node was reclaimed");
       NotifyJob(*job, "preempt");
       return;
     case StopCause::kCancel: Finish(*job, JobState::kCancelled, job->reason); return;
@@ -482,6 +483,7 @@ void ControllerState::Tick() {
   AccountingTick();
   SampleHistory();
   RefreshPredictions();
+  if (autoscaling_.Due(now)) Autoscale();
   dirty_ = true;  // ages and fair share move with time
 }
 

@@ -55,7 +55,7 @@ Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
   if (s.ok()) s = CheckTeamPermissions(who, spec);
   if (s.ok()) s = CheckNotifyTarget(who, spec);
   if (s.ok()) s = CheckPinnedGpus(spec);
-  if (s.ok() && !snap_.nodes.empty()) s = CheckAdmissible(spec, snap_.nodes, options_.config.catalog);
+  if (s.ok()) s = CheckAdmissibleNow(spec);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
   if (s.ok()) s = ResolveDependency(who, spec);
   if (s.ok() && spec.command.empty() && spec.hold_gpus_ms == 0) {

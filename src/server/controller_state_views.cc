@@ -82,14 +82,18 @@ void AddArrayIds(const JobRecord& job, nlohmann::json& e) {
 
 }  // namespace
 
-Answer ControllerState::Queue(const Actor& who, const PageQuery& page) {
+const Plan& ControllerState::ExplainedPlan() {
   if (queue_cache_version_ != version_ || !queue_cache_) {
     snap_.now_ms = now_;
     OrderPending();  // the order the next cycle uses
     queue_cache_ = std::make_shared<Plan>(engine_->Schedule(snap_, {.explain = true, .pending_in_order = true}));
     queue_cache_version_ = version_;
   }
-  const Plan& plan = *queue_cache_;
+  return *queue_cache_;
+}
+
+Answer ControllerState::Queue(const Actor& who, const PageQuery& page) {
+  const Plan& plan = ExplainedPlan();
   TimeMs now = now_;
   nlohmann::json out = nlohmann::json::array();
   int others = 0;
@@ -114,6 +118,9 @@ Answer ControllerState::Queue(const Actor& who, const PageQuery& page) {
                         {"waiting_s", (now - job->submit_ms) / 1000},
                         {"code", ToString(w.code)},
                         {"reason", plan.reason(w)}};
+    if (std::string pool = autoscaling_.WaitReason(s.id, now); !pool.empty()) {
+      e["reason"] = plan.reason(w) + "; " + pool;
+    }
     if (w.estimated_start_ms != kNever) e["estimated_start"] = FormatUtc(w.estimated_start_ms);
     AddArrayIds(*job, e);
     out.push_back(std::move(e));
@@ -286,6 +293,7 @@ void ControllerState::WriteMetrics(MetricsWriter& w) {
   for (const auto& [event, v] : counters_) w.Sample("gantry_jobs_total", {{"event", event}}, static_cast<double>(v));
   WriteGpuMetrics(w);
   WriteBillingMetrics(w);
+  WritePoolMetrics(w);
 }
 
 void ControllerState::WriteLatencyMetrics(MetricsWriter& w) const {

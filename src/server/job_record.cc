@@ -12,8 +12,8 @@ namespace gantry {
 namespace {
 
 constexpr const char* kStateNames[] = {"pending", "running", "stopping", "succeeded", "failed", "cancelled"};
-constexpr const char* kStopNames[] = {"",           "cancel",     "preempt", "time_limit",
-                                      "node_fault", "cost_limit", "idle",    "gpu_memory"};
+constexpr const char* kStopNames[] = {"",           "cancel", "preempt",    "time_limit", "node_fault",
+                                      "cost_limit", "idle",   "gpu_memory", "reclaim"};
 
 std::string Utc(TimeMs t) { return t < 0 ? "" : FormatUtc(t); }
 

@@ -26,7 +26,17 @@ bool ParseJobState(const std::string& text, JobState* out);
 inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
 
 // Why a running job is being stopped; decides what happens when it has exited.
-enum class StopCause : uint8_t { kNone, kCancel, kPreempt, kTimeLimit, kNodeFault, kCostLimit, kIdle, kGpuMemory };
+enum class StopCause : uint8_t {
+  kNone,
+  kCancel,
+  kPreempt,
+  kTimeLimit,
+  kNodeFault,
+  kCostLimit,
+  kIdle,
+  kGpuMemory,
+  kReclaim
+};
 const char* ToString(StopCause c);
 
 // A port a node lends to a running job: "master" (MASTER_PORT, on rank 0's node) or one

@@ -37,6 +37,10 @@ class ReportSink : public NodeReports {
     std::lock_guard<std::mutex> lock(mu);
     health.push_back(h);
   }
+  void Reclaim(const NodeNotice& n) override {
+    std::lock_guard<std::mutex> lock(mu);
+    notices.push_back(n);
+  }
 
   // The exit code of `id`, waiting up to `seconds`; -999 when it did not end.
   int WaitExit(const std::string& id, int seconds = 10) {
@@ -57,6 +61,7 @@ class ReportSink : public NodeReports {
   std::vector<MigReport> mig;
   std::map<int, GpuSample> last;
   std::vector<GpuHealthChange> health;
+  std::vector<NodeNotice> notices;
 };
 
 }  // namespace gantry::testing

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/read_file.h"
 #include "test_util.h"
 
 namespace gantry::testing {
@@ -36,7 +37,8 @@ TEST(NodePools, AFullFileReadsBackWithDefaultsForTheRest) {
   ASSERT_EQ(c->pools.size(), 2u);
   const NodePool& spot = c->pools[0];
   EXPECT_EQ(spot.capacity, Capacity::kSpot);
-  EXPECT_EQ(spot.labels, (std::map<std::string, std::string>{{"pool", "a100-spot"}, {"zone", "b"}}));
+  EXPECT_EQ(spot.labels,
+            (std::map<std::string, std::string>{{"gantry.io/capacity", "spot"}, {"pool", "a100-spot"}, {"zone", "b"}}));
   EXPECT_EQ(spot.taints, (std::vector<Taint>{{"spot", "true"}}));
   EXPECT_EQ(spot.startup_ms, 4 * kMinuteMs);
   EXPECT_DOUBLE_EQ(spot.PricePerGpuHour(Catalog()), Catalog().Get(spot.type).price_spot);
@@ -80,3 +82,19 @@ TEST(NodePools, MistakesAreRefusedNamingTheField) {
 
 }  // namespace
 }  // namespace gantry::testing
+
+namespace gantry {
+namespace {
+
+TEST(NodePools, TheShippedExamplePoolsFileIsValid) {
+  auto text = ReadFileNoThrow(std::string(GANTRY_SOURCE_DIR) + "/examples/autoscaler/pools.yaml");
+  ASSERT_TRUE(text);
+  auto config = ParseAutoscalerYaml(*text, GpuCatalog::Builtin());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->pools.size(), 2u);
+  EXPECT_EQ(config->pools[0].capacity, Capacity::kSpot);
+  EXPECT_EQ(config->hook_timeout, 2 * kMinuteMs);
+}
+
+}  // namespace
+}  // namespace gantry
