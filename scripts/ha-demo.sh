@@ -11,11 +11,7 @@
 # run on through the take-over as its one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${GANTRY_BINARY:-}" ]; then
-  GANTRY_TARGETS=gantry bash scripts/build.sh build
-  GANTRY_BINARY=build/gantry
-fi
-g=$(realpath "$GANTRY_BINARY")
+g=$(bash scripts/gantry-binary.sh)
 lease=${LEASE:-3}
 work=$(mktemp -d /tmp/gantry-ha-demo.XXXXXX)
 servers=""  # both controllers' addresses, once known (the cleanup cancels the long jobs through them)

@@ -175,6 +175,16 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     };
   });
 
+  CLI::App* pools =
+      app.add_subcommand("pools", "Node pools: nodes busy, idle and asked for, and the autoscaler's hooks");
+  common(pools);
+  pools->callback([=, &out] {
+    *chosen = [=, &out] {
+      return request([](ApiClient& a) { return a.Get("/v1/pools"); },
+                     [&out](const nlohmann::json& b) { PrintPools(out, b); });
+    };
+  });
+
   for (bool drain : {true, false}) {
     auto target = std::make_shared<std::string>();
     CLI::App* c = app.add_subcommand(drain ? "drain" : "undrain",

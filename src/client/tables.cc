@@ -239,6 +239,35 @@ void PrintNodes(std::ostream& out, const nlohmann::json& body) {
   }
 }
 
+void PrintPools(std::ostream& out, const nlohmann::json& body) {
+  if (!body.value("enabled", false)) {
+    out << "no node pools (write pools.yaml in the server's config directory: docs/AUTOSCALING.md)\n";
+    return;
+  }
+  out << fmt::format("{:<18} {:<9} {:<12} {:>5} {:>5} {:>5} {:>9} {:>9} {:>8}  {}\n", "POOL", "CAPACITY", "GPU TYPE",
+                     "BUSY", "IDLE", "ASKED", "MIN..MAX", "GPUS/NODE", "$/GPU-H", "NOW");
+  std::string errors;
+  for (const auto& p : body["pools"]) {
+    int asked = static_cast<int>(p["awaited"].size()) + p.value("scale_up_running", 0);
+    std::string now;
+    if (p.value("scale_up_running", 0) > 0)
+      now += fmt::format("scale-up of {} running; ", p.value("scale_up_running", 0));
+    if (p.value("scale_down_running", false)) now += "scale-down running; ";
+    if (p.contains("no_capacity_s")) now += fmt::format("no spot capacity for {} s; ", p.value("no_capacity_s", 0));
+    if (!p.value("scaled", true)) now += "not scaled (no hooks); ";
+    if (!now.empty()) now.resize(now.size() - 2);
+    out << fmt::format("{:<18} {:<9} {:<12} {:>5} {:>5} {:>5} {:>9} {:>9} {:>8.2f}  {}\n", Str(p, "name"),
+                       Str(p, "capacity"), Str(p, "gpu_type"), p["busy_nodes"].size(), p["idle_nodes"].size(), asked,
+                       fmt::format("{}..{}", p.value("min_nodes", 0), p.value("max_nodes", 0)),
+                       p.value("gpus_per_node", 0), p.value("price_per_gpu_hour", 0.0), now.empty() ? "-" : now);
+    if (p.contains("last_error")) {
+      errors += fmt::format("{}: {} ({} s ago; next try in {} s)\n", Str(p, "name"), Str(p, "last_error"),
+                            p.value("last_error_s_ago", 0), p.value("next_try_in_s", 0));
+    }
+  }
+  if (!errors.empty()) out << "\nlast failures:\n" << errors;
+}
+
 void PrintCluster(std::ostream& out, const nlohmann::json& b) {
   out << fmt::format("GPUs: {} total, {} idle, {:.2f} allocated (utilization {:.0f}%)\n", b.value("total_gpus", 0),
                      b.value("available_gpus", 0), b.value("allocated_gpus", 0.0), 100 * b.value("utilization", 0.0));

@@ -15,6 +15,9 @@ void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& s
 void PrintJob(std::ostream& out, const nlohmann::json& job, const nlohmann::json& events, const TimeStyle& style);
 void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string& only_id, const TimeStyle& style);
 void PrintNodes(std::ostream& out, const nlohmann::json& body);
+// GET /v1/pools: a line per node pool (nodes busy/idle/requested against min..max, price,
+// hooks running), then each pool's last failure.
+void PrintPools(std::ostream& out, const nlohmann::json& body);
 void PrintCluster(std::ostream& out, const nlohmann::json& body);
 void PrintAudit(std::ostream& out, const nlohmann::json& body, const TimeStyle& style);
 

@@ -65,6 +65,7 @@ Status ParsePool(const YAML::Node& node, const std::string& where, const GpuCata
   p->scale_up_command = r.Optional<std::string>("scale_up_command", "");
   p->scale_down_command = r.Optional<std::string>("scale_down_command", "");
   p->spot_reclaims_per_node_hour = r.Optional<double>("spot_reclaims_per_node_hour", 0.0);
+  p->spot_reclaim_trace = r.Optional<std::string>("spot_reclaim_trace", "");
   if (Status s = ReadDuration(r, "startup", where + ".startup", &p->startup_ms); !s.ok()) return s;
   if (Status s = r.Finish(); !s.ok()) return s;
   if (!PlainName(p->name)) {
@@ -95,6 +96,9 @@ Status ParsePool(const YAML::Node& node, const std::string& where, const GpuCata
   }
   if (!(p->spot_reclaims_per_node_hour >= 0 && p->spot_reclaims_per_node_hour <= 100)) {
     return Status::Invalid(where + ".spot_reclaims_per_node_hour", "must be within 0..100");
+  }
+  if (!p->spot_reclaim_trace.empty() && p->capacity != Capacity::kSpot) {
+    return Status::Invalid(where + ".spot_reclaim_trace", "only a spot pool is reclaimed");
   }
   if (p->spot_reclaims_per_node_hour > 0 && p->capacity != Capacity::kSpot) {
     return Status::Invalid(where + ".spot_reclaims_per_node_hour", "only a spot pool is reclaimed");

@@ -43,6 +43,11 @@ struct NodePool {
   std::string scale_down_command;
   DurationMs startup_ms = 3 * kMinuteMs;   // from a request to the node's registration (expected)
   double spot_reclaims_per_node_hour = 0;  // the simulator's reclaim rate (spot pools)
+  // The simulator's recorded reclaims (spot pools): `spot_reclaim_trace`, a file of times
+  // from the trace's start, one reclaim of the pool's longest-up node each
+  // (LoadClusterPools reads it, relative to the cluster file).
+  std::string spot_reclaim_trace;
+  std::vector<DurationMs> reclaim_times;
 
   // What one GPU-hour of this pool costs.
   double PricePerGpuHour(const GpuCatalog& catalog) const;

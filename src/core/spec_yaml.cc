@@ -4,10 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <sstream>
 
 #include "core/job_arrays.h"
 #include "core/notify.h"
+#include "core/read_file.h"
 #include "core/scheduler_config.h"
 #include "core/yaml_util.h"
 
@@ -348,6 +352,30 @@ Expected<std::vector<Node>> ParseCluster(const YAML::Node& root, const GpuCatalo
   return nodes;
 }
 
+// Seconds from the trace's start, one a line ("offset_s" header and # comments allowed).
+static Expected<std::vector<DurationMs>> ReadReclaimTrace(const std::string& file, const std::string& field) {
+  auto text = ReadFileNoThrow(file, 16 << 20);
+  if (!text) return Status::Invalid(field, "cannot read " + file);
+  std::vector<DurationMs> times;
+  std::istringstream lines(*text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n) {
+    line = line.substr(0, line.find('#'));
+    line.erase(0, std::min(line.size(), line.find_first_not_of(" \t\r")));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+    if (line.empty() || (n == 1 && line == "offset_s")) continue;
+    double seconds = -1;
+    auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), seconds);
+    if (ec != std::errc() || end != line.data() + line.size() || !(seconds >= 0 && seconds <= 1e9)) {
+      return Status::Invalid(
+          field, fmt::format("{} line {}: '{}' is not seconds from the trace's start", file, n, line.substr(0, 40)));
+    }
+    times.push_back(static_cast<DurationMs>(seconds * 1000));
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
 Expected<AutoscalerConfig> LoadClusterPools(const std::string& path, const GpuCatalog& catalog) {
   try {
     YAML::Node root = YAML::LoadFile(path);
@@ -355,7 +383,18 @@ Expected<AutoscalerConfig> LoadClusterPools(const std::string& path, const GpuCa
     for (const char* key : {"pools", "autoscaler"}) {
       if (root.IsMap() && root[key]) only[key] = root[key];
     }
-    return ParseAutoscalerConfig(only, catalog);
+    auto config = ParseAutoscalerConfig(only, catalog);
+    if (!config) return config;
+    for (size_t i = 0; i < config->pools.size(); ++i) {
+      NodePool& pool = config->pools[i];
+      if (pool.spot_reclaim_trace.empty()) continue;
+      std::string file = pool.spot_reclaim_trace;
+      if (file[0] != '/') file = (std::filesystem::path(path).parent_path() / file).string();
+      auto times = ReadReclaimTrace(file, fmt::format("pools[{}].spot_reclaim_trace", i));
+      if (!times) return times.status();
+      pool.reclaim_times = std::move(*times);
+    }
+    return config;
   } catch (const YAML::Exception& e) {
     return Status::Invalid(path, e.what());
   }

@@ -47,7 +47,7 @@ Expected<std::vector<std::string>> ParseNodeIds(const std::string& out) {
 }
 
 Autoscaling::Autoscaling(AutoscalerConfig config, const GpuCatalog& catalog)
-    : config_(std::move(config)), catalog_(catalog), pools_(config_.pools.size()) {}
+    : config_(std::move(config)), catalog_(catalog), pools_(config_.pools.size()), saved_(Requests().dump()) {}
 
 int Autoscaling::PoolOf(const std::string& node_id, const std::map<std::string, std::string>& labels) const {
   for (size_t p = 0; p < pools_.size(); ++p) {
@@ -73,11 +73,48 @@ void Autoscaling::Adopt(size_t pool, Node& node) {
   idle_since_.erase(node.id);
 }
 
-bool Autoscaling::ScalingUp(const std::string& pool) const {
+bool Autoscaling::ScalingUp(const std::string& pool, TimeMs now) const {
   for (size_t p = 0; p < pools_.size(); ++p) {
-    if (config_.pools[p].name == pool) return pools_[p].up_running;
+    if (config_.pools[p].name == pool) {
+      return pools_[p].up_running || (pools_[p].adopt_new_until != kNever && now < pools_[p].adopt_new_until);
+    }
   }
   return false;
+}
+
+nlohmann::json Autoscaling::Requests() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    const PoolRuntime& rt = pools_[p];
+    if (rt.awaited.empty() && !rt.up_running) continue;
+    nlohmann::json pool = {{"awaited", rt.awaited}};
+    if (rt.up_running) pool["scale_up_since"] = rt.up_started;
+    out[config_.pools[p].name] = std::move(pool);
+  }
+  return out;
+}
+
+void Autoscaling::Restore(const nlohmann::json& requests, TimeMs now) {
+  if (!requests.is_object()) return;
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    auto it = requests.find(config_.pools[p].name);
+    if (it == requests.end() || !it->is_object()) continue;
+    PoolRuntime& rt = pools_[p];
+    const nlohmann::json awaited = it->value("awaited", nlohmann::json::object());  // kept: items() refers to it
+    for (const auto& [id, at] : awaited.items()) {
+      if (at.is_number_integer()) rt.awaited[id] = at.get<TimeMs>();
+    }
+    // A scale-up that was running: its nodes (ids unknown) may register for a while yet.
+    if (it->contains("scale_up_since")) rt.adopt_new_until = now + config_.register_timeout;
+  }
+  saved_ = Requests().dump();
+}
+
+bool Autoscaling::Changed() {
+  std::string now = Requests().dump();
+  if (now == saved_) return false;
+  saved_ = std::move(now);
+  return true;
 }
 
 TimeMs Autoscaling::OldestRequest(const PoolRuntime& p) const {
@@ -288,6 +325,43 @@ std::string Autoscaling::WaitReason(const std::string& job_id, TimeMs now) const
                         p.retry_at > now ? fmt::format(", next try in {}", Ago(p.retry_at - now)) : "");
   }
   return text;
+}
+
+nlohmann::json Autoscaling::View(const std::vector<PoolNode>& nodes, TimeMs now) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    const NodePool& cfg = config_.pools[p];
+    const PoolRuntime& rt = pools_[p];
+    nlohmann::json up = nlohmann::json::array(), idle = nlohmann::json::array(), other = nlohmann::json::array();
+    for (const PoolNode& n : nodes) {
+      if (n.pool != p) continue;
+      (returning_.count(n.id) || !n.up ? other : n.idle ? idle : up).push_back(n.id);
+    }
+    nlohmann::json awaited = nlohmann::json::array();
+    for (const auto& [id, at] : rt.awaited) awaited.push_back({{"node", id}, {"requested_s_ago", (now - at) / 1000}});
+    nlohmann::json pool = {{"name", cfg.name},
+                           {"gpu_type", catalog_.Get(cfg.type).name},
+                           {"gpus_per_node", cfg.gpus_per_node},
+                           {"capacity", ToString(cfg.capacity)},
+                           {"min_nodes", cfg.min_nodes},
+                           {"max_nodes", cfg.max_nodes},
+                           {"price_per_gpu_hour", cfg.PricePerGpuHour(catalog_)},
+                           {"scaled", !cfg.scale_up_command.empty()},
+                           {"busy_nodes", up},
+                           {"idle_nodes", idle},
+                           {"other_nodes", other},
+                           {"awaited", awaited},
+                           {"scale_up_running", rt.up_running ? rt.up_count : 0},
+                           {"scale_down_running", rt.down_running}};
+    if (rt.failures > 0) {
+      pool["last_error"] = rt.last_error;
+      pool["last_error_s_ago"] = (now - rt.last_error_at) / 1000;
+      pool["next_try_in_s"] = std::max<TimeMs>(0, rt.retry_at - now) / 1000;
+    }
+    if (rt.no_capacity_since != kNever) pool["no_capacity_s"] = (now - rt.no_capacity_since) / 1000;
+    out.push_back(std::move(pool));
+  }
+  return out;
 }
 
 void Autoscaling::WriteMetrics(MetricsWriter& w) const {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,8 +61,17 @@ class Autoscaling {
   };
   // The autoscaler's decision now, on the pools' nodes and the jobs more nodes would start.
   Decision Run(const std::vector<PoolNode>& nodes, const std::vector<ScalingDemand>& demand, TimeMs now);
-  // Whether the pool's scale-up hook is running now.
-  bool ScalingUp(const std::string& pool) const;
+  // Whether the pool's scale-up hook is running now (or was when the last controller
+  // stopped, for register_timeout after this one's start: its nodes may still come).
+  bool ScalingUp(const std::string& pool, TimeMs now) const;
+
+  // The requests to keep across a restart or a take-over (the store's meta row
+  // "autoscaler_requests"): per pool, the awaited node ids with when they were asked for,
+  // and when a scale-up still running began. Changed() says whether they changed since
+  // the last call.
+  nlohmann::json Requests() const;
+  void Restore(const nlohmann::json& requests, TimeMs now);
+  bool Changed();
   bool Due(TimeMs now) const { return enabled() && now >= next_run_; }
 
   struct Outcome {
@@ -78,6 +88,9 @@ class Autoscaling {
   // from pool X (requested 2 min ago)", or the pool's last failure.
   std::string WaitReason(const std::string& job_id, TimeMs now) const;
   void WriteMetrics(MetricsWriter& w) const;
+  // GET /v1/pools: each pool's settings, its nodes (by id, from `nodes`), the requests in
+  // flight, its hooks and its last failure.
+  nlohmann::json View(const std::vector<PoolNode>& nodes, TimeMs now) const;
 
  private:
   struct PoolRuntime {
@@ -88,7 +101,8 @@ class Autoscaling {
     std::map<std::string, TimeMs> awaited;  // ids the hook printed, not registered yet
     std::vector<std::string> given_up;      // awaited too long: to be given back
     TimeMs no_capacity_since = kNever;
-    int failures = 0;  // in a row
+    TimeMs adopt_new_until = kNever;  // a scale-up was running at the last controller's end
+    int failures = 0;                 // in a row
     TimeMs retry_at = 0;
     std::string last_error;
     TimeMs last_error_at = kNever;
@@ -108,6 +122,7 @@ class Autoscaling {
   std::map<std::string, std::string> waiting_for_;  // job -> what the decision said
   std::map<std::string, size_t> waiting_pool_;      // job -> the pool it waits for
   TimeMs next_run_ = 0;
+  std::string saved_;  // Requests() as last reported by Changed()
 };
 
 // Node ids printed by a scale-up hook, one per line (blank lines skipped); the error names

@@ -62,6 +62,7 @@ class Controller : public NodeReports {
   Answer Queue(const Actor& who, const PageQuery& page = {});
   Answer Cluster();
   Answer Nodes(const Actor& who, const PageQuery& page = {});
+  Answer Pools();
   // Each team's running and waiting jobs against its guarantee and limits (users: theirs).
   Answer Teams(const Actor& who);
   // The cluster's stored samples over "24h", "7d" or "30d", averaged in buckets (history.h).

@@ -86,6 +86,10 @@ Answer Controller::Nodes(const Actor& who, const PageQuery& page) {
   return Call([&] { return state_.Nodes(who, page); });
 }
 
+Answer Controller::Pools() {
+  return Call([&] { return state_.Pools(); });
+}
+
 Answer Controller::Teams(const Actor& who) {
   return Call([&] { return state_.Teams(who); });
 }

@@ -33,6 +33,7 @@ void ControllerState::SetTime(TimeMs now, int64_t steady_us) {
 
 Status ControllerState::Recover(const StoredState& stored, std::vector<Allocation> open) {
   meta_ = stored.meta;
+  RestoreAutoscalerRequests();
   for (const auto& [id, doc] : stored.nodes) {
     auto node = NodeFromDoc(nlohmann::json::parse(doc, nullptr, false), options_.config.catalog);
     if (!node) return Status::Internal(fmt::format("stored node {}: {}", id, node.status().ToString()));

@@ -213,6 +213,8 @@ class ControllerState {
   Answer Cluster() const;
   Answer Nodes(const Actor& who, const PageQuery& page = {}) const;
   Answer NodeGpus(const Actor& who, const std::string& node_id) const;
+  // GET /v1/pools: the node pools and their autoscaling now (controller_state_pools.cc).
+  Answer Pools() const;
   // The jobs the engine could not start, with why (the explained plan, cached per version).
   const Plan& ExplainedPlan();
   // Dashboard (controller_state_dashboard.cc): a cluster sample for the stored history
@@ -381,7 +383,13 @@ class ControllerState {
   // Node pools (controller_state_pools.cc): the autoscaler's decision each few seconds on
   // the waiting jobs and the pools' nodes; a registering node of a pool gets its labels.
   void Autoscale();
+  // The pools' nodes as the autoscaler sees them (down nodes left out).
+  std::vector<PoolNode> PoolNodes() const;
   void AdoptPoolNode(Node& node);
+  // The autoscaler's requests in the store's meta, so a restarted or new leader knows the
+  // nodes asked for (written when they change; read at Recover).
+  void SaveAutoscalerRequests();
+  void RestoreAutoscalerRequests();
   void ReturnPoolNode(const std::string& node_id);
   void WritePoolMetrics(MetricsWriter& w) const;
 

@@ -11,6 +11,8 @@ namespace gantry {
 namespace {
 
 const Actor kAutoscaler{"gantry-autoscaler", "", Role::kAdmin};
+// The store's meta row with the autoscaler's requests (Autoscaling::Requests).
+constexpr const char* kAutoscalerRequests = "autoscaler_requests";
 
 }  // namespace
 
@@ -18,6 +20,16 @@ void ControllerState::AdoptPoolNode(Node& node) {
   int pool = autoscaling_.PoolOf(node.id, node.labels);
   if (pool < 0) return;
   autoscaling_.Adopt(static_cast<size_t>(pool), node);
+  SaveAutoscalerRequests();
+}
+
+void ControllerState::SaveAutoscalerRequests() {
+  if (autoscaling_.Changed()) SetMetaValue(kAutoscalerRequests, autoscaling_.Requests().dump());
+}
+
+void ControllerState::RestoreAutoscalerRequests() {
+  std::string saved = MetaValue(kAutoscalerRequests);
+  if (!saved.empty()) autoscaling_.Restore(nlohmann::json::parse(saved, nullptr, false), now_);
 }
 
 bool ControllerState::MayJoinPool(const std::string& pool, const std::string& node_id) const {
@@ -29,7 +41,7 @@ bool ControllerState::MayJoinPool(const std::string& pool, const std::string& no
   if (p >= 0) return autoscaling_.config().pools[static_cast<size_t>(p)].name == pool;
   // A new id while the pool's scale-up hook runs: a node it is starting (it prints the ids
   // when it ends, which may be after the node's agent is up).
-  return known == node_index_.end() && autoscaling_.ScalingUp(pool);
+  return known == node_index_.end() && autoscaling_.ScalingUp(pool, now_);
 }
 
 Status ControllerState::CheckAdmissibleNow(const JobSpec& spec) const {
@@ -40,6 +52,29 @@ Status ControllerState::CheckAdmissibleNow(const JobSpec& spec) const {
     if (PoolFits(pool, options_.config.catalog, spec)) return Status::Ok();
   }
   return s;
+}
+
+std::vector<PoolNode> ControllerState::PoolNodes() const {
+  std::set<int> busy;
+  for (const RunningJob& r : snap_.running) {
+    for (const NodeShare& ns : r.placement.nodes) busy.insert(ns.node);
+  }
+  std::vector<PoolNode> nodes;
+  for (size_t n = 0; n < snap_.nodes.size(); ++n) {
+    const Node& node = snap_.nodes[n];
+    auto label = node.labels.find("pool");
+    if (label == node.labels.end() || node.state == NodeState::kDown) continue;
+    int pool = autoscaling_.PoolOf("", node.labels);
+    if (pool < 0) continue;
+    nodes.push_back({node.id, static_cast<size_t>(pool),
+                     node.state == NodeState::kUp && !reclaiming_.count(static_cast<int>(n)),
+                     !busy.count(static_cast<int>(n))});
+  }
+  return nodes;
+}
+
+Answer ControllerState::Pools() const {
+  return nlohmann::json{{"enabled", autoscaling_.enabled()}, {"pools", autoscaling_.View(PoolNodes(), now_)}};
 }
 
 void ControllerState::Autoscale() {
@@ -59,22 +94,7 @@ void ControllerState::Autoscale() {
     demand.push_back({job->spec.get(), std::max(job->submit_ms, job->last_exit_ms),
                       r == reserved.end() ? kNever : r->second, critical});
   }
-  std::set<int> busy;
-  for (const RunningJob& r : snap_.running) {
-    for (const NodeShare& ns : r.placement.nodes) busy.insert(ns.node);
-  }
-  std::vector<PoolNode> nodes;
-  for (size_t n = 0; n < snap_.nodes.size(); ++n) {
-    const Node& node = snap_.nodes[n];
-    auto label = node.labels.find("pool");
-    if (label == node.labels.end() || node.state == NodeState::kDown) continue;
-    int pool = autoscaling_.PoolOf("", node.labels);
-    if (pool < 0) continue;
-    nodes.push_back({node.id, static_cast<size_t>(pool),
-                     node.state == NodeState::kUp && !reclaiming_.count(static_cast<int>(n)),
-                     !busy.count(static_cast<int>(n))});
-  }
-  Autoscaling::Decision d = autoscaling_.Run(nodes, demand, now_);
+  Autoscaling::Decision d = autoscaling_.Run(PoolNodes(), demand, now_);
   for (const std::string& line : d.log) log_(line);
   for (const std::string& id : d.drain) {
     auto it = node_index_.find(id);
@@ -84,6 +104,7 @@ void ControllerState::Autoscale() {
     NodeEvent(id, "drained", {{"by", kAutoscaler.user}, {"reason", "idle above its pool's minimum"}});
     dirty_ = true;
   }
+  SaveAutoscalerRequests();
   for (HookCall& call : d.hooks) {
     Audit(kAutoscaler, ToString(call.kind), call.pool_name, "started",
           call.kind == HookCall::Kind::kScaleUp ? fmt::format("{} node(s)", call.count)
@@ -113,6 +134,7 @@ void ControllerState::HookFinished(const HookCall& call, const CommandResult& re
     PersistNode(it->second);
     NodeEvent(id, "undrained", {{"by", kAutoscaler.user}, {"reason", "its scale-down failed"}});
   }
+  SaveAutoscalerRequests();
   version_++;  // the queue's reasons changed
   dirty_ = true;
 }

@@ -53,6 +53,10 @@ namespace {
 // An audit row's outcome ("created", "ok", or a CodeName) as the HTTP status it was answered with.
 int HttpStatusOfOutcome(const std::string& outcome) {
   if (outcome == "created") return 201;
+  // The autoscaler's hook calls: started, then ok, failed (its cloud's error) or no capacity.
+  if (outcome == "started") return 202;
+  if (outcome == "failed") return 502;
+  if (outcome == "no_capacity") return 503;
   for (auto code : {StatusCode::kOk, StatusCode::kInvalidArgument, StatusCode::kUnauthenticated,
                     StatusCode::kPermissionDenied, StatusCode::kNotFound, StatusCode::kAlreadyExists,
                     StatusCode::kFailedPrecondition, StatusCode::kTooLarge, StatusCode::kKeyReused}) {
@@ -509,6 +513,10 @@ void HttpApi::Routes() {
           }
           page.telemetry = telemetry == "true";
           Reply(res, controller_.Nodes(who, page));
+        }));
+  s.Get("/v1/pools", authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+          if (!OnlyParams(req, res, {})) return;
+          Reply(res, controller_.Pools());
         }));
   s.Get("/v1/teams", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;

@@ -141,6 +141,15 @@ void Simulation::Reclaim(size_t n) {
   ReturnNode(n);
 }
 
+void Simulation::ReclaimFromTrace(size_t pool) {
+  size_t longest = slots_.size();
+  for (size_t n = 0; n < slots_.size(); ++n) {
+    if (slots_[n].pool != static_cast<int>(pool) || slots_[n].state != Slot::kUp) continue;
+    if (longest == slots_.size() || slots_[n].requested_at < slots_[longest].requested_at) longest = n;
+  }
+  if (longest < slots_.size()) Reclaim(longest);
+}
+
 void Simulation::TouchNode(size_t n) {
   NodeSlot& slot = slots_[n];
   if (slot.state != Slot::kUp) return;

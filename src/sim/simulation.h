@@ -50,8 +50,9 @@ struct JobState {
 // kWake: a team reaches a time-based threshold (the starvation bound, reclaim_after) with
 // no other event due, as the live server's one-second tick would notice; `job` is the team.
 // Elastic pools: kNodeUp (a requested node registers), kReclaim (a spot node is taken
-// back; `job` is the node, the number its incarnation) and kScale (the autoscaler's tick).
-enum class EventKind { kEnd, kStop, kWake, kNodeUp, kReclaim, kScale };
+// back; `job` is the node, the number its incarnation), kScale (the autoscaler's tick) and
+// kTraceReclaim (a recorded reclaim of a pool's longest-up node; `job` is the pool).
+enum class EventKind { kEnd, kStop, kWake, kNodeUp, kReclaim, kScale, kTraceReclaim };
 using Event = std::tuple<TimeMs, size_t, int, EventKind>;  // time, job, end_version or generation, kind
 
 inline double Speed(const JobState& js) { return js.gpu_speed * js.shared_speed; }
@@ -153,6 +154,8 @@ class Simulation {
   void NodeUp(size_t n);
   void ReturnNode(size_t n);
   void Reclaim(size_t n);
+  // A recorded reclaim (spot_reclaim_trace): the pool's node up the longest, if any.
+  void ReclaimFromTrace(size_t pool);
   void TouchNode(size_t n);  // a job started or ended on it: is it idle now?
   void ScheduleScaleTick(bool more_to_come);
   bool TimeDependentOrder() const {

@@ -452,6 +452,11 @@ SimResult Simulation::Run() {
       RequestNode(p);
       NodeUp(snap_.nodes.size() - 1);
     }
+    // Recorded reclaims up to the trace's last submission (later ones would only stretch the run).
+    const TimeMs last_submit = trace_.jobs.empty() ? t0_ : trace_.jobs.back().submit_ms;
+    for (DurationMs at : options_.autoscaler.pools[p].reclaim_times) {
+      if (t0_ + at <= last_submit) events_queue_.push({t0_ + at, p, 0, EventKind::kTraceReclaim});
+    }
   }
   while (next < trace_.jobs.size() || !events_queue_.empty()) {
     TimeMs t = kNever;
@@ -468,8 +473,12 @@ SimResult Simulation::Run() {
         changed = true;
         continue;
       }
-      if (kind == EventKind::kNodeUp || kind == EventKind::kReclaim || kind == EventKind::kScale) {
-        if (kind == EventKind::kScale) {
+      if (kind == EventKind::kNodeUp || kind == EventKind::kReclaim || kind == EventKind::kScale ||
+          kind == EventKind::kTraceReclaim) {
+        if (kind == EventKind::kTraceReclaim) {
+          quiet_ticks_ = 0;
+          ReclaimFromTrace(job);
+        } else if (kind == EventKind::kScale) {
           scale_tick_at_ = kNever;
           scale_due = true;
         } else if (slots_[job].incarnation == generation) {

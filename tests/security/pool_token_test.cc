@@ -53,8 +53,14 @@ TEST(PoolTokens, APoolTokenRegistersOnlyTheNodesItsHookStartedAndSpeaksForThoseO
   auto report = spot.Post("/v1/agent/report", R"({"node_id": "node-a", "events": []})", "application/json");
   EXPECT_EQ(report->status, 403) << report->body;
 
+  // A restarted server still knows which nodes each pool asked for (the store's meta).
+  c.server().Kill(SIGKILL);
+  c.Start();
+  auto spot_again = as(PoolToken("spot"));
+  EXPECT_EQ(spot_again.Post("/v1/agent/register", Registration("made-up-8").dump(), "application/json")->status, 403);
   // Its own pool's node registers, and is the pool's even when it says otherwise.
-  auto mine = spot.Post("/v1/agent/register", Registration("spot-9", {{"pool", "other"}}).dump(), "application/json");
+  auto mine =
+      spot_again.Post("/v1/agent/register", Registration("spot-9", {{"pool", "other"}}).dump(), "application/json");
   ASSERT_EQ(mine->status, 200) << mine->body;
   nlohmann::json nodes = Json(c.Root().Get("/v1/nodes"));
   std::string pool_label;
@@ -63,8 +69,10 @@ TEST(PoolTokens, APoolTokenRegistersOnlyTheNodesItsHookStartedAndSpeaksForThoseO
   }
   EXPECT_EQ(pool_label, "spot");
   // It speaks for spot-9 now, and still for nothing else.
-  EXPECT_EQ(spot.Post("/v1/agent/report", R"({"node_id": "spot-9", "events": []})", "application/json")->status, 200);
-  EXPECT_EQ(spot.Post("/v1/agent/report", R"({"node_id": "other-1", "events": []})", "application/json")->status, 403);
+  EXPECT_EQ(spot_again.Post("/v1/agent/report", R"({"node_id": "spot-9", "events": []})", "application/json")->status,
+            200);
+  EXPECT_EQ(spot_again.Post("/v1/agent/report", R"({"node_id": "other-1", "events": []})", "application/json")->status,
+            403);
   // The other pool's token cannot take spot-9.
   auto other = as(PoolToken("other"));
   EXPECT_EQ(other.Post("/v1/agent/register", Registration("spot-9").dump(), "application/json")->status, 403);

@@ -95,6 +95,33 @@ TEST(Autoscaling, ANodeThatNeverRegistersIsGivenUpAndGivenBack) {
   EXPECT_EQ(a.PoolOf("ghost-1", {}), -1) << "no longer awaited: its pool token cannot register it";
 }
 
+// A restarted controller (or a new leader) reads the requests back from the store's meta:
+// the awaited ids stay the pool's, and a scale-up that was running lets its nodes
+// register for register_timeout.
+TEST(Autoscaling, RequestsSurviveARestart) {
+  const GpuCatalog& catalog = GpuCatalog::Builtin();
+  Autoscaling a(Config(catalog), catalog);
+  EXPECT_FALSE(a.Changed()) << "nothing asked for yet";
+  JobSpec job = Job("1", 16);
+  Autoscaling::Decision d = a.Run({}, {{&job, 0, kNever, false}}, kMinuteMs);
+  EXPECT_TRUE(a.Changed()) << "a scale-up started";
+  nlohmann::json running = a.Requests();
+  a.Finished(d.hooks.at(0), Exit(0, "a100-0\na100-1\n"), kMinuteMs + kSecondMs);
+  EXPECT_TRUE(a.Changed());
+  EXPECT_FALSE(a.Changed());
+
+  Autoscaling b(Config(catalog), catalog);
+  b.Restore(a.Requests(), 2 * kMinuteMs);
+  EXPECT_EQ(b.PoolOf("a100-1", {}), 0);
+  EXPECT_FALSE(b.Changed()) << "what was read back is saved already";
+  EXPECT_TRUE(b.Run({}, {{&job, 0, kNever, false}}, 2 * kMinuteMs).hooks.empty()) << "not asked for again";
+
+  Autoscaling c(Config(catalog), catalog);
+  c.Restore(running, 2 * kMinuteMs);
+  EXPECT_TRUE(c.ScalingUp("a100", 3 * kMinuteMs)) << "its nodes may still register";
+  EXPECT_FALSE(c.ScalingUp("a100", 8 * kMinuteMs)) << "not after register_timeout";
+}
+
 // Demand that comes and goes every 4 minutes for two hours, with nodes that register a
 // minute after they are asked for: one scale-up, and no scale-down until the demand stops
 // for good (scale_down_after is 10 minutes).

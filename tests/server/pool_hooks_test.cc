@@ -12,6 +12,15 @@
 namespace gantry::testing {
 namespace {
 
+std::string RunCli(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
+  if (p) pclose(p);
+  return out;
+}
+
 int Lines(const std::string& path) {
   std::string text = ReadFileNoThrow(path).value_or("");
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
@@ -99,6 +108,19 @@ TEST(PoolHooks, HooksThatHangFailOrPrintGarbageNeverStallSchedulingAndEachFailur
   EXPECT_GE(c.Metric(R"(gantry_pool_scale_up_failures_total{pool="hang"})"), 1);
   EXPECT_GE(c.Metric(R"(gantry_pool_scale_up_failures_total{pool="garbage"})"), 1);
 
+  // GET /v1/pools and `gantry pools` show each pool's last failure.
+  nlohmann::json pools = Json(c.Root().Get("/v1/pools"));
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& p : pools["pools"]) by_name[p["name"]] = p;
+  ASSERT_EQ(by_name.size(), 5u) << pools.dump();
+  EXPECT_NE(by_name["fail"].value("last_error", "").find("quota exceeded"), std::string::npos) << pools.dump();
+  EXPECT_EQ(by_name["nocap"]["capacity"], "spot");
+  std::string cli = RunCli(
+      fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} pools", c.server().address(), kAliceToken, GANTRY_BINARY));
+  std::printf("gantry pools:\n%s", cli.c_str());
+  EXPECT_NE(cli.find("last failures:"), std::string::npos) << cli;
+  EXPECT_NE(cli.find("fail: scale_up failed: exit code 1: quota exceeded"), std::string::npos) << cli;
+
   // Audited, and in the server's log.
   std::string audit = c.Root().Get("/v1/audit?limit=500")->body;
   EXPECT_NE(audit.find("gantry-autoscaler"), std::string::npos);
@@ -108,6 +130,49 @@ TEST(PoolHooks, HooksThatHangFailOrPrintGarbageNeverStallSchedulingAndEachFailur
   EXPECT_NE(log.find("autoscaler: pool fail: scale_up failed: exit code 1"), std::string::npos);
   EXPECT_NE(log.find("node fallback-7 of pool fallback never registered"), std::string::npos);
   EXPECT_NE(log.find("pool nocap has no spot capacity"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+namespace {
+
+// Jobs held back by their team's quota, or held, never make a pool grow; released, they do.
+TEST(PoolHooks, JobsHeldBackByQuotaOrAHoldAskForNoNodes) {
+  ElasticCluster c("pool-quota", {});
+  const std::string d = c.dir();
+  std::ofstream(d + "/up.sh") << "echo up \"$@\" >> " << d << "/calls\n";
+  c.WritePools(
+      fmt::format("autoscaler: {{scale_up_after: 2s, hook_timeout: 5s}}\npools:\n"
+                  "  - {{name: a100, gpu_type: A100-80GB, gpus_per_node: 2, max_nodes: 2,\n"
+                  "     scale_up_command: 'sh {0}/up.sh', scale_down_command: 'true'}}\n",
+                  d));
+  std::ofstream(d + "/config/team_quotas.yaml") << "teams:\n  nlp: {max_gpus: 2}\n";
+  c.Start();
+  // nlp holds its 2 GPUs on the fixed node: its next job waits for quota, not for room.
+  AgentProcess agent(d, "node-a", "4xT4");
+  agent.Start(c.server().address());
+  ASSERT_TRUE(c.WaitFor([&] { return c.LiveNodes().count("node-a"); }, 15));
+  auto bob = c.server().Client(kBobToken);
+  auto running = bob.Post("/v1/jobs", R"({"gpus": 2, "gpu_types": ["T4"], "command": "sleep 60"})", "application/json");
+  ASSERT_EQ(running->status, 201) << running->body;
+  ASSERT_TRUE(c.WaitFor([&] { return c.JobState(Json(running)["id"]) == "running"; }, 10));
+  auto r = bob.Post("/v1/jobs", R"({"gpus": 2, "gpu_types": ["A100-80GB"], "command": "true"})", "application/json");
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string over_quota = Json(r)["id"];
+  std::string held = c.Submit(R"({"gpus": 2, "gpu_types": ["A100-80GB"], "command": "true"})");
+  ASSERT_EQ(c.Alice().Post("/v1/jobs/" + held + "/hold", "", "application/json")->status, 200);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // two scale_up_after and more
+  EXPECT_FALSE(std::filesystem::exists(d + "/calls")) << ReadFileNoThrow(d + "/calls").value_or("");
+  std::string reason = c.QueueReason(over_quota);
+  EXPECT_EQ(reason.find("waiting for a node"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("nlp"), std::string::npos) << "it waits for its team's quota: " << reason;
+  EXPECT_EQ(c.Metric(R"(gantry_pool_scale_up_calls_total{pool="a100"})"), 0);
+
+  ASSERT_EQ(c.Alice().Post("/v1/jobs/" + held + "/release", "", "application/json")->status, 200);
+  EXPECT_TRUE(c.WaitFor([&] { return std::filesystem::exists(d + "/calls"); }, 10)) << "released, it asks";
+  EXPECT_EQ(ReadFileNoThrow(d + "/calls").value_or("").rfind("up a100 1\n", 0), 0u);
 }
 
 }  // namespace

@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "core/quota_config.h"
+#include "core/spec_yaml.h"
 #include "sim/report.h"
 #include "test_util.h"
 
@@ -303,6 +306,44 @@ TEST(ElasticPools, ReclaimedSpotNodesEvictTheirJobsWhichResumeFromTheirCheckpoin
   SimResult again = RunElastic({}, csv, 2.0);
   EXPECT_EQ(again.pools[1].reclaims, r.pools[1].reclaims) << "the same seed, the same reclaims";
   EXPECT_DOUBLE_EQ(again.jct_mean_s, r.jct_mean_s);
+}
+
+}  // namespace
+}  // namespace gantry
+
+namespace gantry {
+namespace {
+
+// A recorded reclaim trace (spot_reclaim_trace, beside the cluster file) instead of a rate:
+// each line reclaims the spot pool's longest-up node then.
+TEST(ElasticPools, AReclaimTraceReclaimsTheLongestUpSpotNodeAtEachRecordedTime) {
+  const std::string dir = ::testing::TempDir() + "gantry-reclaim-trace";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/reclaims.csv") << "offset_s\n1800\n# a comment\n2400\n999999999\n";
+  std::ofstream(dir + "/cluster.yaml")
+      << "autoscaler: {scale_down_after: 10m}\n"
+         "pools:\n"
+         "  - {name: a100-spot, gpu_type: A100-80GB, gpus_per_node: 8, capacity: spot, max_nodes: 4, startup: 3m,\n"
+         "     spot_reclaim_trace: reclaims.csv}\n";
+  auto pools = LoadClusterPools(dir + "/cluster.yaml", GpuCatalog::Builtin());
+  ASSERT_TRUE(pools.ok()) << pools.status().ToString();
+  ASSERT_EQ(pools->pools[0].reclaim_times, (std::vector<DurationMs>{1800000, 2400000, 999999999000}));
+  auto trace =
+      ParseTrace(Burst(16, ",checkpoint_interval_s", ",600") + "late,3000,60,1,600\n", TraceFormat::kCsv, true);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  SimOptions options;
+  options.autoscaler = *pools;
+  auto r = Simulate({}, *trace, Config(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs_completed, 17);
+  EXPECT_EQ(r->pools[0].reclaims, 2) << "the two recorded before the last submission; the third is past it";
+  EXPECT_GE(r->pools[0].nodes_requested, 4) << "two for the burst, and the reclaimed ones replaced";
+
+  std::ofstream(dir + "/reclaims.csv") << "1800\nsoon\n";
+  auto bad = LoadClusterPools(dir + "/cluster.yaml", GpuCatalog::Builtin());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "pools[0].spot_reclaim_trace");
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().ToString();
 }
 
 }  // namespace
