@@ -318,6 +318,8 @@ std::string Autoscaling::WaitReason(const std::string& job_id, TimeMs now) const
   if (pool == waiting_pool_.end()) return "waiting for " + it->second;
   const PoolRuntime& p = pools_[pool->second];
   std::string text = "waiting for " + it->second;
+  if (config_.pools[pool->second].scale_up_command.empty())
+    return text + " (the pool has no hooks: nodes come by hand)";
   TimeMs asked = OldestRequest(p);
   if (asked != kNever) text += fmt::format(" (requested {} ago)", Ago(now - asked));
   if (p.last_error_at != kNever && p.failures > 0) {

@@ -163,3 +163,20 @@ TEST(Autoscaling, DemandThatComesAndGoesDoesNotMakeTheHooksFlap) {
 
 }  // namespace
 }  // namespace gantry
+
+namespace gantry {
+namespace {
+
+// A pool without hooks (its nodes come by hand) is never called, and the reason says so.
+TEST(Autoscaling, APoolWithoutHooksIsNeverCalledAndTheReasonSaysSo) {
+  const GpuCatalog& catalog = GpuCatalog::Builtin();
+  auto config = ParseAutoscalerYaml("pools:\n  - {name: t4, gpu_type: T4, gpus_per_node: 4, max_nodes: 2}\n", catalog);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  Autoscaling a(*config, catalog);
+  JobSpec job = Job("3", 1);
+  EXPECT_TRUE(a.Run({}, {{&job, 0, kNever, false}}, kHourMs).hooks.empty());
+  EXPECT_EQ(a.WaitReason("3", kHourMs), "waiting for a node from pool t4 (the pool has no hooks: nodes come by hand)");
+}
+
+}  // namespace
+}  // namespace gantry
