@@ -142,6 +142,13 @@ TEST(ElasticPools, ABurstGrowsTheSpotPoolAReclaimMovesACheckpointingJobAndThePoo
   EXPECT_GE(ups, 2);
   EXPECT_LE(ups, 4) << "minimum, burst, replacement (and at most one more)";
   EXPECT_EQ(c.Metric(R"(gantry_pool_scale_up_failures_total{pool="spot"})"), 0);
+  // The fake cloud's knob: no spot capacity makes its scale-up exit 3, starting nothing.
+  std::filesystem::create_directories(c.dir() + "/cloud/no-capacity");
+  std::ofstream(c.dir() + "/cloud/no-capacity/spot");
+  std::string refused = c.Cloud("up spot 1 2>&1; echo rc=$?");
+  EXPECT_NE(refused.find("no capacity in pool spot"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("rc=3"), std::string::npos) << refused;
+  EXPECT_EQ(c.Cloud("nodes"), cloud) << "nothing started";
   // The bill: spot GPU-hours apart.
   nlohmann::json bill = Json(c.Root().Get("/v1/reports/monthly"));
   EXPECT_NE(bill.dump().find("\"spot\""), std::string::npos) << bill.dump().substr(0, 2000);
