@@ -62,9 +62,8 @@ std::vector<PoolNode> ControllerState::PoolNodes() const {
   std::vector<PoolNode> nodes;
   for (size_t n = 0; n < snap_.nodes.size(); ++n) {
     const Node& node = snap_.nodes[n];
-    auto label = node.labels.find("pool");
-    if (label == node.labels.end() || node.state == NodeState::kDown) continue;
-    int pool = autoscaling_.PoolOf("", node.labels);
+    if (node.state == NodeState::kDown) continue;
+    int pool = autoscaling_.PoolOf("", node.labels);  // by its `pool` label
     if (pool < 0) continue;
     nodes.push_back({node.id, static_cast<size_t>(pool),
                      node.state == NodeState::kUp && !reclaiming_.count(static_cast<int>(n)),

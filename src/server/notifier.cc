@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "core/command.h"
 #include "server/job_record.h"
 
 namespace gantry {
@@ -28,14 +29,6 @@ bool SendWebhook(const std::string& url, const std::string& body) {
   client.set_write_timeout(5);
   auto res = client.Post(path, body, "application/json");
   return res && res->status >= 200 && res->status < 300;
-}
-
-// A header value on one line: control characters become spaces (no header injection).
-std::string OneLine(std::string s) {
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return s.substr(0, 200);
 }
 
 // Runs `sendmail -t -oi` with the message on its stdin; true when it exits 0 in time.
@@ -138,7 +131,8 @@ uint64_t Notifier::mails_failed() const {
 
 bool Notifier::Deliver(const Message& m) const {
   if (!m.url.empty()) return SendWebhook(m.url, m.body.dump(-1, ' ', false, kReplaceBadUtf8));
-  std::string message = "To: " + OneLine(m.to) + "\nSubject: " + OneLine(m.subject) +
+  // Header values on one line (no header injection).
+  std::string message = "To: " + OneLineExcerpt(m.to) + "\nSubject: " + OneLineExcerpt(m.subject) +
                         "\nContent-Type: text/plain; charset=utf-8\n\n" + m.text;
   return SendMail(sendmail_, message);
 }

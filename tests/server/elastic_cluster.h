@@ -22,7 +22,8 @@ inline std::string PoolToken(const std::string& pool) { return "pool-token-" + p
 
 class ElasticCluster {
  public:
-  // `pools_yaml` is pools.yaml; `pool_names` get agent tokens.
+  // A cluster server in TempPath(name) (not started); each of `pool_names` gets an agent
+  // token (PoolToken) and its token file DIR/POOL.token. WritePools gives pools.yaml.
   ElasticCluster(const std::string& name, const std::vector<std::string>& pool_names) : dir_(TempPath(name)) {
     std::filesystem::remove_all(dir_);
     server_ = std::make_unique<ServerProcess>(dir_, "");
