@@ -9,7 +9,7 @@ dir="${1:-build}"
 shift || true
 # Configure on first use, and again whenever options are given (they may differ).
 if [ ! -f "$dir/build.ninja" ] || [ $# -gt 0 ]; then
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_WERROR=ON "$@" >/dev/null
 fi
 # shellcheck disable=SC2086  # both are word lists
 ninja -C "$dir" ${GANTRY_NINJA_FLAGS:-} ${GANTRY_TARGETS:-}

@@ -4,7 +4,7 @@
 # showing the queue, placements, usage, logs and a job's history, then a clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GANTRY_TARGETS=gantry bash scripts/build.sh build  # the binary it runs, not the tests
+GANTRY_TARGETS="gantry gantryd" bash scripts/build.sh build  # the binaries it runs, not the tests
 
 g=./build/gantry
 data=build/demo-data

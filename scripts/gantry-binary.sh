@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${GANTRY_BINARY:-}" ]; then
-  GANTRY_TARGETS=gantry bash scripts/build.sh build >&2
+  GANTRY_TARGETS="gantry gantryd" bash scripts/build.sh build >&2
   GANTRY_BINARY=build/gantry
 fi
 realpath "$GANTRY_BINARY"

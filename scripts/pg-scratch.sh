@@ -19,8 +19,11 @@ if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
   exit 2
 fi
 
+# As root: as `postgres`, from / (runuser keeps the caller's working directory, which
+# `postgres` may not enter: a checkout under /root or a 0700 home; PostgreSQL's tools then
+# print "could not change directory" where a caller reads their output).
 as_owner() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 case "$action" in

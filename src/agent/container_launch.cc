@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "agent/mount_check.h"
 #include "core/read_file.h"
 
 extern char** environ;
@@ -90,6 +91,16 @@ std::string ContainerName(const std::string& job_id, int run, const std::string&
   return fmt::format("gantry-{}-{}-{}-{:08x}", job_id, run, node_id, hash);
 }
 
+std::vector<std::string> ContainerRunPrefix(const ContainerRuntime& rt, const std::vector<std::string>& job_options) {
+  std::vector<std::string> a = {rt.command};
+  a.insert(a.end(), rt.global_options.begin(), rt.global_options.end());
+  a.insert(a.end(), {"run", "--rm", "--network", "host", "--init", "--security-opt", "no-new-privileges", "--ulimit",
+                     "nofile=" + LimitOf(RLIMIT_NOFILE), "--ulimit", "nproc=" + LimitOf(RLIMIT_NPROC)});
+  a.insert(a.end(), job_options.begin(), job_options.end());
+  a.insert(a.end(), rt.run_options.begin(), rt.run_options.end());
+  return a;
+}
+
 Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const ContainerJob& job) {
   const StartOrder& o = *job.order;
   const ContainerSpec& c = o.spec->container;
@@ -116,35 +127,21 @@ Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const Con
   if (Status s = WriteEnvFile(launch.env_file, env); !s.ok()) return s;
   std::error_code ec;
   fs::remove(launch.cid_file, ec);
+  launch.argv = ContainerRunPrefix(
+      rt, {"--name", launch.name, "--cidfile", launch.cid_file, "--pull", ToString(c.pull), "--env-file",
+           launch.env_file, "-v", job.checkpoint_dir + ":" + job.checkpoint_dir + ":rw"});
   std::vector<std::string>& a = launch.argv;
-  a.push_back(rt.command);
-  a.insert(a.end(), rt.global_options.begin(), rt.global_options.end());
-  a.insert(a.end(), {"run",
-                     "--rm",
-                     "--name",
-                     launch.name,
-                     "--cidfile",
-                     launch.cid_file,
-                     "--pull",
-                     ToString(c.pull),
-                     "--network",
-                     "host",
-                     "--init",
-                     "--env-file",
-                     launch.env_file,
-                     "--security-opt",
-                     "no-new-privileges",
-                     "--ulimit",
-                     "nofile=" + LimitOf(RLIMIT_NOFILE),
-                     "--ulimit",
-                     "nproc=" + LimitOf(RLIMIT_NPROC),
-                     "-v",
-                     job.checkpoint_dir + ":" + job.checkpoint_dir + ":rw"});
-  a.insert(a.end(), rt.run_options.begin(), rt.run_options.end());
-  for (const std::string& text : c.mounts) {
-    auto m = ParseMount(text, "container_mounts");
+  // Each mount's host path is walked without links and checked for the account the job runs
+  // as (the agent's own when it names none); what was checked is what is mounted.
+  MountAccount account{job.uid, job.gid, job.groups, false};
+  if (job.as_root) account = {::geteuid(), ::getegid(), {}, ::geteuid() == 0};
+  for (size_t i = 0; i < c.mounts.size(); ++i) {
+    std::string field = fmt::format("container_mounts[{}]", i);
+    auto m = ParseMount(c.mounts[i], field);
     if (!m) return m.status();
-    a.insert(a.end(), {"-v", m->host + ":" + m->container + (m->read_only ? ":ro" : ":rw")});
+    auto source = CheckMountSource(m->host, m->read_only, account, field);
+    if (!source) return source.status();
+    a.insert(a.end(), {"-v", *source + ":" + m->container + (m->read_only ? ":ro" : ":rw")});
   }
   if (!job.as_root) {
     a.insert(a.end(), {"--user", fmt::format("{}:{}", job.uid, job.gid), "--cap-drop", "all"});

@@ -50,6 +50,11 @@ struct ContainerJob {
   std::string mps_pipe_dir;  // mounted, with the host's IPC namespace, for MPS clients
 };
 
+// The runtime's `run` command line up to the mounts and the image: the options every job's
+// container gets (host network, an init, no new privileges, the agent's limits), then
+// `job_options`, then the site's run options (which win).
+std::vector<std::string> ContainerRunPrefix(const ContainerRuntime& runtime,
+                                            const std::vector<std::string>& job_options = {});
 // The runtime's command line, after writing the env file; an error (the start fails with
 // it) when a GPU has no CDI spec on this node or a file cannot be written.
 Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& runtime, const ContainerJob& job);

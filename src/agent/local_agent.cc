@@ -169,6 +169,8 @@ std::vector<RunReport> LocalAgent::Recover() {
 
 RunReport LocalAgent::RecoverRun(const RunRecord& rec, const std::string& record_file) {
   RunReport report{rec.job_id, rec.run, rec.node_id, false, -1, "", -1};
+  // What a job wrote while no agent watched it is held to the cap too.
+  CapJobLogs(JobDir(rec.job_id), options_.max_log_bytes);
   int code = rec.pid > 0 ? launcher_.ExitStatus(rec.exit_file) : -1;
   if (rec.ended) {
     report.exited = true;
@@ -653,6 +655,8 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   r.reason = reason;
   r.ended_ms = ended;
   if (Status s = WriteRunRecord(r.record_file, r); !s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  // A job that wrote fast and ended between two trims is held to the cap too.
+  CapJobLogs(JobDir(r.job_id), options_.max_log_bytes);
   reports_.RunExited({r.job_id, r.run, r.node_id, true, code, reason, ended});
 }
 

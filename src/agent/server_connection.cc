@@ -71,8 +71,10 @@ bool ServerConnection::Register(const Registration& registration) {
       return false;
     }
     if (attempt % 10 == 0) {
-      err_ << "gantry agent: " << (r ? "no server leads yet" : "no server reachable") << " at "
-           << fmt::format("{}", fmt::join(poller_.urls(), ", ")) << "; retrying\n";
+      // A standby's 503 names the leader; a pool's scale-up that has not printed this node
+      // yet says so.
+      std::string why = r ? fmt::format("not registered yet ({} {})", r->status, r->body) : "no server reachable";
+      err_ << "gantry agent: " << why << " at " << fmt::format("{}", fmt::join(poller_.urls(), ", ")) << "; retrying\n";
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }

@@ -43,7 +43,9 @@ class ServerConnection {
   // Until Stop: sends the outbox's reports with the logs ready to ship; what the server did
   // not take goes back to the outbox.
   void SendReports(ReportOutbox& outbox, LogShipper& logs);
+  // Ends the loops (a registration's retries too) within about a second.
   void Stop() { stop_ = true; }
+  bool stopping() const { return stop_; }
   // The server it last talked to (the leader, once registered).
   const std::string& server() const { return poller_.current(); }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <ostream>
 #include <thread>
 
@@ -113,6 +114,7 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
   out << setup->note << "\n";
+  NoteContainers(setup->containers, gpus->inventory);
   auto network = NodeNetworkFrom(o.runner);
   if (!network) {
     err << "gantry agent: " << network.status().ToString() << "\n";
@@ -132,6 +134,8 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
   auto registration = [&](std::vector<RunReport> runs) {
     if (auto now = gpus->provider->Inventory()) {  // MIG instances may have changed
       now->mps = gpus->inventory.mps;
+      now->containers = gpus->inventory.containers;
+      now->containers_problem = gpus->inventory.containers_problem;
       gpus->inventory = *now;
     }
     Registration reg{node_id, gpus->inventory, std::move(runs), HostCpus(), HostMemoryMib(), {}, *network};
@@ -140,7 +144,23 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     return reg;
   };
   ServerConnection server({*servers, token, o.ca_cert, node_id, o.poll_wait_s, o.heartbeat_s}, err);
-  if (!server.Register(registration(recovered))) return 1;
+  // SIGTERM and SIGINT are taken in every state, the first registration's retries (no
+  // server reachable yet) included: systemd's stop does not wait out its timeout.
+  std::promise<void> stop_asked;
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    server.Stop();
+    stop_asked.set_value();
+  });
+  signals.detach();  // it outlives this function only until the _Exit below
+  if (!server.Register(registration(recovered))) {
+    if (server.stopping()) {
+      out << "gantry agent stopped before it registered" << std::endl;
+      std::_Exit(0);
+    }
+    return 1;
+  }
   out << fmt::format("gantry agent: node {} registered with {} ({} GPU(s) from {})", node_id, server.server(),
                      gpus->inventory.gpus.size(), gpus->provider->name())
       << std::endl;
@@ -161,10 +181,8 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
       return registration(runner.ActiveRuns());
     });
   });
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  stop_asked.get_future().wait();
   // The jobs keep running: a restarted agent adopts them.
-  server.Stop();
   spot.Stop();
   monitor.Stop();
   runner.Shutdown();

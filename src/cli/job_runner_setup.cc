@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <sstream>
-#include <thread>
 
 #include "core/host.h"
 
@@ -36,12 +35,11 @@ Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::
   std::istringstream run_options(flags.container_run_options);
   for (std::string o; run_options >> o;) rt.run_options.push_back(o);
   rt.gpu_devices = fake == nullptr;  // fake GPUs have no devices to pass
-  // What the runtime is takes a moment to ask: the log says so once it is known.
-  std::thread([rt] {
-    std::string line = DescribeContainerRuntime(rt) + "\n";  // write(2): no stream that exit() destroys
-    ssize_t ignored = ::write(STDOUT_FILENO, line.data(), line.size());
-    (void)ignored;
-  }).detach();
+  // Whether containers run here, before the node registers: it says so with its GPUs.
+  setup.containers = ProbeContainerRuntime(rt, state_dir);
+  rt.run_options.insert(rt.run_options.end(), setup.containers.extra_run_options.begin(),
+                        setup.containers.extra_run_options.end());
+  setup.note += (setup.note.empty() ? "" : "\n") + setup.containers.Line();
   return setup;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "agent/cgroups.h"
+#include "agent/container_probe.h"
 #include "agent/fake_provider.h"
 #include "agent/local_agent.h"
 
@@ -31,8 +32,15 @@ Expected<NodeNetwork> NodeNetworkFrom(const JobRunnerFlags& flags);
 struct JobRunnerSetup {
   LocalAgentOptions options;
   std::unique_ptr<JobCgroups> cgroups;  // the options point into it: keep it as long as the runner
-  std::string note;                     // what the cgroup mode came to, for the log
+  std::string note;                     // what the cgroup mode and the container probe came to, for the log
+  ContainerProbe containers;            // the node's inventory says whether containers run here
 };
+
+// Gives the inventory the container probe's verdict.
+inline void NoteContainers(const ContainerProbe& probe, GpuInventory& inventory) {
+  inventory.containers = probe.works;
+  inventory.containers_problem = probe.problem;
+}
 
 // `gpus` makes MIG instances; `fake` (when the GPUs are fake) gets the jobs' load and means
 // no MPS daemons. Errors name the flag.

@@ -1,52 +1,11 @@
-// gantry: the one binary, with a subcommand per role: server, the client commands
-// (submit, jobs, queue, ...), sim, demo, and the hidden job-shim the agent runs jobs under.
-#include <CLI/CLI.hpp>
+// gantryd: the full binary, with a subcommand per role: server, agent, gpus, sim, demo, the
+// client commands, and the hidden job-shim the agent runs jobs under. `gantry` (the client)
+// hands it the daemon commands.
 #include <csignal>
-#include <cstring>
 #include <iostream>
 
 #include "agent/process.h"
-#include "cli/agent_command.h"
-#include "cli/cli_docs.h"
-#include "cli/demo.h"
-#include "cli/gpus_command.h"
-#include "cli/server_command.h"
-#include "cli/sim_command.h"
-#include "client/commands.h"
-#include "sim/policy.h"
-
-namespace {
-
-// The job runner's flags, the same on `gantry server` (standalone) and `gantry agent`.
-void AddJobRunnerFlags(CLI::App* cmd, gantry::JobRunnerFlags& runner) {
-  cmd->add_option("--run-jobs-as", runner.run_jobs_as,
-                  "When root, run jobs as: user or auto (the submitting user, else the team's unix_account, else "
-                  "the job fails), agent (root itself); root only for teams with allow_root")
-      ->check(CLI::IsMember({"auto", "user", "agent"}));
-  cmd->add_option("--job-cgroups", runner.job_cgroups,
-                  "Each job in its own cgroup v2 with its CPU and memory limits: auto (when root and the machine "
-                  "allows it), required, off")
-      ->check(CLI::IsMember({"auto", "required", "off"}));
-  cmd->add_option("--max-log-mb", runner.max_log_mb,
-                  "Each job's logs, all runs and ranks together, keep their newest part up to this (MiB; older "
-                  "runs go first)")
-      ->check(CLI::Range(0.01, 1e6));
-  cmd->add_option("--address", runner.address,
-                  "How other nodes and users reach this node's jobs: a gang's MASTER_ADDR, the host of job port "
-                  "URLs (default: the host name)");
-  cmd->add_option("--ports", runner.ports, "TCP ports this node lends to jobs (MASTER_PORT, named ports)")
-      ->default_str(runner.ports);
-  cmd->add_option("--container-runtime", runner.container_runtime,
-                  "The OCI runtime command for jobs with a container_image (podman's run flags)")
-      ->default_str(runner.container_runtime);
-  cmd->add_option("--container-runtime-options", runner.container_runtime_options,
-                  "Options before `run`, e.g. '--runtime runc --cgroup-manager cgroupfs'");
-  cmd->add_option("--container-run-options", runner.container_run_options,
-                  "Options after `run`, e.g. '--ulimit nproc=4096:4096' where the node refuses the agent's own "
-                  "limits inside a container");
-}
-
-}  // namespace
+#include "cli/command_line.h"
 
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
@@ -54,177 +13,25 @@ int main(int argc, char** argv) {
   // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
   // writes without MSG_NOSIGNAL). After the shim: jobs keep the default.
   signal(SIGPIPE, SIG_IGN);
-  CLI::App app{"Gantry: a GPU cluster manager for ML teams", "gantry"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "gantry 0.1.0");
-
-  gantry::DemoOptions demo;
-  CLI::App* demo_cmd = app.add_subcommand("demo", "Run the scheduler over an example cluster and job scenario");
-  demo_cmd->add_option("--cluster", demo.cluster_path, "Cluster YAML (node_groups)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  demo_cmd->add_option("--scenario", demo.scenario_path, "Scenario YAML (start, waves of jobs)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  demo_cmd->add_option("--config", demo.config_dir, "Config directory (default: built-in defaults)");
-  std::string output = "text";
-  demo_cmd->add_option("-o,--output", output, "text or json")->check(CLI::IsMember({"text", "json"}));
-
-  gantry::SimCommandOptions sim;
-  CLI::App* sim_cmd = app.add_subcommand("sim", "Replay a job trace through the scheduler on a simulated cluster");
-  sim_cmd->add_option("--cluster", sim.cluster_path, "Cluster YAML (node_groups)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sim_cmd->add_option("--trace", sim.trace_path, "Trace file")->required()->check(CLI::ExistingFile);
-  sim_cmd->add_option("--trace-format", sim.trace_format, "philly or csv")->check(CLI::IsMember({"philly", "csv"}));
-  sim_cmd->add_option("--policy", sim.sim.policy, "Scheduling policy")->check(CLI::IsMember(gantry::PolicyNames()));
-  sim_cmd->add_option("--compare", sim.compare, "Several policies, one table")
-      ->delimiter(',')
-      ->check(CLI::IsMember(gantry::PolicyNames()));
-  sim_cmd->add_option("--config", sim.config_dir, "Config directory (default: built-in defaults)");
-  sim_cmd->add_option("--seed", sim.sim.seed, "Seed for estimate noise");
-  sim_cmd->add_option("--quotas", sim.quotas_path, "Team quotas YAML (guarantees, limits, fair-share weights)")
-      ->check(CLI::ExistingFile);
-  double checkpoint_s = 1800;
-  sim_cmd
-      ->add_option("--checkpoint-interval", checkpoint_s,
-                   "Seconds between checkpoints for jobs whose trace gives none (0: none)")
-      ->check(CLI::Range(0.0, 1e7));
-  sim_cmd->add_option("--json", sim.json_path, "Write the metrics as JSON");
-  sim_cmd->add_option("--html", sim.html_path, "Write a self-contained HTML report");
-  sim_cmd->add_flag("--strict", sim.strict, "A malformed trace row is fatal");
-  sim_cmd->add_flag("--scale-by-gpu-speed", sim.sim.scale_by_gpu_speed, "Scale run times by relative GPU speed");
-  double restart_overhead_s = 60;
-  sim_cmd->add_option("--restart-overhead", restart_overhead_s, "Seconds a preempted job pays to restart")
-      ->check(CLI::Range(0.0, 86400.0));
-  sim_cmd->add_option("--estimate-error", sim.sim.estimate_error, "Runtime estimate noise e: duration x U(1-e,1+e)")
-      ->check(CLI::Range(0.0, 0.99));
-  sim_cmd->add_flag(
-      "--no-estimates", sim.sim.no_estimates,
-      "Jobs give no run-time estimate: plan with predictions from finished jobs alike, else the time limit");
-
-  gantry::ServerOptions server;
-  CLI::App* server_cmd = app.add_subcommand("server", "Run the controller (REST API, scheduler, store)");
-  server_cmd->add_option("--db", server.db,
-                         "SQLite database file (default DATA_DIR/gantry.db), or a PostgreSQL URL "
-                         "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB");
-  server_cmd->add_option("--data-dir", server.data_dir, "Standalone state: job logs, admin token")
-      ->default_str(gantry::DefaultDataDir());
-  server_cmd->add_option("--listen", server.listen, "HOST:PORT (port 0: any free port)")->default_str(server.listen);
-  server_cmd->add_option("--config", server.config_dir,
-                         "Config directory: gpu_types, scheduler_config, team_quotas, users (.yaml)");
-  server_cmd->add_flag("--standalone", server.standalone, "Run jobs on this machine with an in-process agent");
-  server_cmd->add_option("--fake-gpus", server.fake_gpus, "Standalone without GPUs: e.g. 2x8xA100-80GB,1x4xT4");
-  server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
-  server_cmd
-      ->add_option("--leader-lease", server.leader_lease_s,
-                   "PostgreSQL store: seconds a silent leader keeps the lead before a standby takes over")
-      ->check(CLI::Range(1.0, 600.0))
-      ->default_str("8");
-  server_cmd->add_option("--node-timeout", server.node_timeout_s, "Seconds without a heartbeat before a node is lost")
-      ->check(CLI::Range(0.5, 86400.0));
-  server_cmd
-      ->add_option("--history-interval", server.history_interval_s,
-                   "Seconds between the cluster samples the dashboard's charts are drawn from (0: none)")
-      ->check(CLI::Range(0.0, 86400.0));
-  AddJobRunnerFlags(server_cmd, server.runner);
-  server_cmd->add_option("--tls-cert", server.tls_cert, "PEM certificate chain: serve HTTPS (with --tls-key)")
-      ->check(CLI::ExistingFile);
-  server_cmd->add_option("--tls-key", server.tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
-  server_cmd->add_option("--http-workers", server.http_threads, "Threads that parse requests and run handlers")
-      ->check(CLI::Range(1, 1024));
-  server_cmd->add_option("--max-connections", server.max_connections, "Open connections at most")
-      ->check(CLI::Range(1, 1000000));
-  server_cmd
-      ->add_option("--max-connections-per-client", server.max_connections_per_client,
-                   "Open connections from one client address at most")
-      ->check(CLI::Range(1, 1000000));
-  server_cmd
-      ->add_option("--request-timeout", server.request_timeout_s,
-                   "Seconds a request's line, headers and body have to arrive")
-      ->check(CLI::Range(1, 3600));
-  server_cmd->add_option("--idle-timeout", server.idle_timeout_s, "Seconds an idle keep-alive connection is kept")
-      ->check(CLI::Range(1, 86400));
-  server_cmd->add_option("--public-url", server.public_url,
-                         "The server's address as users reach it, for links in job notifications (default: --listen)");
-  server_cmd->add_option("--sendmail", server.sendmail, "Program job notification mail goes through")
-      ->default_str(server.sendmail);
-  bool metrics_auth = false;
-  server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
-  bool no_fsync = false;
-  server_cmd->add_flag("--no-fsync", no_fsync,
-                       "Commit without waiting for the disk (SQLite: no fsync; PostgreSQL: synchronous_commit off): "
-                       "survives a crash of gantry, not of the machine");
-
-  gantry::AgentOptions agent;
-  CLI::App* agent_cmd = app.add_subcommand("agent", "Run the node agent: register this node's GPUs, run its jobs");
-  agent_cmd
-      ->add_option("--server", agent.server,
-                   "The server's address; several, comma-separated, for a leader and its standbys")
-      ->default_str(agent.server);
-  agent_cmd->add_option("--token", agent.token, "An agent token (gantry token --role agent)");
-  agent_cmd->add_option("--token-file", agent.token_file, "File holding the token");
-  agent_cmd->add_option("--node-id", agent.node_id, "Node name (default: the host name)");
-  agent_cmd->add_option("--ca-cert", agent.ca_cert, "PEM CA certificate that signed the server's (https://)")
-      ->check(CLI::ExistingFile);
-  agent_cmd->add_option("--data-dir", agent.data_dir, "Job logs, checkpoints and run records")->required();
-  AddJobRunnerFlags(agent_cmd, agent.runner);
-  agent_cmd->add_option("--config", agent.config_dir, "Config directory (gpu_types.yaml, health.yaml)");
-  agent_cmd->add_option("--fake-gpus", agent.fake_gpus, "This node's GPUs are fake: e.g. 4xT4");
-  agent_cmd->add_option("--heartbeat", agent.heartbeat_s, "Seconds between reports at most")
-      ->check(CLI::Range(0.1, 600.0));
-  agent_cmd->add_option("--label", agent.labels,
-                        "KEY=VALUE: a label of this node (repeat for more), e.g. pool=spot-a100");
-  agent_cmd->add_option("--spot-notice-file", agent.spot_notice.file,
-                        "Spot: the node is being reclaimed when this file exists (it may hold the seconds left or a "
-                        "UTC time)");
-  agent_cmd
-      ->add_option("--spot-notice-command", agent.spot_notice.command,
-                   "Spot: a command run every interval; exit 0 with output (seconds left or a UTC time) is a "
-                   "reclaim notice (examples/autoscaler/aws-spot-notice.sh, gcp-preemption-notice.sh)")
-      ->excludes("--spot-notice-file");
-  agent_cmd
-      ->add_option_function<double>(
-          "--spot-notice-interval",
-          [&agent](double s) { agent.spot_notice.interval_ms = static_cast<gantry::DurationMs>(s * 1000); },
-          "Seconds between looks at the spot notice source (default 5)")
-      ->check(CLI::Range(0.2, 300.0));
-
-  gantry::GpusCommandOptions gpus;
-  CLI::App* gpus_cmd = app.add_subcommand("gpus", "What this machine's GPU provider (NVML, nvidia-smi) sees, as JSON");
-  gpus_cmd->add_option("--provider", gpus.provider, "auto, nvml, nvidia-smi or fake (8 fake A100s)")
-      ->check(CLI::IsMember({"auto", "nvml", "nvidia-smi", "fake"}));
-  gpus_cmd->add_option("--measure", gpus.measure_s, "Poll for this many seconds and report the CPU it costs");
-  gpus_cmd->add_option("--interval", gpus.interval_s, "Seconds between readings while measuring")
-      ->check(CLI::Range(0.01, 60.0));
-
-  auto client = gantry::AddClientCommands(app, std::cout, std::cerr);
-  std::function<int()> docs = gantry::AddCliDocs(app, std::cout, std::cerr);  // after every other command
-
-  // Everything after the first "--" is a job's command, never options.
-  std::vector<const char*> args = gantry::SplitAtDashes(argc, argv, client->command.get());
-  try {
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  gantry::CommandLine line;
+  if (int rc = line.Parse(argc, argv); rc >= 0) return rc;
+  gantry::DaemonCommands& c = line.daemon;
+  if (*c.agent_cmd) return gantry::RunAgent(c.agent, std::cout, std::cerr);
+  if (*c.gpus_cmd) return gantry::RunGpusCommand(c.gpus, std::cout, std::cerr);
+  if (*c.server_cmd) {
+    c.server.sync_full = !c.no_fsync;
+    c.server.open_metrics = !c.metrics_auth;
+    return gantry::RunServer(c.server, std::cout, std::cerr);
   }
-  if (*agent_cmd) return gantry::RunAgent(agent, std::cout, std::cerr);
-  if (*gpus_cmd) return gantry::RunGpusCommand(gpus, std::cout, std::cerr);
-  if (*server_cmd) {
-    server.sync_full = !no_fsync;
-    server.open_metrics = !metrics_auth;
-    return gantry::RunServer(server, std::cout, std::cerr);
+  if (int rc = line.RunClientOrDocs(); rc >= 0) return rc;
+  if (*c.sim_cmd) {
+    c.sim.sim.restart_overhead_ms = static_cast<gantry::DurationMs>(c.restart_overhead_s * 1000);
+    c.sim.sim.default_checkpoint_interval_ms = static_cast<gantry::DurationMs>(c.checkpoint_s * 1000);
+    return gantry::RunSimCommand(c.sim, std::cout, std::cerr);
   }
-  if (int rc = client->run(); rc >= 0) return rc;
-  if (int rc = docs(); rc >= 0) return rc;
-  if (*sim_cmd) {
-    sim.sim.restart_overhead_ms = static_cast<gantry::DurationMs>(restart_overhead_s * 1000);
-    sim.sim.default_checkpoint_interval_ms = static_cast<gantry::DurationMs>(checkpoint_s * 1000);
-    return gantry::RunSimCommand(sim, std::cout, std::cerr);
-  }
-  if (*demo_cmd) {
-    demo.json = output == "json";
-    return gantry::RunDemo(demo, std::cout, std::cerr);
+  if (*c.demo_cmd) {
+    c.demo.json = c.output == "json";
+    return gantry::RunDemo(c.demo, std::cout, std::cerr);
   }
   return 0;
 }

@@ -216,6 +216,10 @@ Status StartStandalone(const ServerOptions& o, const std::string& data_dir, Cont
   auto setup = SetUpJobRunner(o.runner, data_dir + "/agent", s.provider.get(), s.fake);
   if (!setup) return setup.status();
   out << setup->note << "\n";
+  for (Node& n : s.nodes) {
+    n.containers = setup->containers.works;
+    n.containers_problem = setup->containers.problem;
+  }
   s.cgroups = std::move(setup->cgroups);
   s.agent = std::make_unique<LocalAgent>(setup->options, controller);
   std::vector<RunReport> runs = s.agent->Recover();
@@ -277,7 +281,7 @@ Expected<HttpOptions> HttpOptionsFrom(const ServerOptions& o, AgentHub& hub, Sta
   hopts.limits.request_timeout_s = o.request_timeout_s;
   hopts.limits.idle_timeout_s = o.idle_timeout_s;
   if (!o.tls_cert.empty() || !o.tls_key.empty()) {
-    auto tls = TlsContext::Load(o.tls_cert, o.tls_key);
+    auto tls = TlsContext::Load(o.tls_cert, o.tls_key, o.tls_ciphers);
     if (!tls) return tls.status();
     hopts.tls = *tls;
   }
@@ -331,7 +335,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
                       .me = LeaderName(data_dir),
                       .lease_ms = static_cast<DurationMs>(o.leader_lease_s * 1000),
                       .tls_cert = o.tls_cert,
-                      .tls_key = o.tls_key};
+                      .tls_key = o.tls_key,
+                      .tls_ciphers = o.tls_ciphers};
     bool stopped = false;
     auto led = AwaitLeadership(so, stop_signals, &port, &stopped, out);
     if (!led) return fail(led.status(), 2);

@@ -27,6 +27,7 @@ struct ServerOptions {
   int max_connections = 10000;            // open connections in total
   int max_connections_per_client = 1000;  // open connections from one address
   std::string tls_cert, tls_key;          // PEM files: serve HTTPS
+  std::string tls_ciphers;                // TLS 1.2 suites (OpenSSL's syntax); empty: kDefaultTlsCiphers
   int request_timeout_s = 10;             // a request must arrive whole within this
   int idle_timeout_s = 60;                // idle keep-alive connections are closed after this
   JobRunnerFlags runner;                  // standalone: the shim, run-as, cgroups; the log cap (remote logs too)

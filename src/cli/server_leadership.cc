@@ -9,6 +9,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "server/http_front.h"
 #include "server/metrics.h"
 
 namespace gantry {
@@ -20,7 +21,9 @@ class StandbyResponder {
  public:
   StandbyResponder(const StandbyOptions& o) {
     if (!o.tls_cert.empty()) {
-      server_ = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+      auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+      RestrictTls(tls->ssl_context(), o.tls_ciphers);  // the server checked the list at its start
+      server_ = std::move(tls);
     } else {
       server_ = std::make_unique<httplib::Server>();
     }

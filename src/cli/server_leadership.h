@@ -27,6 +27,7 @@ struct StandbyOptions {
   std::string me;  // this server's name in the leader row, kept across its restarts
   DurationMs lease_ms = 8000;
   std::string tls_cert, tls_key;  // the standby answers over TLS when the server does
+  std::string tls_ciphers;        // with the server's TLS 1.2 suites
 };
 
 // Blocks until this server leads, or a stop signal (then returns null with `*stopped`).

@@ -16,4 +16,8 @@ std::string NewToken();
 std::string Base64Encode(const std::string& bytes);
 bool Base64Decode(const std::string& text, std::string* bytes);
 
+// The offset of the first byte of `text` that is not part of well-formed UTF-8 (overlong
+// forms, surrogates and code points past U+10FFFF included), or -1 when all of it is.
+long InvalidUtf8At(const std::string& text);
+
 }  // namespace gantry

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/encoding.h"
 #include "core/scheduler_config.h"
 
 namespace gantry {
@@ -155,6 +156,32 @@ bool IsPlainName(const std::string& s) {
   });
 }
 
+// Text is stored and shown as it was given: bytes that are not UTF-8 are refused, not
+// replaced (U+FFFD) on the way to the store.
+Status CheckUtf8(const JobSpec& spec) {
+  std::vector<std::pair<std::string, const std::string*>> texts = {{"name", &spec.name},
+                                                                   {"command", &spec.command},
+                                                                   {"working_dir", &spec.working_dir},
+                                                                   {"container_image", &spec.container.image},
+                                                                   {"container_workdir", &spec.container.workdir},
+                                                                   {"array", &spec.array},
+                                                                   {"dependency", &spec.dependency},
+                                                                   {"webhook", &spec.webhook},
+                                                                   {"mail_user", &spec.mail_user}};
+  for (const auto& [field, vars] : {std::pair{"env", &spec.env}, std::pair{"container_env", &spec.container.env}}) {
+    for (const auto& [k, v] : *vars) texts.emplace_back(std::string(field) + "." + k, &v);
+  }
+  for (size_t i = 0; i < spec.container.mounts.size(); ++i) {
+    texts.emplace_back(fmt::format("container_mounts[{}]", i), &spec.container.mounts[i]);
+  }
+  for (const auto& [field, text] : texts) {
+    if (long at = InvalidUtf8At(*text); at >= 0) {
+      return Status::Invalid(field, fmt::format("is not valid UTF-8 (byte {})", at));
+    }
+  }
+  return Status::Ok();
+}
+
 // The fields the agent uses to run the job: sizes bounded, names well formed.
 Status ValidateRunFields(const JobSpec& spec) {
   constexpr size_t kMaxCommand = 64 * 1024;
@@ -183,6 +210,7 @@ Status ValidateRunFields(const JobSpec& spec) {
       }
     }
   }
+  if (Status s = CheckUtf8(spec); !s.ok()) return s;
   if (spec.max_retries < 0 || spec.max_retries > 100) return Status::Invalid("max_retries", "must be within 0..100");
   if (spec.retries_on_failure < 0 || spec.retries_on_failure > 100) {
     return Status::Invalid("retries_on_failure", "must be within 0..100");

@@ -3,10 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
 namespace gantry {
+
+bool IsNodeId(std::string_view id) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (id.empty() || id.size() > 128 || !alnum(id[0])) return false;
+  return std::all_of(id.begin(), id.end(), [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
 
 const char* ToString(NodeState s) {
   switch (s) {

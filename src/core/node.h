@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/gpu_catalog.h"
@@ -14,6 +15,11 @@ enum class NodeState : uint8_t { kUp, kDraining, kDrained, kDown };
 enum class GpuHealth : uint8_t { kHealthy, kUnhealthy };
 
 const char* ToString(NodeState s);
+
+// A node id: 1-128 letters, digits and . _ -, starting with a letter or digit, so an id
+// handed to a hook or a command line is data, never an option ("--dry-run").
+bool IsNodeId(std::string_view id);
+inline constexpr const char* kNodeIdRule = "1-128 letters, digits and . _ -, starting with a letter or digit";
 
 // A MIG instance that exists on a GPU (created earlier, by an admin or by Gantry).
 struct MigInstance {
@@ -71,7 +77,9 @@ struct Node {
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   NodeState state = NodeState::kUp;
-  bool mps = false;  // its agent can run MPS control daemons (fractions may use MPS here)
+  bool mps = false;                // its agent can run MPS control daemons (fractions may use MPS here)
+  bool containers = true;          // its agent's probe container ran: container jobs may go here
+  std::string containers_problem;  // why they may not (the probe's error)
   NodeNetwork network;
   const std::string& address() const { return network.address.empty() ? id : network.address; }
 

@@ -222,16 +222,24 @@ Status CheckAllowedExecutable(const std::string& command, const std::vector<std:
   return Status::Invalid("command", fmt::format("'{}' is not among your team's allowed programs ({})", program, list));
 }
 
-// The image among the team's allowed ones; each mount under an allowed root.
+// The image among the team's allowed ones; each mount under an allowed root. A digest
+// (NAME@sha256:...) runs whatever image has that digest, whatever the name before it says,
+// so a reference with one matches only patterns that give a digest themselves.
 Status CheckContainerPolicy(const ContainerSpec& c, const TeamQuota& team, const QuotaConfig& quotas) {
   if (!c.enabled()) return Status::Ok();
-  if (!team.allowed_images.empty() &&
-      std::none_of(team.allowed_images.begin(), team.allowed_images.end(),
-                   [&](const std::string& p) { return fnmatch(p.c_str(), c.image.c_str(), 0) == 0; })) {
+  const bool digest = c.image.find('@') != std::string::npos;
+  auto allows = [&](const std::string& p) {
+    return (p.find('@') != std::string::npos) == digest && fnmatch(p.c_str(), c.image.c_str(), 0) == 0;
+  };
+  if (!team.allowed_images.empty() && std::none_of(team.allowed_images.begin(), team.allowed_images.end(), allows)) {
     std::string list;
     for (const std::string& p : team.allowed_images) list += (list.empty() ? "" : ", ") + p;
-    return Status::Invalid("container_image",
-                           fmt::format("'{}' is not among your team's allowed images ({})", c.image, list));
+    return Status::Invalid(
+        "container_image",
+        digest ? fmt::format("'{}' names an image by digest, which runs whatever image has that digest: your team's "
+                             "allowed images ({}) allow a digest only where they list one (NAME@sha256:...)",
+                             c.image, list)
+               : fmt::format("'{}' is not among your team's allowed images ({})", c.image, list));
   }
   for (size_t i = 0; i < c.mounts.size(); ++i) {
     std::string field = fmt::format("container_mounts[{}]", i);

@@ -56,6 +56,7 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   YAML::Node fair = top.Child("fair_share");
   YAML::Node preempt = top.Child("preemption");
   YAML::Node sharing = top.Child("sharing");
+  YAML::Node submit_limits = top.Child("submit_limits");
   if (Status s = top.Finish(); !s.ok()) return s;
 
   if (!classes || !classes.IsSequence() || classes.size() == 0) {
@@ -159,6 +160,17 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   if (Status s = t.Finish(); !s.ok()) return s;
   if (c.default_time_limit_ms <= 0 || c.max_time_limit_ms < c.default_time_limit_ms) {
     return Status::Invalid("time_limits", "need 0 < default <= max");
+  }
+
+  YamlReader sl(submit_limits, "submit_limits");
+  c.max_jobs_per_request = sl.Optional<int>("max_jobs_per_request", c.max_jobs_per_request);
+  c.max_waiting_per_user = sl.Optional<int>("max_waiting_per_user", c.max_waiting_per_user);
+  c.max_waiting_per_team = sl.Optional<int>("max_waiting_per_team", c.max_waiting_per_team);
+  if (Status s = sl.Finish(); !s.ok()) return s;
+  for (auto [name, value] : {std::pair{"max_jobs_per_request", c.max_jobs_per_request},
+                             {"max_waiting_per_user", c.max_waiting_per_user},
+                             {"max_waiting_per_team", c.max_waiting_per_team}}) {
+    if (value < 0) return Status::Invalid(std::string("submit_limits.") + name, "must be >= 0 (0: no limit)");
   }
   return c;
 }

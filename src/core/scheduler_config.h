@@ -97,6 +97,12 @@ struct SchedulerConfig {
   DurationMs default_time_limit_ms = 24 * kHourMs;
   DurationMs max_time_limit_ms = 14 * 24 * kHourMs;
 
+  // Submission limits (as Slurm's MaxArraySize, MaxJobCount and a QOS's MaxSubmitJobs), so
+  // one request cannot fill the controller's memory and store; 0: no limit.
+  int max_jobs_per_request = 10000;  // jobs and array tasks one submit or batch makes
+  int max_waiting_per_user = 10000;  // a user's jobs pending or held at once
+  int max_waiting_per_team = 50000;  // a team's
+
   // Index of a class by name, or -1.
   int FindClass(const std::string& name) const;
   std::string ClassNames() const;

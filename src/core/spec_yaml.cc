@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -129,6 +130,14 @@ Status CheckPortNames(const std::vector<std::string>& names) {
   return Status::Ok();
 }
 
+// A plain YAML scalar that a JSON or YAML reader takes as a number (5, -1, 2.5, 1e3).
+bool LooksLikeNumber(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
 }  // namespace
 
 Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
@@ -179,6 +188,11 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.container.workdir = r.Optional<std::string>("container_workdir", "");
   j.container.env = r.Optional<std::map<std::string, std::string>>("container_env", {});
   std::string pull = r.Optional<std::string>("container_pull", "missing");
+  if (const YAML::Node a = node["array"]; a && a.IsScalar() && a.Tag() != "!" && LooksLikeNumber(a.Scalar())) {
+    return Status::Invalid("array", fmt::format("is a number: give the task list as text, e.g. \"0-99\" (or \"{}\" "
+                                                "for one task)",
+                                                a.Scalar()));
+  }
   j.array = r.Optional<std::string>("array", "");
   j.dependency = r.Optional<std::string>("dependency", "");
   YAML::Node notify = r.Child("notify");

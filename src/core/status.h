@@ -20,6 +20,8 @@ enum class StatusCode {
   kUnauthenticated,  // no credentials, or ones nobody holds
   kTooLarge,         // a request or payload over its limit
   kKeyReused,        // an idempotency key reused for a different request
+  kOverLimit,        // a site limit (jobs pending, tasks per request) would be passed
+  kUnavailable,      // not now: the caller may try again shortly
 };
 
 // The error's name in API answers and the audit log ("not_found", "forbidden", ...; "ok").
@@ -35,6 +37,8 @@ inline const char* CodeName(StatusCode code) {
     case StatusCode::kUnauthenticated: return "unauthenticated";
     case StatusCode::kTooLarge: return "payload_too_large";
     case StatusCode::kKeyReused: return "idempotency_mismatch";
+    case StatusCode::kOverLimit: return "over_limit";
+    case StatusCode::kUnavailable: return "unavailable";
   }
   return "internal";
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -39,7 +40,7 @@ bool ParseUtc(const std::string& text, TimeMs* out) {
 }
 
 std::string FormatDuration(DurationMs d) {
-  if (d < 0) return "-" + FormatDuration(-d);
+  if (d < 0) return fmt::format("-{}", FormatDuration(d == INT64_MIN ? INT64_MAX : -d));
   int64_t s = d / 1000;
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);

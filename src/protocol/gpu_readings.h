@@ -40,6 +40,10 @@ struct GpuInventory {
   std::string driver_version;
   std::vector<GpuInfo> gpus;
   bool mps = false;  // the node's agent can run MPS control daemons (set by the agent, not the provider)
+  // The agent's container probe (agent/container_probe.h): whether container jobs run here,
+  // and why not (set by the agent; an agent that says nothing is taken to run them).
+  bool containers = true;
+  std::string containers_problem;
 };
 
 struct GpuProcess {

@@ -61,6 +61,8 @@ Expected<Node> NodeFromInventory(const std::string& node_id, const GpuInventory&
   node.cpus = size.cpus;
   node.memory_mib = size.memory_mib;
   node.mps = inv.mps;
+  node.containers = inv.containers;
+  node.containers_problem = inv.containers_problem;
   node.labels["gantry.io/gpu-provider"] = inv.provider;
   if (!inv.driver_version.empty()) node.labels["gantry.io/driver"] = inv.driver_version;
   for (const GpuInfo& info : inv.gpus) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/command.h"
+#include "core/node.h"
 
 namespace gantry {
 
@@ -50,7 +51,13 @@ nlohmann::json InventoryToJson(const GpuInventory& inv) {
                     {"nvlink_peers", g.nvlink_peers},
                     {"mig", mig}});
   }
-  return {{"provider", inv.provider}, {"driver_version", inv.driver_version}, {"gpus", gpus}, {"mps", inv.mps}};
+  nlohmann::json out = {{"provider", inv.provider},
+                        {"driver_version", inv.driver_version},
+                        {"gpus", gpus},
+                        {"mps", inv.mps},
+                        {"containers", inv.containers}};
+  if (!inv.containers_problem.empty()) out["containers_problem"] = inv.containers_problem;
+  return out;
 }
 
 GpuInfo GpuInfoFromJson(const nlohmann::json& g) {
@@ -73,6 +80,8 @@ GpuInventory InventoryFromJson(const nlohmann::json& j) {
   inv.provider = j.value("provider", "");
   inv.driver_version = j.value("driver_version", "");
   inv.mps = j.value("mps", false);
+  inv.containers = j.value("containers", true);
+  inv.containers_problem = j.value("containers_problem", "");
   for (const auto& g : FieldOr(j, "gpus", EmptyList())) inv.gpus.push_back(GpuInfoFromJson(g));
   return inv;
 }
@@ -181,12 +190,8 @@ Status CheckTopLevel(const nlohmann::json& body, std::string* node_id) {
     if (body.contains(key) && !body[key].is_object()) return Status::Invalid(key, "must be an object");
   }
   *node_id = body.value("node_id", "");
-  if (node_id->empty() || node_id->size() > 128)
-    return Status::Invalid("node_id", "is required (at most 128 characters)");
-  if (node_id->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-      std::string::npos) {
-    return Status::Invalid("node_id", "must be letters, digits and . _ -");
-  }
+  if (node_id->empty()) return Status::Invalid("node_id", "is required");
+  if (!IsNodeId(*node_id)) return Status::Invalid("node_id", std::string("must be ") + kNodeIdRule);
   return Status::Ok();
 }
 
@@ -204,6 +209,15 @@ Expected<Registration> ParseRegistration(const nlohmann::json& body) {
   }
   if (inv.contains("mps") && !inv["mps"].is_boolean()) return Status::Invalid("inventory.mps", "must be true or false");
   reg.inventory.mps = inv.value("mps", false);
+  if (inv.contains("containers") && !inv["containers"].is_boolean()) {
+    return Status::Invalid("inventory.containers", "must be true or false");
+  }
+  if (inv.contains("containers_problem") && !inv["containers_problem"].is_string()) {
+    return Status::Invalid("inventory.containers_problem", "must be a string");
+  }
+  reg.inventory.containers = inv.value("containers", true);
+  // Shown to users as the reason their container job waits: one line, bounded.
+  reg.inventory.containers_problem = OneLineExcerpt(inv.value("containers_problem", ""), 300);
   Status parsed = EachObject(inv, "gpus", [&](const nlohmann::json& g) {
     RequireObjects(g, "mig", "mig");
     reg.inventory.gpus.push_back(GpuInfoFromJson(g));

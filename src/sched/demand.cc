@@ -87,12 +87,12 @@ int64_t ShareMemory(const Demand& d, const GpuType& t) {
   return t.memory_mib * d.spec->request.gpu_milli / kMilliPerGpu;
 }
 
-void AppendShapeKey(const JobSpec& spec, std::string& key) {
+void AppendShapeKey(const JobSpec& spec, bool spot_ok, std::string& key) {
   const GpuRequest& r = spec.request;
   struct Fixed {  // the numeric fields, zero-padded so equal requests give equal bytes
     int64_t gpu_memory_mib, memory_mib;
     int32_t gpus, num_nodes, gpu_milli, mps_thread_percent, cpus;
-    uint8_t sharing, prefer_listed_order, pad[2];
+    uint8_t sharing, prefer_listed_order, container, pad;
   } fixed;
   std::memset(&fixed, 0, sizeof(fixed));
   fixed = {r.gpu_memory_mib,
@@ -104,7 +104,8 @@ void AppendShapeKey(const JobSpec& spec, std::string& key) {
            r.cpus,
            static_cast<uint8_t>(r.sharing),
            static_cast<uint8_t>(r.prefer_listed_order),
-           {0, 0}};
+           static_cast<uint8_t>(spec.container.enabled()),
+           0};
   Append(key, fixed);
   key += r.mig_profile;
   key += '\0';
@@ -114,8 +115,7 @@ void AppendShapeKey(const JobSpec& spec, std::string& key) {
   for (const auto& [k, v] : spec.node_selector) key.append(k).append("=").append(v).push_back('\0');
   key += '\1';
   for (const Taint& t : spec.tolerations) key.append(t.key).append("=").append(t.value).push_back('\0');
-  key += spec.preemptible ? '\2' : '\3';  // spot nodes take preemptible work of preemptible classes only
-  key += spec.priority_class;
+  key += spot_ok ? '\2' : '\3';  // spot nodes take preemptible work of preemptible classes only
 }
 
 std::string DescribeRequest(const JobSpec& spec) {

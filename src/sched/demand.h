@@ -41,8 +41,10 @@ struct Demand {
 Demand CompileDemand(const JobSpec& spec, const GpuCatalog& catalog, const std::vector<int>& max_gpus_per_type);
 
 // Appends to `key` bytes that are equal exactly when two jobs fit and fail on the same
-// nodes (request, selector, tolerations; not the preferences, which only score).
-void AppendShapeKey(const JobSpec& spec, std::string& key);
+// nodes (request, selector, tolerations, container or not, and `spot_ok`: whether spot
+// nodes may take it; not the preferences, which only score). Jobs of several priority
+// classes share a shape, so the engine diagnoses why a shape waits once, not once a class.
+void AppendShapeKey(const JobSpec& spec, bool spot_ok, std::string& key);
 
 // Memory a share of type t takes: MPS pinned limit or the fraction of the GPU's memory.
 int64_t ShareMemory(const Demand& d, const GpuType& t);

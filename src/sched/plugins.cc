@@ -45,6 +45,11 @@ bool LargeEnough(const Node& node, const NodeUse& s, const Demand& d) {
   return s.gpu_count >= per_node && node.cpus >= d.cpus && node.memory_mib >= d.memory_mib;
 }
 
+// A container job goes where the agent's probe container ran.
+bool RunsContainers(const Node& node, const NodeUse&, const Demand& d) {
+  return node.containers || !d.spec->container.enabled();
+}
+
 bool HasMigIfNeeded(const Node& node, const NodeUse&, const Demand& d) {
   if (d.mode != SharingMode::kMig) return true;
   for (const Gpu& g : node.gpus) {
@@ -53,8 +58,9 @@ bool HasMigIfNeeded(const Node& node, const NodeUse&, const Demand& d) {
   return false;
 }
 
-constexpr std::array<FilterPlugin, 7> kStatic = {{
+constexpr std::array<FilterPlugin, 8> kStatic = {{
     {"GpuType", "wrong GPU type", GpuTypeAllowed},
+    {"Containers", "cannot run containers", RunsContainers},
     {"Capacity", "spot node, job not preemptible", CapacityAllowed},
     {"NodeSelector", "labels do not match", SelectorMatches},
     {"Taints", "untolerated taint", TaintsTolerated},
@@ -107,7 +113,7 @@ const FilterPlugin* FailedStaticFilter(const Node& node, const NodeUse& state, c
 bool PassesStaticFilters(const Node& node, const NodeUse& state, const Demand& d) {
   return (d.type_mask >> state.type & 1) && (d.spec->node_selector.empty() || SelectorMatches(node, state, d)) &&
          (node.taints.empty() || TaintsTolerated(node, state, d)) && LargeEnough(node, state, d) &&
-         CapacityAllowed(node, state, d);
+         CapacityAllowed(node, state, d) && RunsContainers(node, state, d);
 }
 
 double ScoreNode(const ScoreInput& in, const SchedulerConfig& config) {

@@ -33,19 +33,10 @@ std::string NeedText(const Demand& d) {
   return "";
 }
 
-int HealthyGpus(const Node& node) {
-  int healthy = 0;
-  for (const Gpu& g : node.gpus) healthy += g.health == GpuHealth::kHealthy && !g.fenced ? 1 : 0;
-  return healthy;
-}
-
-// GPUs of node n the demand could use if the node were empty.
-int UsableGpus(const Node& node, const Demand& d) {
-  int usable = 0;
-  for (const Gpu& g : node.gpus) {
-    usable += g.health == GpuHealth::kHealthy && !g.fenced && g.mig_enabled == (d.mode == SharingMode::kMig) ? 1 : 0;
-  }
-  return usable;
+// GPUs of a node the demand could use if the node were empty (healthy, and in MIG mode
+// exactly when the demand is for a MIG slice).
+int UsableGpus(const NodeUse& s, const Demand& d) {
+  return d.mode == SharingMode::kMig ? s.healthy_mig : s.healthy - s.healthy_mig;
 }
 
 }  // namespace
@@ -77,6 +68,12 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
   // Nodes turned away, per static filter (by index) and per capacity shortage.
   size_t filter_count = 0;
   const FilterPlugin* filters = StaticFilters(&filter_count);
+  const FilterPlugin* node_state = nullptr;  // found by name once: not a string compare per node
+  const FilterPlugin* containers = nullptr;
+  for (size_t f = 0; f < filter_count; ++f) {
+    if (std::string_view(filters[f].name) == "NodeState") node_state = &filters[f];
+    if (std::string_view(filters[f].name) == "Containers") containers = &filters[f];
+  }
   enum Shortage { kFewHealthy, kMigMode, kFewCpus, kLittleMemory, kFewFreeGpus, kNoRoom, kShortages };
   const char* shortage_text[kShortages] = {
       "too few healthy GPUs",
@@ -90,17 +87,29 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
   // Nodes that pass the static filters, by usable GPUs, split by whether they are up.
   std::vector<int> up_sizes;
   std::vector<int> all_sizes;
+  std::string container_why;  // the first node's reason it cannot run containers
+  const FilterPlugin* type_filter = &filters[0];  // GpuType: the cheapest test comes first
   for (size_t i = 0; i < nodes.size(); ++i) {
     int n = static_cast<int>(i);
-    const FilterPlugin* failed = FailedStaticFilter(nodes[n], state.node(n), d);
-    bool down = failed && std::string_view(failed->name) == "NodeState";
-    if (failed && !down) {
-      by_filter[failed - filters]++;
+    const NodeUse& s = state.node(n);
+    if (s.gpu_count == 0 || !(d.type_mask >> s.type & 1)) {  // without touching the node itself
+      by_filter[type_filter - filters]++;
       continue;
     }
-    int usable = UsableGpus(nodes[n], d);
+    const FilterPlugin* failed = FailedStaticFilter(nodes[n], s, d);
+    bool down = failed == node_state;
+    if (failed && !down) {
+      by_filter[failed - filters]++;
+      if (with_text && container_why.empty() && failed == containers) {
+        container_why = nodes[n].containers_problem.empty()
+                            ? nodes[n].id
+                            : fmt::format("{}: {}", nodes[n].id, nodes[n].containers_problem);
+      }
+      continue;
+    }
+    int usable = UsableGpus(s, d);
     if (usable < smallest_part) {
-      shortages[HealthyGpus(nodes[n]) >= smallest_part ? kMigMode : kFewHealthy]++;
+      shortages[s.healthy >= smallest_part ? kMigMode : kFewHealthy]++;
       continue;
     }
     all_sizes.push_back(usable);
@@ -109,7 +118,6 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
       continue;
     }
     up_sizes.push_back(usable);
-    const NodeUse& s = state.node(n);
     if (s.free_cpus < d.cpus) {
       shortages[kFewCpus]++;
     } else if (s.free_memory < d.memory_mib) {
@@ -123,7 +131,13 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
     if (!with_text) return;
     if (c > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", c, what);
   };
-  for (size_t f = 0; f < filter_count; ++f) count(by_filter[f], filters[f].failure);
+  for (size_t f = 0; f < filter_count; ++f) {
+    if (by_filter[f] > 0 && &filters[f] == containers) {
+      count(by_filter[f], fmt::format("{} ({})", filters[f].failure, container_why).c_str());
+    } else {
+      count(by_filter[f], filters[f].failure);
+    }
+  }
   for (int k = 0; k < kShortages; ++k) count(shortages[k], shortage_text[k]);
   auto some_shape_fits = [&](const std::vector<int>& sizes) {
     for (const GangShape& shape : shapes) {

@@ -18,7 +18,22 @@
 
 namespace gantry {
 
-void AgentHub::Queue::Start(const StartOrder& order) { Push(StartOrderToJson(order)); }
+void AgentHub::Queue::Start(const StartOrder& order) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    NotePlaced(order.job_id, order.run);
+  }
+  Push(StartOrderToJson(order));
+}
+
+void AgentHub::Queue::NotePlaced(const std::string& job_id, int run) {
+  if (!placed.insert({job_id, run}).second) return;
+  placed_order.emplace_back(job_id, run);
+  if (placed_order.size() > kMaxPlacedRuns) {
+    placed.erase(placed_order.front());
+    placed_order.pop_front();
+  }
+}
 
 void AgentHub::Queue::Stop(const StopOrder& order) { Push(StopOrderToJson(order)); }
 
@@ -43,6 +58,13 @@ nlohmann::json AgentHub::Queue::Orders() const {
 
 AgentHub::AgentHub(Controller& controller, std::string log_dir, int64_t max_log_bytes)
     : controller_(controller), log_dir_(std::move(log_dir)), max_log_bytes_(max_log_bytes) {
+  if (!log_dir_.empty()) {
+    // Jobs' output is their owners' alone: no other account on the controller's host (a
+    // local job of another team) may list or read it, whatever an older version left.
+    std::error_code ec;
+    std::filesystem::create_directories(log_dir_, ec);
+    std::filesystem::permissions(log_dir_, std::filesystem::perms::owner_all, ec);
+  }
   timer_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(timer_mu_);
     while (!closing_) {
@@ -77,14 +99,10 @@ void AgentHub::ExpireWaiters(bool all) {
   for (auto& [w, answer] : due) w.answer(answer);
 }
 
-std::optional<Status> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action,
-                                          bool registering) {
+std::optional<Status> AgentHub::CheckNode(const Actor& who, const std::string& node_id, const std::string& action) {
   if (who.role == Role::kAgent && !who.node.empty() && who.node == node_id) return std::nullopt;
-  if (who.role == Role::kAgent && !who.pool.empty()) {
-    // A pool's token registers the nodes its hook started (or that are the pool's already),
-    // and then speaks for the nodes it registered.
-    if (registering ? controller_.MayJoinPool(who.pool, node_id) : QueuePool(node_id) == who.pool) return std::nullopt;
-  }
+  // A pool's token speaks for the nodes it registered (Register admits them).
+  if (who.role == Role::kAgent && !who.pool.empty() && QueuePool(node_id) == who.pool) return std::nullopt;
   std::string why = who.role != Role::kAgent ? "only node agents use /v1/agent/*"
                     : who.pool.empty()       ? fmt::format("this agent token speaks for node {} only", who.node)
                                        : fmt::format("this agent token speaks for the nodes of pool {} only", who.pool);
@@ -110,7 +128,10 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   auto reg = ParseRegistration(body);
   if (!reg) return reg.status();
   const std::string& node_id = reg->node_id;
-  if (auto refused = CheckNode(who, node_id, action, true)) return *refused;
+  const bool pool_token = who.role == Role::kAgent && !who.pool.empty();
+  if (!pool_token) {
+    if (auto refused = CheckNode(who, node_id, action)) return *refused;
+  }
   std::vector<RunReport>& runs = reg->runs;
   // An agent reports its node's size; one that does not (older agents) is taken to be
   // the size of this host, as before.
@@ -119,8 +140,15 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog(), size);
   if (!node) return node.status();
   for (const auto& [k, v] : reg->labels) node->labels[k] = v;
-  if (!who.pool.empty()) node->labels["pool"] = who.pool;  // a pool's token registers the pool's nodes
   node->network = reg->network;
+  if (pool_token) {
+    // A pool's token registers only what its hook started, in the pool's shape.
+    node->labels["pool"] = who.pool;
+    if (Status s = controller_.AdmitPoolNode(who.pool, *node); !s.ok()) {
+      controller_.RecordAudit(who, action, node_id, CodeName(s.code()), s.message());
+      return s;
+    }
+  }
   Queue* queue = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -144,9 +172,14 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
     first_seq = queue->next_seq;
   }
   for (Waiter& w : superseded) w.answer(Status::Precondition("session", "superseded"));
-  if (Status s = controller_.AttachNodes({*node}, queue, runs); !s.ok()) {
+  std::vector<std::pair<std::string, int>> adopted;
+  if (Status s = controller_.AttachNodes({*node}, queue, runs, &adopted); !s.ok()) {
     controller_.RecordAudit(who, action, node_id, CodeName(s.code()), s.message());
     return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue->mu);
+    for (const auto& [job_id, run] : adopted) queue->NotePlaced(job_id, run);
   }
   controller_.RecordAudit(who, action, node_id, "ok",
                           fmt::format("{} GPU(s), {} run(s)", node->gpus.size(), runs.size()));
@@ -202,12 +235,41 @@ Answer AgentHub::Report(const Actor& who, const nlohmann::json& body) {
   }
   // Output first: an exit in this report may end the job, and whoever follows its logs
   // stops at the end, so the last bytes must be there before it.
-  for (const AgentReport::LogChunk& l : report->logs) AppendLog(l);
+  TakeLogs(who, *report);
   DeliverReport(*report, controller_);
   return nlohmann::json{{"ok", true}};
 }
 
 std::string AgentHub::JobLogDir(const std::string& job_id) const { return log_dir_ + "/" + job_id; }
+
+void AgentHub::TakeLogs(const Actor& who, const AgentReport& report) {
+  if (report.logs.empty()) return;
+  Queue* q = Find(report.node_id);
+  std::set<std::pair<std::string, int>> refused;
+  for (const AgentReport::LogChunk& l : report.logs) {
+    bool placed = false;
+    if (q) {
+      std::lock_guard<std::mutex> lock(q->mu);
+      placed = q->placed.count({l.job_id, l.run}) > 0;
+    }
+    if (placed) {
+      AppendLog(l);
+    } else {
+      refused.insert({l.job_id, l.run});
+    }
+  }
+  if (refused.empty()) return;
+  std::string runs;
+  for (const auto& [job_id, run] : refused) {
+    if (runs.size() > 200) {
+      runs += " ...";
+      break;
+    }
+    runs += fmt::format("{}{} run {}", runs.empty() ? "" : ", ", job_id, run);
+  }
+  controller_.RecordAudit(who, "POST /v1/agent/report (logs)", report.node_id, "forbidden",
+                          fmt::format("output dropped for runs not placed on node {}: {}", report.node_id, runs));
+}
 
 // Appends a chunk of a remote job's output at its offset, to the file of its run, rank and
 // stream. Bytes the server has already (a resent report, a restarted agent reading from 0)

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -66,23 +67,30 @@ class AgentHub {
     void Push(nlohmann::json order);
     // The answer to a poll now: every unacknowledged order (call with mu held).
     nlohmann::json Orders() const;
+    // Notes a run placed on the node (a start order, or a run adopted at registration), so
+    // its output is taken from this node; the newest kMaxPlacedRuns are kept (mu held).
+    void NotePlaced(const std::string& job_id, int run);
+    static constexpr size_t kMaxPlacedRuns = 4096;
     std::mutex mu;
     std::deque<nlohmann::json> orders;  // each with "seq"
     std::vector<Waiter> waiters;
     uint64_t next_seq = 1;
-    std::string session;        // random; empty before the first registration
-    std::string session_owner;  // the token (user name) that registered it
-    std::string pool;           // the pool of the token that registered it ("": a node token)
+    std::string session;                           // random; empty before the first registration
+    std::string session_owner;                     // the token (user name) that registered it
+    std::string pool;                              // the pool of the token that registered it ("": a node token)
+    std::set<std::pair<std::string, int>> placed;  // runs (job id, run) placed on the node
+    std::deque<std::pair<std::string, int>> placed_order;  // the same, oldest first
   };
   Queue* Find(const std::string& node_id);
   // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
-  // `registering`: a pool's token may register the nodes the pool may take.
-  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action,
-                                  bool registering = false);
+  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
   // The pool whose token registered the node ("" for a node's own token, or none).
   std::string QueuePool(const std::string& node_id);
   // Appends a piece of a remote job's output (its data in base64) at its offset.
   void AppendLog(const AgentReport::LogChunk& chunk);
+  // Appends the report's log chunks of runs placed on its node; the others (a forged or
+  // pre-seeded job's output) are dropped and audited, once per report.
+  void TakeLogs(const Actor& who, const AgentReport& report);
 
   // Answers the polls whose wait is over (the timer thread, every 100 ms).
   void ExpireWaiters(bool all);

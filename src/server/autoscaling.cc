@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/node.h"
+
 namespace gantry {
 
 namespace {
@@ -16,10 +18,6 @@ constexpr DurationMs kMaxBackoffMs = 5 * kMinuteMs;
 std::string Ago(DurationMs d) {
   if (d < kMinuteMs) return fmt::format("{} s", std::max<DurationMs>(d, 0) / kSecondMs);
   return fmt::format("{} min", d / kMinuteMs);
-}
-
-bool NodeIdChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 }  // namespace
@@ -35,10 +33,9 @@ Expected<std::vector<std::string>> ParseNodeIds(const std::string& out) {
     size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos) continue;
     line.erase(0, first);
-    if (line.size() > 128 || !std::all_of(line.begin(), line.end(), NodeIdChar)) {
-      return Status::Invalid(
-          fmt::format("line {}", n),
-          fmt::format("'{}' is not a node id (one per line: letters, digits and . _ -)", OneLineExcerpt(line, 60)));
+    if (!IsNodeId(line)) {
+      return Status::Invalid(fmt::format("line {}", n), fmt::format("'{}' is not a node id (one per line: {})",
+                                                                    OneLineExcerpt(line, 60), kNodeIdRule));
     }
     ids.push_back(line);
   }
@@ -80,6 +77,13 @@ bool Autoscaling::ScalingUp(const std::string& pool, TimeMs now) const {
     }
   }
   return false;
+}
+
+int Autoscaling::PoolIndex(const std::string& name) const {
+  for (size_t p = 0; p < config_.pools.size(); ++p) {
+    if (config_.pools[p].name == name) return static_cast<int>(p);
+  }
+  return -1;
 }
 
 nlohmann::json Autoscaling::Requests() const {
@@ -276,6 +280,17 @@ void Autoscaling::UpFinished(PoolRuntime& p, const HookCall& call, const Command
   p.failures = 0;
   p.retry_at = 0;
   if (cfg.capacity == Capacity::kSpot) p.no_capacity_since = kNever;
+  if (ids->size() > static_cast<size_t>(call.count)) {
+    // More than it was asked for: the pool takes what it asked for (max_nodes holds), and
+    // the rest, the hook's own ids, go back to its cloud.
+    std::vector<std::string> extra(ids->begin() + call.count, ids->end());
+    ids->resize(static_cast<size_t>(call.count));
+    out.log.push_back(
+        fmt::format("autoscaler: pool {}'s scale-up printed {} more id(s) than the {} asked for; "
+                    "giving back {}",
+                    cfg.name, extra.size(), call.count, fmt::join(extra, ", ")));
+    p.given_up.insert(p.given_up.end(), extra.begin(), extra.end());
+  }
   for (const std::string& id : *ids) p.awaited.emplace(id, now);
   out.requested = *ids;
   p.counters["nodes_requested"] += ids->size();

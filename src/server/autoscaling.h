@@ -64,6 +64,17 @@ class Autoscaling {
   // Whether the pool's scale-up hook is running now (or was when the last controller
   // stopped, for register_timeout after this one's start: its nodes may still come).
   bool ScalingUp(const std::string& pool, TimeMs now) const;
+  // The index of the pool named `name`, or -1.
+  int PoolIndex(const std::string& name) const;
+  // Whether pool `pool`'s scale-up hook printed `node_id` and it has not registered yet.
+  bool Awaits(size_t pool, const std::string& node_id) const { return pools_[pool].awaited.count(node_id) > 0; }
+  // Whether the pool's scale-up hook is running now (its ids are not known yet).
+  bool UpRunning(size_t pool) const { return pools_[pool].up_running; }
+  // Whether a scale-up was running when the last controller stopped (its printed ids were
+  // lost with it), so new ids may join the pool for register_timeout after this start.
+  bool AdoptsUnknownIds(size_t pool, TimeMs now) const {
+    return pools_[pool].adopt_new_until != kNever && now < pools_[pool].adopt_new_until;
+  }
 
   // The requests to keep across a restart or a take-over (the store's meta row
   // "autoscaler_requests"): per pool, the awaited node ids with when they were asked for,

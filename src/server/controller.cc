@@ -65,8 +65,9 @@ Status Controller::Recover() {
   return Status::Ok();
 }
 
-Status Controller::AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs) {
-  return Call([&] { return state_.AttachNodes(nodes, link, runs); });
+Status Controller::AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs,
+                               std::vector<std::pair<std::string, int>>* adopted) {
+  return Call([&] { return state_.AttachNodes(nodes, link, runs, adopted); });
 }
 
 void Controller::SetUsers(std::shared_ptr<const UserDirectory> users) {

@@ -32,8 +32,10 @@ class Controller : public NodeReports {
   Status Recover();
   // Registers nodes served by `link` (standalone: the in-process agent). A node already
   // known keeps its drain state and its jobs; jobs it runs are adopted as the agent reports.
-  // `runs` is what the agent still knows (running or exited while no one listened).
-  Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs = {});
+  // `runs` is what the agent still knows (running or exited while no one listened); the
+  // runs taken as this controller's own (job id, run) go to `adopted` when given.
+  Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs = {},
+                     std::vector<std::pair<std::string, int>>* adopted = nullptr);
   void Start();
   void Stop();
   // Replaces the known users and team policies (the standalone admin is added at start).
@@ -99,9 +101,8 @@ class Controller : public NodeReports {
   void Readings(NodeReadings readings) override;
   void GpuHealth(const GpuHealthChange& change) override;
   void Reclaim(const NodeNotice& notice) override;
-  // Whether a pool's agent token may register `node_id`: a node the pool's hook started, or
-  // one of the pool's nodes already (never a node outside the pool).
-  bool MayJoinPool(const std::string& pool, const std::string& node_id);
+  // Whether a pool's agent token may register `node` (ControllerState::AdmitPoolNode).
+  Status AdmitPoolNode(const std::string& pool, const Node& node);
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
 

@@ -156,8 +156,8 @@ void Controller::GpuHealth(const GpuHealthChange& change) {
   Enqueue([this, change] { state_.GpuHealth(change); });
 }
 
-bool Controller::MayJoinPool(const std::string& pool, const std::string& node_id) {
-  return Call([&] { return state_.MayJoinPool(pool, node_id); });
+Status Controller::AdmitPoolNode(const std::string& pool, const Node& node) {
+  return Call([&] { return state_.AdmitPoolNode(pool, node); });
 }
 
 void Controller::Reclaim(const NodeNotice& notice) {

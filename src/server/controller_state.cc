@@ -67,6 +67,7 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
       snap_.running.push_back(std::move(r));
       for (const JobPort& p : job.ports) ports_.Hold(snap_.nodes[p.node].id, p.port);
     }
+    if (job.state == JobState::kPending) CountWaiting(job, 1);
     jobs_.emplace(job.seq, std::move(job));
   }
   for (const IdempotencyRecord& r : stored.idempotency) {
@@ -84,8 +85,8 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
   return RecoverAccounting(std::move(open));
 }
 
-Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* link,
-                                    const std::vector<RunReport>& runs) {
+Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs,
+                                    std::vector<std::pair<std::string, int>>* adopted) {
   for (const Node& n : nodes) {
     if (Status s = ValidateNode(n, options_.config.catalog); !s.ok()) return s;
   }
@@ -98,7 +99,7 @@ Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* li
       return s;
     }
   }
-  Reconcile(link, runs);
+  Reconcile(link, runs, adopted);
   dirty_ = true;
   return Status::Ok();
 }
@@ -155,7 +156,8 @@ Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* lin
 
 // Adopts what the agent still runs, finishes what ended, resends what it never got, and
 // stops what the controller never assigned.
-void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& runs) {
+void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& runs,
+                                std::vector<std::pair<std::string, int>>* adopted) {
   std::set<std::pair<std::string, std::string>> reported;
   for (const RunReport& r : runs) {
     reported.insert({r.job_id, r.node_id});
@@ -166,6 +168,7 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
         effects_.orders.push_back({link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller"}});
       continue;
     }
+    if (adopted) adopted->emplace_back(r.job_id, r.run);
     if (r.exited) DoExited(r.job_id, r.run, r.node_id, r.exit_code, r.reason, r.ended_ms);
   }
   for (auto& [seq, job] : jobs_) {

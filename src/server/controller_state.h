@@ -152,7 +152,9 @@ class ControllerState {
   void StartMonth(const std::vector<Allocation>& month_rows);
 
   // Inputs. Each runs to completion; what it changed goes out with the next TakeOutput.
-  Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs);
+  // The reported runs taken as current go to `adopted` (job id, run) when given.
+  Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs,
+                     std::vector<std::pair<std::string, int>>* adopted = nullptr);
   Expected<Submitted> Submit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
   // A batch (a jobs file): every job is checked first and all are made, or none (the
   // refusal names the job: "jobs[2].gpus"). The answer lists their ids; `batch` false
@@ -183,7 +185,11 @@ class ControllerState {
   // A spot node's reclaim notice: the node is drained, its jobs stop within the time left
   // (or the grace period, whichever is shorter) and requeue. (controller_state_pools.cc)
   void Reclaim(const NodeNotice& notice);
-  bool MayJoinPool(const std::string& pool, const std::string& node_id) const;
+  // Whether a pool's agent token may register `node` (as its agent reports it): a node of
+  // the pool already, or one its scale-up hook printed (never while the hook still runs, so
+  // an id it did not start cannot slip in), in the pool's shape (GPU model and count, at
+  // most its CPUs and memory) and within max_nodes. The refusal names what is wrong.
+  Status AdmitPoolNode(const std::string& pool, const Node& node) const;
   // A pool hook's result (the Controller ran it, off this thread).
   void HookFinished(const HookCall& call, const CommandResult& result);
   void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
@@ -269,6 +275,11 @@ class ControllerState {
   void ReleaseOne(const Actor& who, JobRecord& job);
   // A new job from an accepted spec: recorded, queued or kept out (Gate), dirty.
   JobRecord& AddJob(const Actor& who, JobSpec spec, const ArrayPlace& place = {});
+  // Counts `job` in (delta 1) or out of (-1) its user's and team's waiting jobs.
+  void CountWaiting(const JobRecord& job, int delta);
+  // Refuses a submit that would make more than submit_limits allow: the new jobs (array
+  // tasks one each) of checked `specs`.
+  Status CheckSubmitLimits(const std::vector<JobSpec>& specs) const;
   // Pending jobs kept out of the scheduler's queue and arrays (controller_state_gates.cc).
   // Why a pending job is kept out (code "" when it may be queued): held, a dependency not
   // yet met ("dependency"; never: it can no longer be met), its array at its limit.
@@ -345,7 +356,7 @@ class ControllerState {
   // Nodes and GPUs (controller_state_gpus.cc).
   void AddNode(const Node& n, NodeLink* link);
   Status ReattachNode(int n, const Node& inventory, NodeLink* link);
-  void Reconcile(NodeLink* link, const std::vector<RunReport>& runs);
+  void Reconcile(NodeLink* link, const std::vector<RunReport>& runs, std::vector<std::pair<std::string, int>>* adopted);
   void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
   void NodeLost(int n);
   // Ends a running job at once as after a fault of node `n`: its other nodes (and `n` too
@@ -403,6 +414,10 @@ class ControllerState {
 
   Snapshot snap_;
   std::map<uint64_t, JobRecord> jobs_;
+  // Jobs pending (held ones too) by user and by team, for submit_limits; moved with each
+  // job's state by CountWaiting.
+  std::unordered_map<std::string, int> waiting_by_user_;
+  std::unordered_map<std::string, int> waiting_by_team_;
   std::unordered_map<std::string, int> node_index_;
   // MIG changes planned for a job's start, by job: (node index, order); sent with the start.
   std::unordered_map<std::string, std::vector<std::pair<int, MigOrder>>> mig_orders_;

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/spec_yaml.h"
 #include "server/controller_state.h"
 
@@ -41,8 +43,13 @@ Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::s
     return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
   }
   if (IsTerminal(job->state)) {
-    return Refuse(who, action, id,
-                  Status::Precondition("id", fmt::format("job {} is already {}", id, ToString(job->state))));
+    // An array's id acts on every task not ended: its first task's end is not the array's.
+    std::vector<JobRecord*> tasks = WholeArray(id);
+    if (std::any_of(tasks.begin(), tasks.end(), [](const JobRecord* t) { return !IsTerminal(t->state); })) return job;
+    return Refuse(
+        who, action, id,
+        Status::Precondition("id", fmt::format("{} {} is already {}", tasks.empty() ? "job" : "every task of array", id,
+                                               tasks.empty() ? ToString(job->state) : "ended")));
   }
   return job;
 }
@@ -118,6 +125,12 @@ Status ControllerState::CheckUpdate(const JobRecord& job, const YAML::Node& chan
   }
   bool running = job.state != JobState::kPending;
   for (const auto& kv : changes) {
+    if (!kv.first.IsScalar()) {
+      return Status::Invalid("body", fmt::format("a field name is a {}: field names are text, e.g. {{time_limit: 4h}}",
+                                                 kv.first.IsSequence() ? "list"
+                                                 : kv.first.IsMap()    ? "map"
+                                                                       : "null"));
+    }
     std::string field = kv.first.as<std::string>();
     if (running && field != "time_limit" && field != "time_limit_s") {
       return Status::Precondition(

@@ -56,6 +56,7 @@ JobRecord& ControllerState::AddJob(const Actor& who, JobSpec spec, const ArrayPl
   counters_["submitted"]++;
   dirty_ = true;
   JobRecord& stored = jobs_.emplace(job.seq, std::move(job)).first->second;
+  CountWaiting(stored, 1);
   if (place.array_id == 0) {
     Gate(stored);
   } else if (place.queue) {
@@ -65,6 +66,14 @@ JobRecord& ControllerState::AddJob(const Actor& who, JobSpec spec, const ArrayPl
   }
   Dirty(stored);
   return stored;
+}
+
+void ControllerState::CountWaiting(const JobRecord& job, int delta) {
+  for (auto [counts, key] : {std::pair{&waiting_by_user_, &job.spec->user}, {&waiting_by_team_, &job.spec->team}}) {
+    int& n = (*counts)[*key];
+    n += delta;
+    if (n <= 0) counts->erase(*key);
+  }
 }
 
 const TeamPolicy& ControllerState::TeamOf(const std::string& team) const {
@@ -129,10 +138,6 @@ Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord* job = *found;
-  if (IsTerminal(job->state)) {
-    return Refuse(who, action, id,
-                  Status::Precondition("id", fmt::format("job {} is already {}", id, ToString(job->state))));
-  }
   std::vector<JobRecord*> tasks = WholeArray(id);  // "12" of an array: every task
   if (tasks.empty()) tasks.push_back(job);
   std::set<std::string> dequeued;
@@ -162,6 +167,7 @@ void ControllerState::CancelOne(JobRecord& job, const std::string& why) {
 void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   JobRecord& job = *Find(s.job_id);
   TimeMs now = now_;
+  CountWaiting(job, -1);
   job.state = JobState::kRunning;
   gates_dirty_ = true;  // jobs waiting for it to start (after:) may go
   job.start_ms = now;
@@ -343,6 +349,7 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
 
 void ControllerState::Requeue(JobRecord& job, const std::string& event) {
   job.state = JobState::kPending;
+  CountWaiting(job, 1);
   job.stop_cause = StopCause::kNone;
   snap_.pending.push_back({job.spec, job.submit_ms, job.attained_gpu_ms, job.evictions});
   Event(job, "requeued", {{"why", event}});
@@ -351,6 +358,7 @@ void ControllerState::Requeue(JobRecord& job, const std::string& event) {
 }
 
 void ControllerState::Finish(JobRecord& job, JobState state, const std::string& reason) {
+  if (job.state == JobState::kPending) CountWaiting(job, -1);
   job.state = state;
   job.end_ms = now_;
   job.reason = reason;

@@ -4,6 +4,8 @@
 // pool nodes that register or go back, and spot reclaim notices.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "server/controller_state.h"
 
 namespace gantry {
@@ -32,16 +34,58 @@ void ControllerState::RestoreAutoscalerRequests() {
   if (!saved.empty()) autoscaling_.Restore(nlohmann::json::parse(saved, nullptr, false), now_);
 }
 
-bool ControllerState::MayJoinPool(const std::string& pool, const std::string& node_id) const {
-  auto known = node_index_.find(node_id);
-  const std::map<std::string, std::string> none;
-  const auto& labels = known == node_index_.end() ? none : snap_.nodes[known->second].labels;
-  if (known != node_index_.end() && !labels.count("pool")) return false;  // a node outside every pool
-  int p = autoscaling_.PoolOf(node_id, labels);
-  if (p >= 0) return autoscaling_.config().pools[static_cast<size_t>(p)].name == pool;
-  // A new id while the pool's scale-up hook runs: a node it is starting (it prints the ids
-  // when it ends, which may be after the node's agent is up).
-  return known == node_index_.end() && autoscaling_.ScalingUp(pool, now_);
+Status ControllerState::AdmitPoolNode(const std::string& pool, const Node& node) const {
+  int index = autoscaling_.PoolIndex(pool);
+  if (index < 0) return Status::Denied("node_id", fmt::format("pool {} is not configured (pools.yaml)", pool));
+  const auto p = static_cast<size_t>(index);
+  const NodePool& cfg = autoscaling_.config().pools[p];
+  auto known = node_index_.find(node.id);
+  if (known != node_index_.end()) {
+    auto label = snap_.nodes[known->second].labels.find("pool");
+    if (label == snap_.nodes[known->second].labels.end() || label->second != pool) {
+      return Status::Denied("node_id", fmt::format("node {} is not a node of pool {}", node.id, pool));
+    }
+  } else if (!autoscaling_.Awaits(p, node.id)) {
+    if (!autoscaling_.AdoptsUnknownIds(p, now_)) {
+      if (autoscaling_.UpRunning(p)) {
+        // Its agent may be up before the hook prints the ids it started: it tries again.
+        return Status(
+            StatusCode::kUnavailable,
+            fmt::format("pool {}'s scale-up has not printed node {} (yet): try again when it has", pool, node.id),
+            "node_id");
+      }
+      return Status::Denied("node_id",
+                            fmt::format("node {} was not started by pool {}'s scale-up hook", node.id, pool));
+    }
+    int members = 0;
+    for (const Node& n : snap_.nodes) {
+      auto label = n.labels.find("pool");
+      members += label != n.labels.end() && label->second == pool && n.state != NodeState::kDown;
+    }
+    if (members >= cfg.max_nodes) {
+      return Status::Denied("node_id",
+                            fmt::format("pool {} has its {} node(s) (max_nodes) already", pool, cfg.max_nodes));
+    }
+  }
+  const GpuType& type = options_.config.catalog.Get(cfg.type);
+  bool shape = node.gpus.size() == static_cast<size_t>(cfg.gpus_per_node) &&
+               std::all_of(node.gpus.begin(), node.gpus.end(), [&](const Gpu& g) { return g.type == cfg.type; });
+  if (!shape) {
+    std::string has = node.gpus.empty()
+                          ? "no GPU"
+                          : fmt::format("{} x {}", node.gpus.size(), options_.config.catalog.Get(node.gpu_type()).name);
+    return Status::Denied("inventory", fmt::format("pool {}'s nodes have {} x {}; node {} reports {}", pool,
+                                                   cfg.gpus_per_node, type.name, node.id, has));
+  }
+  if (cfg.cpus > 0 && node.cpus > cfg.cpus) {
+    return Status::Denied(
+        "cpus", fmt::format("pool {}'s nodes have {} CPUs; node {} reports {}", pool, cfg.cpus, node.id, node.cpus));
+  }
+  if (cfg.memory_mib > 0 && node.memory_mib > cfg.memory_mib) {
+    return Status::Denied("memory_mib", fmt::format("pool {}'s nodes have {} MiB of memory; node {} reports {}", pool,
+                                                    cfg.memory_mib, node.id, node.memory_mib));
+  }
+  return Status::Ok();
 }
 
 Status ControllerState::CheckAdmissibleNow(const JobSpec& spec) const {

@@ -95,6 +95,7 @@ Expected<Submitted> ControllerState::SubmitBatch(const Actor& who, std::vector<J
   for (size_t i = 0; i < specs.size(); ++i) {
     if (Status s = CheckNewJob(who, specs[i]); !s.ok()) return Refuse(who, action, "", batch ? OfBatchJob(i, s) : s);
   }
+  if (Status s = CheckSubmitLimits(specs); !s.ok()) return Refuse(who, action, "", s);
   std::vector<std::string> ids;
   for (JobSpec& spec : specs) {
     if (spec.array.empty()) {
@@ -112,6 +113,45 @@ Expected<Submitted> ControllerState::SubmitBatch(const Actor& who, std::vector<J
     batch_.idempotency.push_back({who.user, key, joined, hash, now_});
   }
   return Submitted{SubmittedIds(ids, batch), true};
+}
+
+Status ControllerState::CheckSubmitLimits(const std::vector<JobSpec>& specs) const {
+  const SchedulerConfig& c = options_.config.scheduler;
+  size_t jobs = 0;
+  std::map<std::string, size_t> by_user, by_team;  // a batch may hold several users' jobs (an admin's)
+  for (const JobSpec& spec : specs) {
+    size_t n = spec.array.empty() ? 1 : ParseArraySpec(spec.array)->tasks.size();
+    jobs += n;
+    by_user[spec.user] += n;
+    by_team[spec.team] += n;
+  }
+  if (c.max_jobs_per_request > 0 && jobs > static_cast<size_t>(c.max_jobs_per_request)) {
+    return Status::Invalid("submit_limits.max_jobs_per_request",
+                           fmt::format("this request would make {} jobs (array tasks count one each); at most {} "
+                                       "per request: split it, or use a smaller array",
+                                       jobs, c.max_jobs_per_request));
+  }
+  auto waiting = [](const std::unordered_map<std::string, int>& counts, const std::string& key) {
+    auto it = counts.find(key);
+    return it == counts.end() ? size_t{0} : static_cast<size_t>(it->second);
+  };
+  auto check = [&](int limit, const char* name, const char* kind, const std::map<std::string, size_t>& adding,
+                   const std::unordered_map<std::string, int>& counts) {
+    for (const auto& [key, more] : adding) {
+      size_t have = waiting(counts, key);
+      if (limit > 0 && have + more > static_cast<size_t>(limit)) {
+        return Status(StatusCode::kOverLimit,
+                      fmt::format("{} {} has {} jobs waiting; {} more would pass the limit of {}: wait for some to "
+                                  "start, or cancel some",
+                                  kind, key, have, more, limit),
+                      std::string("submit_limits.") + name);
+      }
+    }
+    return Status::Ok();
+  };
+  Status s = check(c.max_waiting_per_user, "max_waiting_per_user", "user", by_user, waiting_by_user_);
+  if (s.ok()) s = check(c.max_waiting_per_team, "max_waiting_per_team", "team", by_team, waiting_by_team_);
+  return s;
 }
 
 nlohmann::json ControllerState::SubmittedIds(const std::vector<std::string>& ids, bool batch) {

@@ -30,6 +30,7 @@ struct HttpFront::Conn {
   int peer_port = 0, local_port = 0;
   std::string in;  // bytes read and not yet consumed
   size_t in_pos = 0;
+  int64_t counted = 0;  // bytes of `in` counted in the front's buffered_ (read by the poller)
   // The request being served.
   Clock::time_point deadline;
   int64_t body_budget = -1;  // bytes the body may still take (chunked); -1: not counted
@@ -44,7 +45,8 @@ struct HttpFront::Conn {
   bool draining = false;
   Clock::time_point drain_until;
   size_t drained = 0;
-  bool parked = false;  // guarded by the front's mu_
+  bool parked = false;      // guarded by the front's mu_
+  bool agent_lane = false;  // the request is a node agent's (Dispatch)
   // A deferred answer (guarded by mu).
   std::mutex mu;
   bool busy = false;      // a worker holds the connection
@@ -55,9 +57,104 @@ struct HttpFront::Conn {
   std::string* capture = nullptr;  // ServeBytes: writes go here, not to a socket
 
   bool Buffered() const { return in_pos < in.size() || (ssl && SSL_pending(ssl) > 0); }
-  // A whole request head (line and headers) is buffered: a worker can parse it at once.
+  // A whole request head (line and headers) is buffered.
   bool HeadReady() const { return in.find("\r\n\r\n", in_pos) != std::string::npos; }
+  // The whole request (head and body) is buffered: a worker serves it without waiting for
+  // a byte. A body it will refuse unread (over the limit, bad framing, no valid token by
+  // `gate`) need not be there.
+  bool RequestReady(size_t max_body, const HttpFront::BodyGate& gate) const;
 };
+
+namespace {
+
+// Where a chunked body that starts at `at` ends (after its last chunk and trailers), or npos
+// while bytes are missing. `refuse` is set when the framing is malformed or the chunks pass
+// `max_body`: the worker answers that without the rest.
+size_t ChunkedEnd(const std::string& in, size_t at, size_t max_body, bool* refuse) {
+  size_t total = 0;
+  for (;;) {
+    size_t eol = in.find("\r\n", at);
+    if (eol == std::string::npos) {
+      *refuse = in.size() - at > 1024;  // a chunk-size line is short
+      return std::string::npos;
+    }
+    uint64_t size = 0;
+    size_t digits_end = in.find_first_of(";\r", at);
+    auto [end, ec] = std::from_chars(in.data() + at, in.data() + digits_end, size, 16);
+    if (ec != std::errc() || end != in.data() + digits_end || size > max_body) {
+      *refuse = true;
+      return std::string::npos;
+    }
+    at = eol + 2;
+    if (size == 0) break;
+    total += size;
+    if (total > max_body) {
+      *refuse = true;
+      return std::string::npos;
+    }
+    if (in.size() < at + size + 2) return std::string::npos;
+    at += size + 2;  // the data and its CRLF
+  }
+  // Trailers, then an empty line.
+  for (;;) {
+    size_t eol = in.find("\r\n", at);
+    if (eol == std::string::npos) {
+      *refuse = in.size() - at > 8192;
+      return std::string::npos;
+    }
+    if (eol == at) return at + 2;
+    at = eol + 2;
+  }
+}
+
+}  // namespace
+
+bool HttpFront::Conn::RequestReady(size_t max_body, const HttpFront::BodyGate& gate) const {
+  size_t head_end = in.find("\r\n\r\n", in_pos);
+  if (head_end == std::string::npos) return false;
+  // The framing headers, as the worker will judge them.
+  int lengths = 0, encodings = 0;
+  uint64_t length = 0;
+  bool length_ok = true, chunked = false;
+  std::string_view authorization;
+  size_t line = in.find("\r\n", in_pos) + 2;  // after the request line
+  while (line < head_end + 2) {
+    size_t eol = in.find("\r\n", line);
+    std::string_view h(in.data() + line, eol - line);
+    line = eol + 2;
+    size_t colon = h.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view name = h.substr(0, colon), value = h.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    if (name.size() == 14 && strncasecmp(name.data(), "Content-Length", 14) == 0) {
+      ++lengths;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+      length_ok = ec == std::errc() && end == value.data() + value.size();
+    } else if (name.size() == 17 && strncasecmp(name.data(), "Transfer-Encoding", 17) == 0) {
+      ++encodings;
+      chunked = value.size() == 7 && strncasecmp(value.data(), "chunked", 7) == 0;
+    } else if (name.size() == 13 && strncasecmp(name.data(), "Authorization", 13) == 0) {
+      authorization = value;
+    }
+  }
+  const size_t body = head_end + 4;
+  if (lengths > 1 || encodings > 1 || (encodings == 1 && (!chunked || lengths > 0)) || !length_ok) return true;
+  if ((lengths == 0 || length == 0) && !chunked) return true;  // no body
+  if (gate) {
+    // METHOD SP PATH[?QUERY] SP VERSION
+    size_t path_at = in.find(' ', in_pos);
+    size_t path_end = path_at == std::string::npos ? path_at : in.find_first_of(" ?", path_at + 1);
+    if (path_end == std::string::npos || path_end > head_end) return true;
+    if (!gate(std::string_view(in.data() + path_at + 1, path_end - path_at - 1), authorization)) return true;
+  }
+  if (chunked) {
+    bool refuse = false;
+    return ChunkedEnd(in, body, max_body, &refuse) != std::string::npos || refuse;
+  }
+  if (length > max_body) return true;
+  return in.size() >= body + length;
+}
 
 namespace {
 
@@ -157,9 +254,12 @@ Fill Drain(HttpFront::Conn& c) {
 }
 
 // The poller's part, without blocking: finishes a TLS handshake and reads what has
-// arrived until a request head is complete. So a client that sends its request a byte at
-// a time (slowloris) holds a parked connection, never a worker.
-Fill FillHead(HttpFront::Conn& c) {
+// arrived until a whole request (head and body) is there. So a client that sends its
+// request, or its body, a byte at a time (slowloris) holds a parked connection, never a
+// worker, and its deadline closes it. What parked connections buffer is counted in
+// `buffered`; past `budget` a connection still waiting for bytes is dropped.
+Fill FillRequest(HttpFront::Conn& c, size_t max_body, const HttpFront::BodyGate& gate, std::atomic<int64_t>& buffered,
+                 int64_t budget) {
   if (c.ssl && !c.handshaken) {
     if (!c.head_pending) {  // a handshake is part of the first request: on the head's timer
       c.head_pending = true;
@@ -178,8 +278,12 @@ Fill FillHead(HttpFront::Conn& c) {
   }
   char buf[16384];
   for (;;) {
-    if (c.HeadReady()) return Fill::kReady;
-    if (c.in.size() - c.in_pos > kMaxHead) return Fill::kClose;
+    if (c.HeadReady()) {
+      if (c.RequestReady(max_body, gate)) return Fill::kReady;
+    } else if (c.in.size() - c.in_pos > kMaxHead) {
+      return Fill::kClose;
+    }
+    if (buffered.load() > budget) return Fill::kClose;
     ssize_t n;
     if (c.ssl) {
       int r = SSL_read(c.ssl, buf, sizeof(buf));
@@ -195,6 +299,8 @@ Fill FillHead(HttpFront::Conn& c) {
       if (n == 0) return Fill::kClose;
     }
     c.in.append(buf, static_cast<size_t>(n));
+    buffered += n;
+    c.counted += n;
     if (!c.head_pending) {
       c.head_pending = true;
       c.head_since = Clock::now();
@@ -300,7 +406,13 @@ bool IEquals(const std::string& a, const char* b) { return strcasecmp(a.c_str(),
 
 }  // namespace
 
-Expected<std::shared_ptr<TlsContext>> TlsContext::Load(const std::string& cert_file, const std::string& key_file) {
+bool RestrictTls(SSL_CTX* ctx, const std::string& ciphers) {
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  return SSL_CTX_set_cipher_list(ctx, ciphers.empty() ? kDefaultTlsCiphers : ciphers.c_str()) == 1;
+}
+
+Expected<std::shared_ptr<TlsContext>> TlsContext::Load(const std::string& cert_file, const std::string& key_file,
+                                                       const std::string& ciphers) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (!ctx) return Status::Internal("cannot create a TLS context");
   auto fail = [&](const std::string& field, const std::string& what) -> Expected<std::shared_ptr<TlsContext>> {
@@ -309,7 +421,7 @@ Expected<std::shared_ptr<TlsContext>> TlsContext::Load(const std::string& cert_f
     SSL_CTX_free(ctx);
     return Status::Invalid(field, fmt::format("{}: {}", what, err));
   };
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (!RestrictTls(ctx, ciphers)) return fail("tls-ciphers", "no cipher suite OpenSSL knows in '" + ciphers + "'");
   SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
     return fail("tls-cert", "cannot load the certificate chain " + cert_file);
@@ -343,15 +455,20 @@ HttpFront::HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls)
     return HandlerResponse::Handled;
   });
   poller_ = std::thread([this] { PollLoop(); });
-  for (int i = 0; i < limits_.workers; ++i) workers_.emplace_back([this] { WorkLoop(); });
+  for (int i = 0; i < limits_.workers; ++i) workers_.emplace_back([this] { WorkLoop(false); });
+  for (int i = 0; i < kAgentWorkers; ++i) workers_.emplace_back([this] { WorkLoop(true); });
 }
 
 HttpFront::~HttpFront() { Shutdown(); }
 
 void HttpFront::Shutdown() {
   if (stopping_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);  // a worker between its check and its wait sees it
+  }
   stop();
   work_cv_.notify_all();
+  agent_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
@@ -387,8 +504,13 @@ HttpFront::Answer HttpFront::Defer() {
       run = !c->busy;
       if (run) c->busy = true;
     }
-    if (run) c->front->RunOnWorker([c] { c->front->AfterRequest(c); });
+    if (run) c->front->RunOnWorker([c] { c->front->AfterRequest(c); }, c->agent_lane);
   };
+}
+
+void HttpFront::Uncount(Conn& c) {
+  buffered_ -= c.counted;
+  c.counted = 0;
 }
 
 bool HttpFront::BodyOverLimit() { return t_conn && t_conn->over_limit; }
@@ -468,6 +590,7 @@ void HttpFront::Close(const std::shared_ptr<Conn>& c) {
     conns_.erase(c->fd);
     if (--per_client_[c->peer_ip] <= 0) per_client_.erase(c->peer_ip);
   }
+  Uncount(*c);
   if (c->registered && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   if (c->ssl) {
     SSL_free(c->ssl);
@@ -490,7 +613,9 @@ void HttpFront::PollLoop() {
         c = it->second;
         c->parked = false;
       }
-      Fill fill = c->draining ? Drain(*c) : FillHead(*c);
+      Fill fill = c->draining ? Drain(*c)
+                              : FillRequest(*c, limits_.max_body_bytes, body_gate_, buffered_,
+                                            kBufferedBodies * static_cast<int64_t>(limits_.max_body_bytes));
       if (fill == Fill::kClose) {
         Close(c);
       } else if (fill == Fill::kWait) {
@@ -500,7 +625,7 @@ void HttpFront::PollLoop() {
           std::lock_guard<std::mutex> lock(c->mu);
           c->busy = true;
         }
-        RunOnWorker([this, c] { Serve(c); });
+        Dispatch(c);
       }
     }
     if (Clock::now() - swept >= std::chrono::seconds(1)) {
@@ -530,31 +655,42 @@ void HttpFront::SweepIdle() {
   for (auto& c : idle) Close(c);
 }
 
-void HttpFront::RunOnWorker(std::function<void()> task) {
+void HttpFront::RunOnWorker(std::function<void()> task, bool agent_lane) {
   {
     std::lock_guard<std::mutex> lock(work_mu_);
     if (stopping_) return;
-    work_.push_back(std::move(task));
+    (agent_lane ? agent_work_ : work_).push_back(std::move(task));
   }
-  work_cv_.notify_one();
+  (agent_lane ? agent_cv_ : work_cv_).notify_one();
 }
 
-void HttpFront::WorkLoop() {
+void HttpFront::Dispatch(const std::shared_ptr<Conn>& c) {
+  // The request line: METHOD SP /v1/agent/... SP HTTP/1.1
+  size_t space = c->in.find(' ', c->in_pos);
+  c->agent_lane = space != std::string::npos && c->in.compare(space + 1, 10, "/v1/agent/") == 0;
+  RunOnWorker([this, c] { Serve(c); }, c->agent_lane);
+}
+
+void HttpFront::WorkLoop(bool agent_lane) {
+  std::deque<std::function<void()>>& queue = agent_lane ? agent_work_ : work_;
+  std::condition_variable& cv = agent_lane ? agent_cv_ : work_cv_;
   for (;;) {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(work_mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !work_.empty(); });
+      cv.wait(lock, [&] { return stopping_ || !queue.empty(); });
       if (stopping_) return;
-      task = std::move(work_.front());
-      work_.pop_front();
+      task = std::move(queue.front());
+      queue.pop_front();
     }
     task();
   }
 }
 
 void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
-  // The head is buffered (FillHead); the body, if any, must follow within the deadline.
+  Uncount(*c);
+  // The request is buffered (FillRequest); reads past it (a refused body's framing) wait
+  // no longer than the deadline.
   c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
   if (!ServeOne(c)) c->close_after = true;
   AfterRequest(c);
@@ -570,6 +706,11 @@ bool HttpFront::ServeOne(const std::shared_ptr<Conn>& c) {
     // Framing before any handler: one of Content-Length or chunked, a body method without
     // either has an empty body, and a chunked body is counted against the limit as read.
     bool chunked = false;
+    // Two lengths (or encodings) are read one way here and another by a proxy in front:
+    // the rest of the body would be served as a second request (smuggling).
+    if (req.get_header_value_count("Content-Length") > 1 || req.get_header_value_count("Transfer-Encoding") > 1) {
+      c->bad_framing = true;
+    }
     if (req.has_header("Transfer-Encoding")) {
       chunked = IEquals(req.get_header_value("Transfer-Encoding"), "chunked");
       if (!chunked || req.has_header("Content-Length")) c->bad_framing = true;
@@ -629,7 +770,7 @@ void HttpFront::AfterRequest(const std::shared_ptr<Conn>& c) {
     c->drain_until = Clock::now() + std::chrono::seconds(2);
     return Park(c, true);
   }
-  if (c->HeadReady()) return RunOnWorker([this, c] { Serve(c); });  // a pipelined request
+  if (c->RequestReady(limits_.max_body_bytes, body_gate_)) return Dispatch(c);  // a pipelined request
   // Part of a next request may be buffered already: its head timer starts now.
   bool partial = c->Buffered();
   {

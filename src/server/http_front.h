@@ -1,7 +1,8 @@
 // The server's HTTP front end: cpp-httplib parses requests and routes them, but the
 // connections are ours. An idle connection (keep-alive, or a client that sends nothing)
 // waits in one epoll set and costs a descriptor, not a thread; a request gets a worker
-// only once bytes arrive, and must arrive whole (line, headers, body) within a deadline;
+// only once it has arrived whole (line, headers, body), which it must within a deadline;
+// node agents' requests have workers of their own;
 // a long poll answers later through Defer() and holds no thread while it waits. Limits on
 // connections per client address and in total, the body limit on every transfer encoding
 // before any handler runs, and TLS (OpenSSL) on the same path.
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -27,7 +29,7 @@ typedef struct ssl_ctx_st SSL_CTX;
 namespace gantry {
 
 struct FrontLimits {
-  int workers = 16;                 // threads that parse requests and run handlers
+  int workers = 16;                 // threads that parse requests and run handlers (and 4 for agents)
   int max_connections = 10000;      // open connections in total; more are answered 503
   int max_per_client = 1000;        // open connections from one client address
   int request_timeout_s = 10;       // a request's line, headers and body must arrive within this
@@ -36,10 +38,20 @@ struct FrontLimits {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413, whatever their transfer encoding
 };
 
+// TLS 1.2 suites offered by default: forward-secret AEAD only (no CBC, no SHA-1 MACs, no
+// static RSA key exchange). TLS 1.3's suites are all AEAD.
+inline constexpr const char* kDefaultTlsCiphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+// TLS 1.2 at least, and `ciphers` (OpenSSL's cipher list syntax; empty: the default) for
+// TLS 1.2; false when the list names no suite OpenSSL knows.
+bool RestrictTls(SSL_CTX* ctx, const std::string& ciphers);
+
 // A server certificate and key (PEM) for TLS 1.2+.
 class TlsContext {
  public:
-  static Expected<std::shared_ptr<TlsContext>> Load(const std::string& cert_file, const std::string& key_file);
+  static Expected<std::shared_ptr<TlsContext>> Load(const std::string& cert_file, const std::string& key_file,
+                                                    const std::string& ciphers = "");
   ~TlsContext();
   SSL_CTX* get() const { return ctx_; }
 
@@ -56,11 +68,16 @@ class HttpFront : public httplib::Server {
   // Runs before a handler, with the request's headers (its body not read yet): return true
   // after filling `res` to answer at once (the body is never read).
   using Gate = std::function<bool(const httplib::Request& req, httplib::Response& res)>;
+  // Whether a request with this path and Authorization header may have its body read: the
+  // event loop waits for a body only then, else a worker answers at once (the Gate refuses
+  // it). Called on the poller thread: no side effects.
+  using BodyGate = std::function<bool(std::string_view path, std::string_view authorization)>;
 
   HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls);
   ~HttpFront() override;
 
   void SetGate(Gate gate) { gate_ = std::move(gate); }
+  void SetBodyGate(BodyGate gate) { body_gate_ = std::move(gate); }
   // After binding: a listen backlog for bursts of connections (cpp-httplib listens with 5,
   // which makes a burst of clients wait out SYN retransmits).
   void SetBacklog(int backlog);
@@ -75,15 +92,19 @@ class HttpFront : public httplib::Server {
   static Answer Defer();
   // From a handler or the error handler: the request's body was over the limit.
   static bool BodyOverLimit();
-  // The request had both Content-Length and Transfer-Encoding, or an encoding other than
-  // chunked, or a malformed length (it is answered 400 before any handler).
+  // The request had both Content-Length and Transfer-Encoding, two of either, an encoding
+  // other than chunked, or a malformed length (it is answered 400 before any handler).
   static bool BadFraming();
 
  private:
   bool process_and_close_socket(socket_t sock) override;
   void PollLoop();
-  void WorkLoop();
-  void RunOnWorker(std::function<void()> task);
+  void WorkLoop(bool agent_lane);
+  // Runs `task` on a worker of the agent lane (node agents' calls) or the main lane (the
+  // rest): agents' heartbeats and reports never wait behind users' requests.
+  void RunOnWorker(std::function<void()> task, bool agent_lane);
+  // Hands a connection whose request is buffered to a worker of its lane.
+  void Dispatch(const std::shared_ptr<Conn>& c);
   void Serve(const std::shared_ptr<Conn>& c);
   // One request on the connection: framing checks, cpp-httplib's parse and routing, the
   // handler. False when the connection must close.
@@ -94,21 +115,31 @@ class HttpFront : public httplib::Server {
   void Park(const std::shared_ptr<Conn>& c, bool idle);
   void Close(const std::shared_ptr<Conn>& c);
   void SweepIdle();
+  // A connection's buffered bytes leave the count (a worker took it, or it closed).
+  void Uncount(Conn& c);
 
   FrontLimits limits_;
   std::shared_ptr<TlsContext> tls_;
   Gate gate_;
+  BodyGate body_gate_;
   int epoll_fd_ = -1;
   std::atomic<bool> stopping_{false};
+  // Bytes parked connections hold (requests and bodies not whole yet); at most this many
+  // bodies' worth, so many slow senders cannot fill the memory.
+  std::atomic<int64_t> buffered_{0};
+  static constexpr int64_t kBufferedBodies = 64;
 
   std::mutex mu_;  // guards conns_ and per_client_
   std::map<int, std::shared_ptr<Conn>> conns_;
   std::map<std::string, int> per_client_;
 
   std::mutex work_mu_;
-  std::condition_variable work_cv_;
-  std::deque<std::function<void()>> work_;
+  std::condition_variable work_cv_;               // the main lane's
+  std::condition_variable agent_cv_;              // the agent lane's
+  std::deque<std::function<void()>> work_;        // the main lane
+  std::deque<std::function<void()>> agent_work_;  // the agent lane
   std::vector<std::thread> workers_;
+  static constexpr int kAgentWorkers = 4;
   std::thread poller_;
 };
 

@@ -36,6 +36,8 @@ nlohmann::json NodeToDoc(const Node& node, const GpuCatalog& catalog) {
           {"labels", node.labels},
           {"taints", taints},
           {"mps", node.mps},
+          {"containers", node.containers},
+          {"containers_problem", node.containers_problem},
           {"gpus", gpus},
           {"address", node.address()},
           {"ports", fmt::format("{}-{}", node.network.port_first, node.network.port_last)}};
@@ -58,6 +60,8 @@ Expected<Node> NodeFromDoc(const nlohmann::json& doc, const GpuCatalog& catalog)
     n.memory_mib = doc.at("memory_mib").get<int64_t>();
     n.labels = doc.at("labels").get<std::map<std::string, std::string>>();
     n.mps = doc.value("mps", false);
+    n.containers = doc.value("containers", true);
+    n.containers_problem = doc.value("containers_problem", "");
     if (doc.value("address", n.id) != n.id) n.network.address = doc["address"].get<std::string>();
     if (doc.contains("ports"))
       ParsePortRange(doc["ports"].get<std::string>(), &n.network.port_first, &n.network.port_last);

@@ -23,11 +23,12 @@ class ContainerLaunchTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ + "/cdi");
     std::filesystem::create_directories(dir_ + "/run");
+    std::filesystem::create_directories(dir_ + "/imagenet");  // a mount's host path, open to the job's account
     runtime_.cdi_dirs = {dir_ + "/cdi"};
     JobSpec spec;
     spec.command = "python train.py";
     spec.container.image = "nvcr.io/nvidia/pytorch:24.05-py3";
-    spec.container.mounts = {"/data/imagenet:/data:ro"};
+    spec.container.mounts = {dir_ + "/imagenet:/data:ro"};
     spec.container.env = {{"WANDB_API_KEY", "secret-value"}};
     order_.job_id = "7";
     order_.run = 2;
@@ -76,7 +77,7 @@ TEST_F(ContainerLaunchTest, TheCommandLineCarriesDevicesAccountLimitsAndMounts) 
   EXPECT_TRUE(Has(a, "--network", "host"));
   EXPECT_TRUE(Has(a, "--memory", "2048m"));
   EXPECT_TRUE(Has(a, "--cpus", "4"));
-  EXPECT_TRUE(Has(a, "-v", "/data/imagenet:/data:ro"));
+  EXPECT_TRUE(Has(a, "-v", dir_ + "/imagenet:/data:ro"));
   EXPECT_TRUE(Has(a, "-v", "/ckpt/7:/ckpt/7:rw"));
   EXPECT_EQ(std::vector<std::string>(a.end() - 4, a.end()),
             (std::vector<std::string>{"nvcr.io/nvidia/pytorch:24.05-py3", "/bin/sh", "-c", "python train.py"}));

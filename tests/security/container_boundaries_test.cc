@@ -2,6 +2,9 @@
 // in an image whose user is root), no capabilities, only allowed images, no host
 // directories outside container_mount_roots, never "/" or "..".
 #include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "../server/container_fixture.h"
 
@@ -41,6 +44,52 @@ TEST_F(Containers, ImagesAndMountsOutsideThePolicyAreRefusedNamingTheField) {
     EXPECT_EQ(answer["error"].value("field", ""), c.field) << spec.dump() << " -> " << answer.dump();
   }
   EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs"))["jobs"].size(), 0u);  // nothing was accepted
+}
+
+// Before: `localhost/gantry-test:1@sha256:<another image's digest>` matched the allowed
+// pattern 'localhost/gantry-test:*' and ran the other image.
+TEST_F(Containers, ADigestRunsOnlyWhereThePolicyListsIt) {
+  std::string digest = "sha256:" + std::string(64, 'a');
+  int status = 0;
+  nlohmann::json answer =
+      Submit({{"gpus", 1}, {"command", "true"}, {"container_image", std::string(kTestImage) + "@" + digest}}, &status);
+  EXPECT_EQ(status, 400) << answer.dump();
+  EXPECT_EQ(answer["error"].value("field", ""), "container_image");
+  EXPECT_NE(answer.dump().find("by digest"), std::string::npos) << answer.dump();
+}
+
+// Before: a bare job made /tmp/x -> / and a container job mounted /tmp/x: it listed the
+// host's / (and /root/.config through another link).
+TEST_F(Containers, AMountThroughALinkFailsTheStartNamingTheLink) {
+  std::string link = TempPath("to-root");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink("/", link);
+  std::string id = Submit({{"gpus", 1},
+                           {"container_image", kTestImage},
+                           {"container_mounts", {link + ":/host:ro"}},
+                           {"command", "ls /host"}})
+                       .value("id", "");
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(WaitFor(id, "failed"), "failed") << Job(id).dump();
+  EXPECT_NE(Job(id).value("reason", "").find(link + " is a symbolic link"), std::string::npos) << Job(id).dump();
+  EXPECT_EQ(Log(id).find("etc"), std::string::npos);  // nothing of / was listed
+}
+
+// Before: a directory under a 0700 parent was mounted for a job whose account cannot
+// enter that parent outside a container.
+TEST_F(Containers, AMountTheJobsAccountCannotReachFailsTheStart) {
+  if (geteuid() != 0) GTEST_SKIP() << "jobs run as the test's own account when it is not root";
+  std::string secret = TempPath("secret");
+  std::filesystem::create_directories(secret + "/inner");
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_all);  // root's, 0700
+  std::string id = Submit({{"gpus", 1},
+                           {"container_image", kTestImage},
+                           {"container_mounts", {secret + "/inner:/data:ro"}},
+                           {"command", "ls /data"}})
+                       .value("id", "");
+  ASSERT_EQ(WaitFor(id, "failed"), "failed") << Job(id).dump();
+  EXPECT_NE(Job(id).value("reason", "").find("not reachable by the job's account"), std::string::npos)
+      << Job(id).dump();
 }
 
 }  // namespace

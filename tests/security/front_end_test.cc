@@ -217,18 +217,8 @@ TEST_F(FrontEnd, EverySubmitUnderLoadGetsAnAnswer) {
 // TLS on the listener; the CLI and agents trust the server through a CA file.
 TEST_F(FrontEnd, TlsServesTheApiToClientsThatTrustItsCa) {
   std::string dir = TempPath("tls");
-  std::filesystem::create_directories(dir);
   std::string out;
-  int rc = RunCommand(
-      fmt::format("cd {} && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                  "-keyout ca.key -out ca.pem -days 2 -subj /CN=gantry-test-ca 2>&1 && "
-                  "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key "
-                  "-out server.csr -subj /CN=127.0.0.1 2>&1 && printf 'subjectAltName=IP:127.0.0.1' > ext && "
-                  "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-                  "-extfile ext -out server.pem 2>&1",
-                  dir),
-      &out);
-  ASSERT_EQ(rc, 0) << out;
+  ASSERT_EQ(MakeTestCertificates(dir, &out), 0) << out;
   StartServer({"--tls-cert", dir + "/server.pem", "--tls-key", dir + "/server.key"}, "");
   ASSERT_EQ(server_->address().rfind("https://", 0), 0u) << server_->address();
   std::string cli =

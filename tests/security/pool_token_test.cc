@@ -82,5 +82,62 @@ TEST(PoolTokens, APoolTokenRegistersOnlyTheNodesItsHookStartedAndSpeaksForThoseO
   EXPECT_NE(audit.find("speaks for the nodes of pool spot only"), std::string::npos);
 }
 
+// `n` GPUs of model `name` (as NVML names it) on `node`.
+nlohmann::json Shaped(const std::string& node, int n, const std::string& name) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) {
+    gpus.push_back(
+        {{"index", i}, {"uuid", fmt::format("GPU-{}-{}", node, i)}, {"name", name}, {"memory_total_mib", 15360}});
+  }
+  return {{"node_id", node}, {"inventory", {{"provider", "test"}, {"gpus", gpus}}}};
+}
+
+// Before: while a scale-up ran (any user starts one), the pool's token registered evil-0,
+// ext-2 and --dry-run (2 x T4) and i-0controller (64 x H100) into a pool of 2 x T4 with
+// max_nodes 3; a user's H100 job went to the fake node, and the idle fakes went to the
+// scale-down hook, which terminates what it is given.
+TEST(PoolTokens, ItRegistersOnlyTheIdsItsHookPrintedInThePoolsShape) {
+  ElasticCluster c("pool-shape", {"t4"});
+  const std::string down_args = TempPath("pool-shape") + "/scale-down.args";
+  // Asked for 1 node (min_nodes), the hook prints 2 after 4 s: the second goes back.
+  c.WritePools(
+      fmt::format("autoscaler: {{scale_up_after: 1s, register_timeout: 1h}}\npools:\n"
+                  "  - {{name: t4, gpu_type: T4, gpus_per_node: 2, min_nodes: 1, max_nodes: 3,\n"
+                  "     scale_up_command: 'sleep 4; echo t4-a; echo t4-extra #',\n"
+                  "     scale_down_command: 'echo \"$@\" >> {} #'}}\n",
+                  down_args));
+  c.Start();
+  auto pool = c.server().Client(PoolToken("t4").c_str());
+  auto hook_running = [&] { return c.Metric(R"(gantry_pool_hook_running{pool="t4",hook="scale_up"})") == 1; };
+  ASSERT_TRUE(c.WaitFor(hook_running, 10));
+  auto register_as = [&](const nlohmann::json& body) {
+    auto r = pool.Post("/v1/agent/register", body.dump(), "application/json");
+    return r ? r->status : -1;
+  };
+  // While the hook runs, no id is known yet: valid ids are asked to wait, an option-like
+  // id is no id at all.
+  EXPECT_EQ(register_as(Shaped("evil-0", 2, "Tesla T4")), 503);
+  EXPECT_EQ(register_as(Shaped("ext-2", 2, "Tesla T4")), 503);
+  EXPECT_EQ(register_as(Shaped("i-0controller", 64, "NVIDIA H100 80GB HBM3")), 503);
+  EXPECT_EQ(register_as(Shaped("--dry-run", 2, "Tesla T4")), 400);
+  ASSERT_TRUE(c.WaitFor([&] { return !hook_running(); }, 15));
+  // Once it printed t4-a: only t4-a, and only as 2 x T4.
+  EXPECT_EQ(register_as(Shaped("evil-1", 2, "Tesla T4")), 403);
+  EXPECT_EQ(register_as(Shaped("t4-a", 64, "NVIDIA H100 80GB HBM3")), 403);
+  EXPECT_EQ(register_as(Shaped("t4-a", 1, "Tesla T4")), 403);
+  EXPECT_EQ(register_as(Shaped("t4-extra", 2, "Tesla T4")), 403);  // more than asked for: given back
+  EXPECT_EQ(register_as(Shaped("t4-a", 2, "Tesla T4")), 200);
+  nlohmann::json nodes = Json(c.Root().Get("/v1/nodes"));
+  std::vector<std::string> ids;
+  for (const auto& n : nodes["nodes"]) ids.push_back(n["id"]);
+  EXPECT_EQ(ids, std::vector<std::string>{"t4-a"}) << nodes.dump();
+  // The scale-down hook was given the hook's own extra id, and nothing else.
+  ASSERT_TRUE(c.WaitFor([&] { return std::filesystem::exists(down_args); }, 10));
+  EXPECT_EQ(ReadFileNoThrow(down_args).value_or(""), "t4 t4-extra\n");
+  std::string audit = c.Root().Get("/v1/audit?limit=200")->body;
+  EXPECT_NE(audit.find("was not started by pool t4's scale-up hook"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("pool t4's nodes have 2 x T4; node t4-a reports 64 x H100-80GB"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gantry::testing

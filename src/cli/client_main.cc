@@ -1,0 +1,42 @@
+// gantry: the command users type. It links the API client alone (no store, database
+// drivers, agent or container code), so a `gantry submit` in a shell loop starts in a few
+// milliseconds. The daemon commands (server, agent, gpus, sim, demo) and the job shim are
+// gantryd's: this process becomes it (exec), found beside this binary, with the same
+// arguments. Both define every command, so help, completion and man pages are whole here.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command_line.h"
+
+namespace {
+
+// Replaces this process with gantryd beside this binary (else the one on PATH); returns
+// only when neither runs.
+int ExecDaemon(char** argv) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::string beside = (self.parent_path() / "gantryd").string();
+  if (!ec) ::execv(beside.c_str(), argv);
+  ::execvp("gantryd", argv);
+  std::cerr << "gantry: " << argv[1] << " is run by gantryd, which is neither at " << beside
+            << " nor on PATH: " << std::strerror(errno) << "\n";
+  return 127;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && gantry::IsDaemonCommand(argv[1])) return ExecDaemon(argv);
+  // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
+  // writes without MSG_NOSIGNAL).
+  signal(SIGPIPE, SIG_IGN);
+  gantry::CommandLine line;
+  if (int rc = line.Parse(argc, argv); rc >= 0) return rc;
+  if (line.daemon.chosen()) return ExecDaemon(argv);
+  int rc = line.RunClientOrDocs();
+  return rc >= 0 ? rc : 0;
+}

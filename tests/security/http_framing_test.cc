@@ -1,0 +1,133 @@
+// The HTTP front end against clients that frame requests to hurt: bodies sent a byte at a
+// time hold no worker (and agents' calls have workers of their own), two Content-Length
+// headers are refused instead of smuggling a second request, and TLS 1.2 offers AEAD suites
+// only.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "security/security_util.h"
+
+namespace gantry::testing {
+namespace {
+
+// Milliseconds `f` took.
+template <typename F>
+int64_t MsOf(F f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Before: 20 connections each sending a `Content-Length: 1000` body one byte every few
+// seconds held every worker (bodies were read on them): /healthz did not answer within 1 s
+// for 30 s, and with --node-timeout 8 a remote node was declared lost and its job requeued.
+TEST(HttpFraming, SlowBodiesHoldNoWorkerAndAgentsAreNeverBehindUsers) {
+  RaiseFileLimit();
+  std::string dir = TempPath("slow-bodies");
+  std::filesystem::remove_all(dir);
+  ServerProcess server(dir, "");
+  server.AddArgs({"--http-workers", "4", "--request-timeout", "6", "--node-timeout", "3"});
+  server.Start();
+  auto agent = server.Client(kAgentToken);
+  nlohmann::json reg = {
+      {"node_id", "node-a"},
+      {"inventory",
+       {{"gpus", {{{"index", 0}, {"uuid", "GPU-a-0"}, {"name", "Tesla T4"}, {"memory_total_mib", 15360}}}}}}};
+  ASSERT_EQ(agent.Post("/v1/agent/register", reg.dump(), "application/json")->status, 200);
+
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 20; ++i) {
+    slow.emplace_back([&, i] {
+      int fd = Connect(server.address(), "127.0.0.4");
+      SendAll(fd, fmt::format("POST /v1/jobs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n"
+                              "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{",
+                              kAliceToken));
+      for (int k = 0; k < 40 && !stop; ++k) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200 + 10 * i));
+        if (k % 10 == 9 && !SendAll(fd, " ")) break;  // a byte every ~2 s
+      }
+      close(fd);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // For 8 s (past the request deadline): health, a user's call and the agent's heartbeat
+  // each answer within a second.
+  auto anyone = server.Client(nullptr);
+  auto alice = server.Client(kAliceToken);
+  int64_t worst = 0;
+  for (int round = 0; round < 16; ++round) {
+    worst = std::max(worst, MsOf([&] { EXPECT_EQ(anyone.Get("/healthz")->status, 200); }));
+    worst = std::max(worst, MsOf([&] { EXPECT_EQ(alice.Get("/v1/queue")->status, 200); }));
+    worst = std::max(worst, MsOf([&] {
+                       auto r =
+                           agent.Post("/v1/agent/report", R"({"node_id": "node-a", "events": []})", "application/json");
+                       EXPECT_EQ(r->status, 200);
+                     }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  stop = true;
+  for (auto& t : slow) t.join();
+  EXPECT_LT(worst, 1000);
+  // The node stayed up through it (its reports kept coming).
+  nlohmann::json nodes = Json(server.Client(kRootToken).Get("/v1/nodes"));
+  EXPECT_EQ(nodes["nodes"][0].value("state", ""), "up") << nodes.dump();
+  // No slow body became a job: each ran out of time before its 1000 bytes came.
+  EXPECT_EQ(Json(alice.Get("/v1/jobs"))["jobs"].size(), 0u);
+}
+
+// Before: two Content-Length headers were taken, and the rest of the body was answered as
+// a second request (request smuggling behind a proxy that reads the other length).
+TEST(HttpFraming, TwoContentLengthsAreRefused) {
+  std::string dir = TempPath("two-lengths");
+  std::filesystem::remove_all(dir);
+  ServerProcess server(dir, "1x1xT4");
+  server.Start();
+  for (const char* lengths : {"Content-Length: 2\r\nContent-Length: 48", "Content-Length: 2\r\ncontent-length: 2"}) {
+    int fd = Connect(server.address());
+    SendAll(fd, fmt::format("POST /v1/jobs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n"
+                            "Content-Type: application/json\r\n{}\r\n\r\n"
+                            "{{}}GET /v1/jobs HTTP/1.1\r\nHost: t\r\nX: 123456789\r\n\r\n",
+                            kAliceToken, lengths));
+    std::string answer = ReadAnswer(fd, 3);
+    std::string more = ReadAnswer(fd, 1);  // until the server closes, or a second answer
+    close(fd);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+    EXPECT_EQ(more, "") << "a second answer: " << more;
+  }
+}
+
+// Before: TLS 1.2 offered AES-CBC with SHA-1 MACs.
+TEST(HttpFraming, TlsOffersOnlyAeadSuites) {
+  std::string dir = TempPath("tls-suites");
+  std::string out;
+  ASSERT_EQ(MakeTestCertificates(dir, &out), 0) << out;
+  ServerProcess server(dir + "/srv", "");
+  server.AddArgs({"--tls-cert", dir + "/server.pem", "--tls-key", dir + "/server.key"});
+  server.Start();
+  auto [host, port] = HostPort(server.address());
+  auto handshake = [&, host = host, port = port](const std::string& options) {
+    std::string o;
+    return RunCommand(fmt::format("openssl s_client -connect {}:{} {} </dev/null 2>&1", host, port, options), &o);
+  };
+  for (const char* cbc : {"ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA-AES128-SHA256"}) {
+    EXPECT_NE(handshake(std::string("-tls1_2 -cipher ") + cbc), 0) << cbc;
+  }
+  EXPECT_EQ(handshake("-tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256"), 0);
+  EXPECT_EQ(handshake("-tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305"), 0);
+  EXPECT_EQ(handshake("-tls1_3"), 0);
+  // A list naming no suite is refused at start, naming the flag.
+  out.clear();
+  int rc = RunCommand(fmt::format("{0} server --config {1}/srv/config --data-dir {1}/bad --listen 127.0.0.1:0 "
+                                  "--tls-cert {1}/server.pem --tls-key {1}/server.key --tls-ciphers NO-SUCH 2>&1",
+                                  GANTRY_BINARY, dir),
+                      &out);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("tls-ciphers"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace gantry::testing
