@@ -49,6 +49,10 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
     s.busy_until = snapshot.now_ms;
     bool has_mig = false;
     for (const Gpu& g : node.gpus) {
+      if (g.health == GpuHealth::kHealthy && !g.fenced) {
+        ++s.healthy;
+        s.healthy_mig += g.mig_enabled ? 1 : 0;
+      }
       GpuUse gs;
       gs.usable = g.health == GpuHealth::kHealthy && !g.fenced &&
                   (snapshot.held_back_gpus.empty() || !snapshot.held_back_gpus.count({static_cast<int>(i), g.index}));

@@ -81,6 +81,9 @@ class Cycle {
         usage_(snap, catalog, quotas),
         evicting_(snap.running.size(), 0) {
     if (config.fairshare_weight != 0) fair_share_ = FairShareFactors(snap.team_usage, quotas);
+    for (const PriorityClass& c : config.priority_classes) {
+      if (!c.preemptible) unpreemptible_classes_.push_back(c.name);
+    }
     guarantee_levels_ = usage_.GuaranteeLevels(snap.below_guarantee_since, snap.now_ms, config.reclaim_after_ms);
   }
 
@@ -142,8 +145,9 @@ class Cycle {
   int searches_ = 0;  // victim searches this cycle (successful or not)
   Plan plan_;
   std::unordered_map<std::string, ShapeEntry> shapes_;
-  std::string key_;                        // reused buffer for shape keys
-  std::vector<TimeMs> reservation_times_;  // sorted
+  std::string key_;                                 // reused buffer for shape keys
+  std::vector<std::string> unpreemptible_classes_;  // their jobs never go to spot nodes
+  std::vector<TimeMs> reservation_times_;           // sorted
   std::string first_blocked_;
   uint32_t strict_reason_ = 0;
   uint32_t depth_reason_ = 0;
@@ -151,16 +155,17 @@ class Cycle {
 };
 
 ShapeEntry& Cycle::Shape(const JobSpec& spec) {
+  // Spot nodes take preemptible work of preemptible classes only (sites rarely have a
+  // class that is not: the usual answer is the job's own flag).
+  bool spot_ok = spec.preemptible;
+  for (const std::string& c : unpreemptible_classes_) spot_ok = spot_ok && c != spec.priority_class;
   key_.clear();
-  AppendShapeKey(spec, key_);
+  AppendShapeKey(spec, spot_ok, key_);
   auto it = shapes_.find(key_);
   if (it == shapes_.end()) {
     ShapeEntry entry;
     entry.demand = CompileDemand(spec, catalog_, state_.max_gpus_per_type());
-    entry.demand.spot_ok = spec.preemptible;
-    for (const PriorityClass& c : config_.priority_classes) {
-      if (c.name == spec.priority_class && !c.preemptible) entry.demand.spot_ok = false;
-    }
+    entry.demand.spot_ok = spot_ok;
     entry.share = JobGpuShare(spec.request, catalog_);
     it = shapes_.emplace(key_, std::move(entry)).first;
   }
