@@ -35,9 +35,9 @@ struct NodeUse {
   GpuTypeId type = 0;
   bool schedulable = false;
   int gpu_count = 0;
-  int gpu_begin = 0;        // first GPU in ClusterState::gpus()
-  int8_t healthy = 0;       // GPUs healthy and not fenced (whatever jobs or holds they have)
-  int8_t healthy_mig = 0;   // of those, in MIG mode
+  int gpu_begin = 0;       // first GPU in ClusterState::gpus()
+  int8_t healthy = 0;      // GPUs healthy and not fenced (whatever jobs or holds they have)
+  int8_t healthy_mig = 0;  // of those, in MIG mode
   int free_cpus = 0;
   int64_t free_memory = 0;
   uint64_t idle_mask = 0;  // usable, not in MIG mode, no job

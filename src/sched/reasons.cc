@@ -87,7 +87,7 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
   // Nodes that pass the static filters, by usable GPUs, split by whether they are up.
   std::vector<int> up_sizes;
   std::vector<int> all_sizes;
-  std::string container_why;  // the first node's reason it cannot run containers
+  std::string container_why;                      // the first node's reason it cannot run containers
   const FilterPlugin* type_filter = &filters[0];  // GpuType: the cheapest test comes first
   for (size_t i = 0; i < nodes.size(); ++i) {
     int n = static_cast<int>(i);
