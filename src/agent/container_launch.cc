@@ -132,7 +132,7 @@ Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const Con
            launch.env_file, "-v", job.checkpoint_dir + ":" + job.checkpoint_dir + ":rw"});
   std::vector<std::string>& a = launch.argv;
   // Each mount's host path is walked without links and checked for the account the job runs
-  // as (the agent's own when it names none); what was checked is what is mounted.
+  // as (the agent's own when it names none); the runtime gets the path as checked.
   MountAccount account{job.uid, job.gid, job.groups, false};
   if (job.as_root) account = {::geteuid(), ::getegid(), {}, ::geteuid() == 0};
   for (size_t i = 0; i < c.mounts.size(); ++i) {

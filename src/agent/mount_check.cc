@@ -93,7 +93,8 @@ Expected<std::string> CheckMountSource(const std::string& host, bool read_only, 
                                                 read_only ? "readable" : "readable and writable", account.uid));
     }
   }
-  // What the runtime mounts is the path just checked, the same file as the descriptor.
+  // The path the runtime gets is the one just checked: the descriptor's own (a path that
+  // moved meanwhile is refused). The runtime resolves it again when it mounts.
   std::string proc = fmt::format("/proc/self/fd/{}", dir.get());
   char real[4096];
   ssize_t n = ::readlink(proc.c_str(), real, sizeof(real) - 1);

@@ -167,7 +167,20 @@ Status CheckUtf8(const JobSpec& spec) {
                                                                    {"array", &spec.array},
                                                                    {"dependency", &spec.dependency},
                                                                    {"webhook", &spec.webhook},
+                                                                   {"notify_format", &spec.notify_format},
                                                                    {"mail_user", &spec.mail_user}};
+  for (const auto& [k, v] : spec.node_selector) {
+    texts.emplace_back("node_selector", &k);
+    texts.emplace_back("node_selector." + k, &v);
+  }
+  for (const Taint& t : spec.tolerations) {
+    texts.emplace_back("tolerations", &t.key);
+    texts.emplace_back("tolerations", &t.value);
+  }
+  for (const LabelPreference& l : spec.preferred_labels) {
+    texts.emplace_back("preferred_labels", &l.key);
+    texts.emplace_back("preferred_labels", &l.value);
+  }
   for (const auto& [field, vars] : {std::pair{"env", &spec.env}, std::pair{"container_env", &spec.container.env}}) {
     for (const auto& [k, v] : *vars) texts.emplace_back(std::string(field) + "." + k, &v);
   }

@@ -223,7 +223,11 @@ Expected<Registration> ParseRegistration(const nlohmann::json& body) {
     reg.inventory.gpus.push_back(GpuInfoFromJson(g));
   });
   if (!parsed.ok()) return Status::Invalid("inventory." + parsed.field(), parsed.message());
-  parsed = EachObject(body, "runs", [&](const nlohmann::json& r) { reg.runs.push_back(RunReportFromJson(r)); });
+  // A run the agent reports is its own node's, whatever the entry says.
+  parsed = EachObject(body, "runs", [&](const nlohmann::json& r) {
+    reg.runs.push_back(RunReportFromJson(r));
+    reg.runs.back().node_id = reg.node_id;
+  });
   if (!parsed.ok()) return parsed;
   if (body.contains("cpus")) reg.cpus = body["cpus"].get<int64_t>();
   if (body.contains("memory_mib")) reg.memory_mib = body["memory_mib"].get<int64_t>();

@@ -139,7 +139,13 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
                 reg->memory_mib >= 0 ? reg->memory_mib : HostMemoryMib()};
   auto node = NodeFromInventory(node_id, reg->inventory, controller_.catalog(), size);
   if (!node) return node.status();
-  for (const auto& [k, v] : reg->labels) node->labels[k] = v;
+  // What the inventory says (provider, driver) is not overwritten by a label; a pool's token
+  // takes no label but the fake-GPU mark (its nodes get pools.yaml's labels), so a pool node
+  // cannot claim the labels another team's node_selector asks for.
+  for (const auto& [k, v] : reg->labels) {
+    bool inventory_fact = k == "gantry.io/gpu-provider" || k == "gantry.io/driver";
+    if (pool_token ? k == "gantry.io/fake" : !inventory_fact) node->labels[k] = v;
+  }
   node->network = reg->network;
   if (pool_token) {
     // A pool's token registers only what its hook started, in the pool's shape.

@@ -163,6 +163,14 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
     reported.insert({r.job_id, r.node_id});
     JobRecord* job = Find(r.job_id);
     bool current = job && job->runs == r.run && !IsTerminal(job->state) && job->state != JobState::kPending;
+    if (current) {
+      // Only a run placed on the reporting node is its to adopt or end: another node's job
+      // is neither taken over nor finished by a registration that names it.
+      auto node = node_index_.find(r.node_id);
+      const auto& placed = RunningOf(job->spec->id).placement.nodes;
+      current = node != node_index_.end() &&
+                std::any_of(placed.begin(), placed.end(), [&](const NodeShare& ns) { return ns.node == node->second; });
+    }
     if (!current) {
       if (!r.exited)
         effects_.orders.push_back({link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller"}});

@@ -149,6 +149,12 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord& job = **found;
+  if (IsTerminal(job.state)) {  // an array's ended first task: its id acts on every task only to stop them
+    return Refuse(who, action, id,
+                  Status::Precondition("id", fmt::format("job {} has ended: change the array's other tasks by their "
+                                                         "own ids ({}_N)",
+                                                         id, id)));
+  }
   if (Status s = CheckUpdate(job, changes); !s.ok()) return Refuse(who, action, id, s);
   YAML::Node merged = YAML::Load(SpecToJson(*job.spec).dump(-1, ' ', false, kReplaceBadUtf8));
   for (const auto& kv : changes) {

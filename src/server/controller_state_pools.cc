@@ -40,12 +40,15 @@ Status ControllerState::AdmitPoolNode(const std::string& pool, const Node& node)
   const auto p = static_cast<size_t>(index);
   const NodePool& cfg = autoscaling_.config().pools[p];
   auto known = node_index_.find(node.id);
+  // A node the pool gave back (down) comes back only under a new scale-up's printed ids.
+  const bool returned = known != node_index_.end() && snap_.nodes[known->second].state == NodeState::kDown;
   if (known != node_index_.end()) {
     auto label = snap_.nodes[known->second].labels.find("pool");
     if (label == snap_.nodes[known->second].labels.end() || label->second != pool) {
       return Status::Denied("node_id", fmt::format("node {} is not a node of pool {}", node.id, pool));
     }
-  } else if (!autoscaling_.Awaits(p, node.id)) {
+  }
+  if ((known == node_index_.end() || returned) && !autoscaling_.Awaits(p, node.id)) {
     if (!autoscaling_.AdoptsUnknownIds(p, now_)) {
       if (autoscaling_.UpRunning(p)) {
         // Its agent may be up before the hook prints the ids it started: it tries again.

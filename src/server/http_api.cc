@@ -189,10 +189,11 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
       server_(std::make_unique<HttpFront>(options_.limits, options_.tls)) {
   server_->set_tcp_nodelay(true);  // answers are small: do not wait for Nagle
   server_->SetGate([this](const httplib::Request& req, httplib::Response& res) { return Gate(req, res); });
-  // The event loop waits for a body only where Gate would read it: a valid token's, or off /v1/.
+  // The event loop waits for a body only where a handler reads one: an API call with a valid
+  // token (Gate refuses the others at once; no page or probe outside /v1/ takes a body).
   server_->SetBodyGate([this](std::string_view path, std::string_view authorization) {
-    if (path.rfind("/v1/", 0) != 0) return true;
-    return authorization.rfind("Bearer ", 0) == 0 && users_.Authenticate(std::string(authorization.substr(7)));
+    return path.rfind("/v1/", 0) == 0 && authorization.rfind("Bearer ", 0) == 0 &&
+           users_.Authenticate(std::string(authorization.substr(7)));
   });
   server_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (HttpFront::BodyOverLimit()) {

@@ -36,6 +36,9 @@ struct HttpFront::Conn {
   int64_t body_budget = -1;  // bytes the body may still take (chunked); -1: not counted
   bool over_limit = false;
   bool bad_framing = false;
+  // RequestReady found the chunked body past the limit before all of it came: what the
+  // worker reads ends there, and it answers 413.
+  mutable bool chunks_over_limit = false;
   bool close_after = false;
   Clock::time_point parked_at;
   Clock::time_point head_since;  // when the first bytes of an incomplete request head came
@@ -70,7 +73,7 @@ namespace {
 // Where a chunked body that starts at `at` ends (after its last chunk and trailers), or npos
 // while bytes are missing. `refuse` is set when the framing is malformed or the chunks pass
 // `max_body`: the worker answers that without the rest.
-size_t ChunkedEnd(const std::string& in, size_t at, size_t max_body, bool* refuse) {
+size_t ChunkedEnd(const std::string& in, size_t at, size_t max_body, bool* refuse, bool* over) {
   size_t total = 0;
   for (;;) {
     size_t eol = in.find("\r\n", at);
@@ -83,13 +86,14 @@ size_t ChunkedEnd(const std::string& in, size_t at, size_t max_body, bool* refus
     auto [end, ec] = std::from_chars(in.data() + at, in.data() + digits_end, size, 16);
     if (ec != std::errc() || end != in.data() + digits_end || size > max_body) {
       *refuse = true;
+      *over = ec == std::errc() && end == in.data() + digits_end;
       return std::string::npos;
     }
     at = eol + 2;
     if (size == 0) break;
     total += size;
     if (total > max_body) {
-      *refuse = true;
+      *refuse = *over = true;
       return std::string::npos;
     }
     if (in.size() < at + size + 2) return std::string::npos;
@@ -149,8 +153,10 @@ bool HttpFront::Conn::RequestReady(size_t max_body, const HttpFront::BodyGate& g
     if (!gate(std::string_view(in.data() + path_at + 1, path_end - path_at - 1), authorization)) return true;
   }
   if (chunked) {
-    bool refuse = false;
-    return ChunkedEnd(in, body, max_body, &refuse) != std::string::npos || refuse;
+    bool refuse = false, over = false;
+    bool whole = ChunkedEnd(in, body, max_body, &refuse, &over) != std::string::npos;
+    chunks_over_limit = over;
+    return whole || refuse;
   }
   if (length > max_body) return true;
   return in.size() >= body + length;
@@ -176,30 +182,6 @@ bool WaitFor(int fd, short events, Clock::time_point deadline) {
     if (n < 0 && errno == EINTR) continue;
     if (n == 0 && Clock::now() < deadline) continue;
     return false;
-  }
-}
-
-// Reads what is there (waiting until `deadline` for something): bytes, 0 at EOF, -1.
-ssize_t ReadSome(HttpFront::Conn& c, char* buf, size_t n) {
-  for (;;) {
-    short want = POLLIN;
-    if (c.ssl) {
-      int r = SSL_read(c.ssl, buf, static_cast<int>(n));
-      if (r > 0) return r;
-      int e = SSL_get_error(c.ssl, r);
-      if (e == SSL_ERROR_ZERO_RETURN) return 0;
-      if (e == SSL_ERROR_WANT_WRITE) {
-        want = POLLOUT;
-      } else if (e != SSL_ERROR_WANT_READ) {
-        return -1;
-      }
-    } else {
-      ssize_t r = ::recv(c.fd, buf, n, 0);
-      if (r >= 0) return r;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-    }
-    if (!WaitFor(c.fd, want, c.deadline)) return -1;
   }
 }
 
@@ -308,21 +290,22 @@ Fill FillRequest(HttpFront::Conn& c, size_t max_body, const HttpFront::BodyGate&
   }
 }
 
-// httplib's view of a connection. Reads come from the connection's buffer (kept across
-// requests, so pipelined bytes are not lost) within the request's deadline and body
-// budget; writes of a deferred request are dropped (its answer comes later).
+// httplib's view of a connection. Reads come from the connection's buffer alone (kept
+// across requests, so pipelined bytes are not lost), within the body budget: the event loop
+// handed the request over whole, or to be refused, so its end is the end of what arrived
+// and a worker never waits on the socket. Writes of a deferred request are dropped (its
+// answer comes later).
 class ConnStream : public httplib::Stream {
  public:
   ConnStream(HttpFront::Conn& c, int write_timeout_s) : c_(c), write_timeout_s_(write_timeout_s) {}
   bool is_readable() const override { return c_.Buffered(); }
   bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
-    if (c_.in_pos == c_.in.size()) {
-      c_.in.resize(16384);
-      c_.in_pos = 0;
-      ssize_t n = ReadSome(c_, c_.in.data(), c_.in.size());
-      c_.in.resize(n > 0 ? static_cast<size_t>(n) : 0);
-      if (n <= 0) return n;
+    if (c_.in_pos == c_.in.size()) {  // the end of what arrived: a refused body stays unread
+      if (!c_.chunks_over_limit) return 0;
+      c_.over_limit = true;
+      c_.close_after = true;
+      return -1;
     }
     size_t n = std::min(size, c_.in.size() - c_.in_pos);
     if (c_.body_budget >= 0) {
@@ -693,6 +676,7 @@ void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
   // no longer than the deadline.
   c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
   if (!ServeOne(c)) c->close_after = true;
+  c->chunks_over_limit = false;
   AfterRequest(c);
 }
 

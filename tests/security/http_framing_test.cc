@@ -40,12 +40,22 @@ TEST(HttpFraming, SlowBodiesHoldNoWorkerAndAgentsAreNeverBehindUsers) {
 
   std::atomic<bool> stop{false};
   std::vector<std::thread> slow;
-  for (int i = 0; i < 20; ++i) {
+  // A user's slow body; a body off /v1/ and without a token; a chunked body whose first chunk
+  // is over the limit; a user's slow body to an agent's path.
+  const std::string heads[] = {fmt::format("POST /v1/jobs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n"
+                                           "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{",
+                                           kAliceToken),
+                               "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{",
+                               fmt::format("POST /v1/jobs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n"
+                                           "Transfer-Encoding: chunked\r\n\r\n100001\r\n{{",
+                                           kAliceToken),
+                               fmt::format("POST /v1/agent/report HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n"
+                                           "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{",
+                                           kAliceToken)};
+  for (int i = 0; i < 24; ++i) {
     slow.emplace_back([&, i] {
       int fd = Connect(server.address(), "127.0.0.4");
-      SendAll(fd, fmt::format("POST /v1/jobs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n"
-                              "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{",
-                              kAliceToken));
+      SendAll(fd, heads[i % 4]);
       for (int k = 0; k < 40 && !stop; ++k) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200 + 10 * i));
         if (k % 10 == 9 && !SendAll(fd, " ")) break;  // a byte every ~2 s

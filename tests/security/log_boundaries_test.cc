@@ -92,13 +92,24 @@ TEST_F(LogBoundaries, OnlyTheNodeARunIsPlacedOnWritesItsOutput) {
     EXPECT_EQ(r->status, 200);  // the report's other parts still count; its stray output does not
   }
   EXPECT_EQ(Logs(id), "real line\n");
+  // Nor does a registration that claims node-a's run (as node-a's, or as exited) adopt or end
+  // it: the run stays node-a's, running, and node-b's output for it is still dropped.
+  nlohmann::json claim = T4Registration("node-b");
+  claim["runs"] = {{{"job_id", id}, {"run", 1}, {"node_id", "node-a"}},
+                   {{"job_id", id}, {"run", 1}, {"node_id", "node-a"}, {"exited", true}, {"exit_code", 0}}};
+  ASSERT_EQ(intruder.Post("/v1/agent/register", claim.dump(), "application/json")->status, 200);
+  EXPECT_EQ(JobField(alice, id, "state"), "running");
+  EXPECT_EQ(intruder.Post("/v1/agent/report", LogReport("node-b", id, 0, "adopted line\n").dump(), "application/json")
+                ->status,
+            200);
+  EXPECT_EQ(Logs(id), "real line\n");
   // The job that takes the pre-seeded id starts with an empty log.
   Drain("node-a", true);
   std::string later = Json(alice.Post("/v1/jobs", R"({"gpus": 1, "command": "eval"})", "application/json"))["id"];
   ASSERT_EQ(later, next);
   ASSERT_EQ(WaitUntil([&] { return JobField(alice, later, "state"); }, "running"), "running");
   EXPECT_EQ(Logs(later), "");
-  EXPECT_EQ(WaitUntil([&] { return std::to_string(Refusals("agent-node-b")); }, "3"), "3");
+  EXPECT_EQ(WaitUntil([&] { return std::to_string(Refusals("agent-node-b")); }, "4"), "4");
   EXPECT_EQ(Refusals("agent-node-a"), 0);
 }
 

@@ -152,6 +152,10 @@ TEST_F(RequestLimits, AnArraysIdActsOnEveryTaskNotEndedAfterItsFirstEnded) {
   ASSERT_EQ(r->status, 201) << r->body;
   std::string array = Json(r)["id"];
   ASSERT_EQ(WaitUntil([&] { return JobField(alice, array, "state"); }, "succeeded"), "succeeded");
+  // Its id changes nothing of the ended task (a PATCH would have queued it again).
+  auto patch = alice.Patch("/v1/jobs/" + array, "{time_limit: 4h}", "application/yaml");
+  EXPECT_EQ(patch->status, 409) << patch->body;
+  EXPECT_EQ(JobField(alice, array, "state"), "succeeded");
   auto hold = alice.Post("/v1/jobs/" + array + "/hold", "", "application/json");
   EXPECT_EQ(hold->status, 200) << hold->body;
   auto cancel = alice.Delete("/v1/jobs/" + array);
