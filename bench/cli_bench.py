@@ -3,7 +3,8 @@
 
 Starts a standalone server (SQLite, fake GPUs, its node drained so every job queues), then
 measures, with the server running on the same machine:
-  - `gantry --version`: N calls, median and p90 in ms (the binary's start alone);
+  - `gantry --version`: N calls, median and p90 in ms (the binary's start alone), and the
+    same for `gantryd` beside it (it links everything, as the one binary did before);
   - `gantry submit -g 1 -- true`: N calls one after another, median and p90 in ms;
   - a bash loop `for i in $(seq N); do gantry submit ...; done`: jobs per second;
 and the shared libraries each binary loads (ldd). Slurm's `sbatch` loop ran at 217 jobs/s
@@ -63,16 +64,21 @@ def main():
                    GANTRY_TOKEN_FILE=os.path.join(work, "data", "admin.token"))
         subprocess.run([gantry, "drain", "a100-80gb-0"], env=env, check=True, stdout=subprocess.DEVNULL)
         version = timed_calls([gantry, "--version"], env, args.calls)
+        daemon = os.path.join(os.path.dirname(gantry), "gantryd")
+        # gantryd links everything, as the one binary did before the split: the baseline.
+        daemon_version = timed_calls([daemon, "--version"], env, args.calls) if os.path.exists(daemon) else None
         submit = timed_calls([gantry, "submit", "-g", "1", "--", "true"], env, args.calls)
         t0 = time.perf_counter()
         subprocess.run(["bash", "-c", f'for i in $(seq {args.calls}); do "$0" submit -g 1 -- true >/dev/null; done',
                         gantry], env=env, check=True)
         loop_s = time.perf_counter() - t0
-        daemon = os.path.join(os.path.dirname(gantry), "gantryd")
         print(f"binary: {gantry} ({libraries(gantry)} shared libraries"
               + (f"; gantryd {libraries(daemon)}" if os.path.exists(daemon) else "") + ")")
         print(f"gantry --version: median {statistics.median(version):.2f} ms, p90 {percentile(version, 90):.2f} ms "
               f"({args.calls} calls)")
+        if daemon_version:
+            print(f"gantryd --version: median {statistics.median(daemon_version):.2f} ms, "
+                  f"p90 {percentile(daemon_version, 90):.2f} ms ({args.calls} calls)")
         print(f"gantry submit:    median {statistics.median(submit):.2f} ms, p90 {percentile(submit, 90):.2f} ms "
               f"({args.calls} calls, one after another, node drained: every job queues)")
         print(f"bash submit loop: {args.calls / loop_s:.0f} jobs/s ({args.calls} jobs in {loop_s:.2f} s)")

@@ -16,6 +16,8 @@
 #include <charconv>
 #include <chrono>
 
+#include "server/http_framing.h"
+
 namespace gantry {
 
 using Clock = std::chrono::steady_clock;
@@ -32,7 +34,6 @@ struct HttpFront::Conn {
   size_t in_pos = 0;
   int64_t counted = 0;  // bytes of `in` counted in the front's buffered_ (read by the poller)
   // The request being served.
-  Clock::time_point deadline;
   int64_t body_budget = -1;  // bytes the body may still take (chunked); -1: not counted
   bool over_limit = false;
   bool bad_framing = false;
@@ -68,98 +69,10 @@ struct HttpFront::Conn {
   bool RequestReady(size_t max_body, const HttpFront::BodyGate& gate) const;
 };
 
-namespace {
-
-// Where a chunked body that starts at `at` ends (after its last chunk and trailers), or npos
-// while bytes are missing. `refuse` is set when the framing is malformed or the chunks pass
-// `max_body`: the worker answers that without the rest.
-size_t ChunkedEnd(const std::string& in, size_t at, size_t max_body, bool* refuse, bool* over) {
-  size_t total = 0;
-  for (;;) {
-    size_t eol = in.find("\r\n", at);
-    if (eol == std::string::npos) {
-      *refuse = in.size() - at > 1024;  // a chunk-size line is short
-      return std::string::npos;
-    }
-    uint64_t size = 0;
-    size_t digits_end = in.find_first_of(";\r", at);
-    auto [end, ec] = std::from_chars(in.data() + at, in.data() + digits_end, size, 16);
-    if (ec != std::errc() || end != in.data() + digits_end || size > max_body) {
-      *refuse = true;
-      *over = ec == std::errc() && end == in.data() + digits_end;
-      return std::string::npos;
-    }
-    at = eol + 2;
-    if (size == 0) break;
-    total += size;
-    if (total > max_body) {
-      *refuse = *over = true;
-      return std::string::npos;
-    }
-    if (in.size() < at + size + 2) return std::string::npos;
-    at += size + 2;  // the data and its CRLF
-  }
-  // Trailers, then an empty line.
-  for (;;) {
-    size_t eol = in.find("\r\n", at);
-    if (eol == std::string::npos) {
-      *refuse = in.size() - at > 8192;
-      return std::string::npos;
-    }
-    if (eol == at) return at + 2;
-    at = eol + 2;
-  }
-}
-
-}  // namespace
-
 bool HttpFront::Conn::RequestReady(size_t max_body, const HttpFront::BodyGate& gate) const {
-  size_t head_end = in.find("\r\n\r\n", in_pos);
-  if (head_end == std::string::npos) return false;
-  // The framing headers, as the worker will judge them.
-  int lengths = 0, encodings = 0;
-  uint64_t length = 0;
-  bool length_ok = true, chunked = false;
-  std::string_view authorization;
-  size_t line = in.find("\r\n", in_pos) + 2;  // after the request line
-  while (line < head_end + 2) {
-    size_t eol = in.find("\r\n", line);
-    std::string_view h(in.data() + line, eol - line);
-    line = eol + 2;
-    size_t colon = h.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view name = h.substr(0, colon), value = h.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (name.size() == 14 && strncasecmp(name.data(), "Content-Length", 14) == 0) {
-      ++lengths;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-      length_ok = ec == std::errc() && end == value.data() + value.size();
-    } else if (name.size() == 17 && strncasecmp(name.data(), "Transfer-Encoding", 17) == 0) {
-      ++encodings;
-      chunked = value.size() == 7 && strncasecmp(value.data(), "chunked", 7) == 0;
-    } else if (name.size() == 13 && strncasecmp(name.data(), "Authorization", 13) == 0) {
-      authorization = value;
-    }
-  }
-  const size_t body = head_end + 4;
-  if (lengths > 1 || encodings > 1 || (encodings == 1 && (!chunked || lengths > 0)) || !length_ok) return true;
-  if ((lengths == 0 || length == 0) && !chunked) return true;  // no body
-  if (gate) {
-    // METHOD SP PATH[?QUERY] SP VERSION
-    size_t path_at = in.find(' ', in_pos);
-    size_t path_end = path_at == std::string::npos ? path_at : in.find_first_of(" ?", path_at + 1);
-    if (path_end == std::string::npos || path_end > head_end) return true;
-    if (!gate(std::string_view(in.data() + path_at + 1, path_end - path_at - 1), authorization)) return true;
-  }
-  if (chunked) {
-    bool refuse = false, over = false;
-    bool whole = ChunkedEnd(in, body, max_body, &refuse, &over) != std::string::npos;
-    chunks_over_limit = over;
-    return whole || refuse;
-  }
-  if (length > max_body) return true;
-  return in.size() >= body + length;
+  RequestFraming f = AssessRequest(std::string_view(in).substr(in_pos), max_body, gate);
+  chunks_over_limit = f.chunks_over_limit;
+  return f.ready;
 }
 
 namespace {
@@ -672,9 +585,7 @@ void HttpFront::WorkLoop(bool agent_lane) {
 
 void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
   Uncount(*c);
-  // The request is buffered (FillRequest); reads past it (a refused body's framing) wait
-  // no longer than the deadline.
-  c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
+  // The request is buffered (FillRequest): the worker reads nothing more.
   if (!ServeOne(c)) c->close_after = true;
   c->chunks_over_limit = false;
   AfterRequest(c);
@@ -723,7 +634,6 @@ std::string HttpFront::ServeBytes(const std::string& request) {
   c->busy = true;
   std::string out;
   c->capture = &out;
-  c->deadline = Clock::now() + std::chrono::seconds(limits_.request_timeout_s);
   while (ServeOne(c) && c->Buffered()) {
   }
   return out;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/http_framing.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 
@@ -71,7 +72,7 @@ class HttpFront : public httplib::Server {
   // Whether a request with this path and Authorization header may have its body read: the
   // event loop waits for a body only then, else a worker answers at once (the Gate refuses
   // it). Called on the poller thread: no side effects.
-  using BodyGate = std::function<bool(std::string_view path, std::string_view authorization)>;
+  using BodyGate = gantry::BodyGate;
 
   HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls);
   ~HttpFront() override;

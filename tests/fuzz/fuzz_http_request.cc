@@ -1,6 +1,7 @@
 // libFuzzer target: raw bytes on a connection to the HTTP front end (cpp-httplib's request
 // parser behind our framing checks, body limit and gate), with routes shaped like the
-// API's. Whatever arrives, the answer is HTTP and the process survives.
+// API's, and the event loop's framing judgement. Whatever arrives, the answer is HTTP and the
+// process survives.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -38,6 +39,11 @@ gantry::HttpFront& Front() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The event loop's framing judgement (server/http_framing.h) on the same bytes, with and
+  // without a body gate: any input, no crash.
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  gantry::AssessRequest(bytes, 4096, nullptr);
+  gantry::AssessRequest(bytes, 4096, [](std::string_view path, std::string_view) { return path.size() % 2 == 0; });
   std::string out = Front().ServeBytes(std::string(reinterpret_cast<const char*>(data), size));
   if (!out.empty() && out.rfind("HTTP/1.", 0) != 0) std::abort();
   return 0;

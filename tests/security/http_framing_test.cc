@@ -2,6 +2,8 @@
 // time hold no worker (and agents' calls have workers of their own), two Content-Length
 // headers are refused instead of smuggling a second request, and TLS 1.2 offers AEAD suites
 // only.
+#include "server/http_framing.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -143,6 +145,35 @@ TEST(HttpFraming, TlsOffersOnlyAeadSuites) {
                       &out);
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("tls-ciphers"), std::string::npos) << out;
+}
+
+// The event loop's framing judgement alone: a request goes to a worker when it is whole, or
+// at once when it will be refused unread, never while a body it would read is still coming.
+TEST(HttpFraming, TheEventLoopHandsOverWholeRequestsOrSureRefusals) {
+  auto ready = [](const std::string& bytes, const BodyGate& gate = nullptr) {
+    return AssessRequest(bytes, 100, gate).ready;
+  };
+  const std::string head = "POST /v1/jobs HTTP/1.1\r\nHost: t\r\n";
+  EXPECT_FALSE(ready(head));                                   // the head is not whole
+  EXPECT_TRUE(ready(head + "\r\n"));                           // no body
+  EXPECT_FALSE(ready(head + "Content-Length: 5\r\n\r\nabc"));  // 2 bytes to come
+  EXPECT_TRUE(ready(head + "Content-Length: 5\r\n\r\nabcde"));
+  EXPECT_TRUE(ready(head + "Content-Length: 500\r\n\r\n"));                     // over the limit: 413 at once
+  EXPECT_TRUE(ready(head + "Content-Length: 5\r\nContent-Length: 9\r\n\r\n"));  // two lengths: 400
+  EXPECT_TRUE(ready(head + "Content-Length: 5x\r\n\r\n"));                      // malformed: 400
+  EXPECT_TRUE(ready(head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  const std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";
+  EXPECT_FALSE(ready(chunked + "3\r\nabc\r\n"));  // no last chunk yet
+  EXPECT_TRUE(ready(chunked + "3\r\nabc\r\n0\r\n\r\n"));
+  EXPECT_TRUE(ready(chunked + "zz\r\n"));  // malformed chunk size
+  RequestFraming over = AssessRequest(chunked + "50\r\n" + std::string(80, 'x') + "\r\n40\r\n", 100, nullptr);
+  EXPECT_TRUE(over.ready);
+  EXPECT_TRUE(over.chunks_over_limit);  // 0x50 + 0x40 > 100, announced before it arrived
+  // A body the gate would not read is not waited for; one it would read is.
+  auto no = [](std::string_view, std::string_view) { return false; };
+  auto yes = [](std::string_view path, std::string_view auth) { return path == "/v1/jobs" && auth == "Bearer ok"; };
+  EXPECT_TRUE(ready(head + "Content-Length: 5\r\n\r\n", no));
+  EXPECT_FALSE(ready(head + "Authorization: Bearer ok\r\nContent-Length: 5\r\n\r\n", yes));
 }
 
 }  // namespace
