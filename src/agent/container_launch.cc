@@ -132,16 +132,28 @@ Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const Con
            launch.env_file, "-v", job.checkpoint_dir + ":" + job.checkpoint_dir + ":rw"});
   std::vector<std::string>& a = launch.argv;
   // Each mount's host path is walked without links and checked for the account the job runs
-  // as (the agent's own when it names none); the runtime gets the path as checked.
+  // as (the agent's own when it names none). An agent run as root (jobs of other accounts)
+  // binds what it checked at a staging path of its own, which the runtime mounts; else the
+  // runtime gets the path as checked (only the agent's own account could change it).
   MountAccount account{job.uid, job.gid, job.groups, false};
   if (job.as_root) account = {::geteuid(), ::getegid(), {}, ::geteuid() == 0};
+  const std::string stage_dir = StagedMountsDir(job.run_dir);
   for (size_t i = 0; i < c.mounts.size(); ++i) {
     std::string field = fmt::format("container_mounts[{}]", i);
     auto m = ParseMount(c.mounts[i], field);
     if (!m) return m.status();
-    auto source = CheckMountSource(m->host, m->read_only, account, field);
-    if (!source) return source.status();
-    a.insert(a.end(), {"-v", *source + ":" + m->container + (m->read_only ? ":ro" : ":rw")});
+    auto checked = CheckMountSource(m->host, m->read_only, account, field);
+    if (!checked) return checked.status();
+    std::string source = checked->path();
+    if (::geteuid() == 0) {
+      auto staged = StageMount(*checked, stage_dir, std::to_string(i), field);
+      if (!staged) {
+        ReleaseStagedMounts(stage_dir);
+        return staged.status();
+      }
+      source = *staged;
+    }
+    a.insert(a.end(), {"-v", source + ":" + m->container + (m->read_only ? ":ro" : ":rw")});
   }
   if (!job.as_root) {
     a.insert(a.end(), {"--user", fmt::format("{}:{}", job.uid, job.gid), "--cap-drop", "all"});

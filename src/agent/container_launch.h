@@ -55,7 +55,9 @@ struct ContainerJob {
 // `job_options`, then the site's run options (which win).
 std::vector<std::string> ContainerRunPrefix(const ContainerRuntime& runtime,
                                             const std::vector<std::string>& job_options = {});
-// The runtime's command line, after writing the env file; an error (the start fails with
+// Where a run's checked mounts are staged for the runtime (an agent run as root).
+inline std::string StagedMountsDir(const std::string& run_dir) { return run_dir + "/mounts"; }
+// The runtime's command line, after writing the env file and staging the mounts; an error (the start fails with
 // it) when a GPU has no CDI spec on this node or a file cannot be written.
 Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& runtime, const ContainerJob& job);
 // The container name of a run: gantry-JOB-RUN-NODE-INSTANCE (a short hash of `instance`, so

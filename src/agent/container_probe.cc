@@ -87,7 +87,8 @@ ContainerProbe ProbeContainerRuntime(const ContainerRuntime& runtime, const std:
     ContainerRuntime rt = runtime;
     rt.run_options.insert(rt.run_options.end(), extra.begin(), extra.end());
     std::vector<std::string> argv = ContainerRunPrefix(rt);
-    argv.insert(argv.end(), {"--rootfs", root, "/bin/sh", "-c", std::string("echo ") + kProbeMarker});
+    for (const char* word : {"--rootfs", root.c_str(), "/bin/sh", "-c"}) argv.emplace_back(word);
+    argv.push_back(fmt::format("echo {}", kProbeMarker));
     CommandRequest run;
     run.command = "exec \"$@\"";
     run.args = argv;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "agent/cgroups.h"
+#include "agent/mount_check.h"
 #include "agent/process.h"
 #include "core/host.h"
 #include "core/job_logs.h"
@@ -423,6 +424,7 @@ bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::
   auto pid = launcher_.Spawn(req);
   if (!pid) {
     if (!r.cgroup.empty()) options_.cgroups->Remove(r.cgroup);
+    if (!r.container.empty()) ReleaseStagedMounts(StagedMountsDir(RunLogDir(dir, o.run)));
     FailStart(o, 127, pid.status().message());
     return false;
   }
@@ -630,6 +632,7 @@ void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   launcher_.Signal(r.pid, SIGKILL);  // leftovers of the group
   if (!r.container.empty()) {
     RemoveContainer(options_.containers, r.container);  // a runtime killed before it could remove it
+    ReleaseStagedMounts(StagedMountsDir(RunLogDir(JobDir(r.job_id), r.run)));
     std::error_code gone;
     fs::remove(RunLogDir(JobDir(r.job_id), r.run) + "/container.env", gone);  // the job's variables, secrets too
     std::lock_guard<std::mutex> lock(sessions_mu_);

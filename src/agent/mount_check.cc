@@ -1,14 +1,19 @@
-// Container mount sources, walked without following links and checked for the job's account.
+// Container mount sources, walked without following links, checked for the job's account,
+// and staged by descriptor for the runtime.
 #include "agent/mount_check.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace gantry {
 
@@ -40,6 +45,7 @@ class Fd {
     return *this;
   }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -47,8 +53,8 @@ class Fd {
 
 }  // namespace
 
-Expected<std::string> CheckMountSource(const std::string& host, bool read_only, const MountAccount& account,
-                                       const std::string& field) {
+Expected<CheckedMount> CheckMountSource(const std::string& host, bool read_only, const MountAccount& account,
+                                        const std::string& field) {
   if (host.empty() || host[0] != '/') return Status::Invalid(field, host + " is not an absolute path");
   Fd dir(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) return Status::Internal("cannot open /");
@@ -93,8 +99,8 @@ Expected<std::string> CheckMountSource(const std::string& host, bool read_only, 
                                                 read_only ? "readable" : "readable and writable", account.uid));
     }
   }
-  // The path the runtime gets is the one just checked: the descriptor's own (a path that
-  // moved meanwhile is refused). The runtime resolves it again when it mounts.
+  // The path is the descriptor's own (a path that moved meanwhile is refused); what the
+  // runtime mounts is the descriptor itself, staged (StageMount).
   std::string proc = fmt::format("/proc/self/fd/{}", dir.get());
   char real[4096];
   ssize_t n = ::readlink(proc.c_str(), real, sizeof(real) - 1);
@@ -103,7 +109,55 @@ Expected<std::string> CheckMountSource(const std::string& host, bool read_only, 
   if (resolved != (walked.empty() ? "/" : walked)) {
     return Status::Invalid(field, fmt::format("{} moved while it was checked (now {})", host, resolved));
   }
-  return resolved;
+  return CheckedMount(resolved, dir.release());
+}
+
+CheckedMount::~CheckedMount() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Expected<std::string> StageMount(const CheckedMount& checked, const std::string& dir, const std::string& name,
+                                 const std::string& field) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::Internal(fmt::format("cannot make {}: {}", dir, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022)) {
+    return Status::Internal(dir + " is not a directory only the agent may write");
+  }
+  if (::fstat(checked.fd(), &st) != 0) return Status::Internal("cannot stat " + checked.path());
+  std::string target = dir + "/" + name;
+  bool made = S_ISDIR(st.st_mode)
+                  ? ::mkdir(target.c_str(), 0700) == 0
+                  : Fd(::open(target.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)).get() >= 0;
+  if (!made) return Status::Internal(fmt::format("cannot make {}: {}", target, std::strerror(errno)));
+  // The kernel follows /proc/self/fd/N to the descriptor's own file, not to a path.
+  std::string source = fmt::format("/proc/self/fd/{}", checked.fd());
+  if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    int e = errno;
+    ::remove(target.c_str());
+    return Status::Precondition(field, fmt::format("{} cannot be mounted: the agent cannot bind it at {} ({}; the "
+                                                   "agent needs CAP_SYS_ADMIN for jobs of other accounts)",
+                                                   checked.path(), target, std::strerror(e)));
+  }
+  return target;
+}
+
+void ReleaseStagedMounts(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  for (const std::string& n : names) {
+    std::string target = dir + "/" + n;
+    ::umount2(target.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+    ::remove(target.c_str());  // an empty directory or file once unmounted; else it stays
+  }
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace gantry

@@ -32,7 +32,8 @@ struct HttpFront::Conn {
   int peer_port = 0, local_port = 0;
   std::string in;  // bytes read and not yet consumed
   size_t in_pos = 0;
-  int64_t counted = 0;  // bytes of `in` counted in the front's buffered_ (read by the poller)
+  int64_t counted = 0;                           // bytes of `in` counted in the front's buffered_ (read by the poller)
+  std::shared_ptr<HttpFront::ClientUse> client;  // its address's use (none for ServeBytes)
   // The request being served.
   int64_t body_budget = -1;  // bytes the body may still take (chunked); -1: not counted
   bool over_limit = false;
@@ -152,9 +153,10 @@ Fill Drain(HttpFront::Conn& c) {
 // arrived until a whole request (head and body) is there. So a client that sends its
 // request, or its body, a byte at a time (slowloris) holds a parked connection, never a
 // worker, and its deadline closes it. What parked connections buffer is counted in
-// `buffered`; past `budget` a connection still waiting for bytes is dropped.
+// `buffered` (and the client address's share); past `budget`, a connection still waiting
+// for bytes is dropped when its address holds more than budget / `clients`.
 Fill FillRequest(HttpFront::Conn& c, size_t max_body, const HttpFront::BodyGate& gate, std::atomic<int64_t>& buffered,
-                 int64_t budget) {
+                 int64_t budget, int clients) {
   if (c.ssl && !c.handshaken) {
     if (!c.head_pending) {  // a handshake is part of the first request: on the head's timer
       c.head_pending = true;
@@ -178,7 +180,7 @@ Fill FillRequest(HttpFront::Conn& c, size_t max_body, const HttpFront::BodyGate&
     } else if (c.in.size() - c.in_pos > kMaxHead) {
       return Fill::kClose;
     }
-    if (buffered.load() > budget) return Fill::kClose;
+    if (buffered.load() > budget && c.client->buffered.load() > budget / std::max(clients, 1)) return Fill::kClose;
     ssize_t n;
     if (c.ssl) {
       int r = SSL_read(c.ssl, buf, sizeof(buf));
@@ -195,6 +197,7 @@ Fill FillRequest(HttpFront::Conn& c, size_t max_body, const HttpFront::BodyGate&
     }
     c.in.append(buf, static_cast<size_t>(n));
     buffered += n;
+    c.client->buffered += n;
     c.counted += n;
     if (!c.head_pending) {
       c.head_pending = true;
@@ -406,6 +409,7 @@ HttpFront::Answer HttpFront::Defer() {
 
 void HttpFront::Uncount(Conn& c) {
   buffered_ -= c.counted;
+  if (c.client) c.client->buffered -= c.counted;
   c.counted = 0;
 }
 
@@ -431,13 +435,19 @@ bool HttpFront::process_and_close_socket(socket_t sock) {
       refusal = "the server is stopping";
     } else if (static_cast<int>(conns_.size()) >= limits_.max_connections) {
       refusal = fmt::format("too many connections (limit {})", limits_.max_connections);
-    } else if (per_client_[c->peer_ip] >= limits_.max_per_client) {
-      refusal = fmt::format("too many connections from {} (limit {})", c->peer_ip, limits_.max_per_client);
     } else {
-      conns_[sock] = c;
-      per_client_[c->peer_ip]++;
+      std::shared_ptr<ClientUse>& use = per_client_[c->peer_ip];
+      if (!use) use = std::make_shared<ClientUse>();
+      if (use->connections >= limits_.max_per_client) {
+        refusal = fmt::format("too many connections from {} (limit {})", c->peer_ip, limits_.max_per_client);
+        if (use->connections == 0) per_client_.erase(c->peer_ip);
+      } else {
+        conns_[sock] = c;
+        use->connections++;
+        c->client = use;
+      }
+      clients_ = static_cast<int>(per_client_.size());
     }
-    if (per_client_[c->peer_ip] == 0) per_client_.erase(c->peer_ip);
   }
   if (!refusal.empty()) {
     if (!tls_) {  // a TLS client would not understand a plain answer
@@ -484,7 +494,8 @@ void HttpFront::Close(const std::shared_ptr<Conn>& c) {
     std::lock_guard<std::mutex> lock(mu_);
     if (c->closed.exchange(true)) return;
     conns_.erase(c->fd);
-    if (--per_client_[c->peer_ip] <= 0) per_client_.erase(c->peer_ip);
+    if (--c->client->connections <= 0) per_client_.erase(c->peer_ip);
+    clients_ = static_cast<int>(per_client_.size());
   }
   Uncount(*c);
   if (c->registered && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
@@ -509,9 +520,10 @@ void HttpFront::PollLoop() {
         c = it->second;
         c->parked = false;
       }
-      Fill fill = c->draining ? Drain(*c)
-                              : FillRequest(*c, limits_.max_body_bytes, body_gate_, buffered_,
-                                            kBufferedBodies * static_cast<int64_t>(limits_.max_body_bytes));
+      Fill fill = c->draining
+                      ? Drain(*c)
+                      : FillRequest(*c, limits_.max_body_bytes, body_gate_, buffered_,
+                                    kBufferedBodies * static_cast<int64_t>(limits_.max_body_bytes), clients_.load());
       if (fill == Fill::kClose) {
         Close(c);
       } else if (fill == Fill::kWait) {

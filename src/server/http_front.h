@@ -64,6 +64,11 @@ class TlsContext {
 class HttpFront : public httplib::Server {
  public:
   struct Conn;
+  // One client address: its open connections and the bytes their unfinished requests hold.
+  struct ClientUse {
+    int connections = 0;
+    std::atomic<int64_t> buffered{0};
+  };
   // An answer given later: status, content type, body. Call it once, from any thread.
   using Answer = std::function<void(int status, const std::string& content_type, const std::string& body)>;
   // Runs before a handler, with the request's headers (its body not read yet): return true
@@ -125,14 +130,17 @@ class HttpFront : public httplib::Server {
   BodyGate body_gate_;
   int epoll_fd_ = -1;
   std::atomic<bool> stopping_{false};
-  // Bytes parked connections hold (requests and bodies not whole yet); at most this many
-  // bodies' worth, so many slow senders cannot fill the memory.
+  // Bytes parked connections hold (requests and bodies not whole yet); past this many
+  // bodies' worth in all, a connection whose client address holds more than its fair share
+  // (the total over the addresses connected) is closed: many slow senders cannot fill the
+  // memory, and one address's cannot push out another's requests.
   std::atomic<int64_t> buffered_{0};
   static constexpr int64_t kBufferedBodies = 64;
 
-  std::mutex mu_;  // guards conns_ and per_client_
+  std::mutex mu_;  // guards conns_, per_client_ and each ClientUse's connections
   std::map<int, std::shared_ptr<Conn>> conns_;
-  std::map<std::string, int> per_client_;
+  std::map<std::string, std::shared_ptr<ClientUse>> per_client_;
+  std::atomic<int> clients_{0};  // per_client_.size(), for the poller's fair share
 
   std::mutex work_mu_;
   std::condition_variable work_cv_;               // the main lane's

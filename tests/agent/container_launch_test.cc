@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/mount_check.h"
 #include "core/read_file.h"
 
 namespace gantry {
@@ -38,7 +39,10 @@ class ContainerLaunchTest : public ::testing::Test {
     order_.cpus = 4;
     order_.gpus = {{0, "GPU-aaa", "", 1000, 0, 0, "", -1}, {1, "GPU-bbb", "MIG-ccc", 143, 0, 0, "1g.10gb", 0}};
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    ReleaseStagedMounts(StagedMountsDir(dir_ + "/run"));
+    std::filesystem::remove_all(dir_);
+  }
   ContainerJob Job() {
     return ContainerJob{&order_, {{"GANTRY_JOB_ID", "7"}}, dir_ + "/run", "/ckpt/7", 1000, 1000, {1000, 44}, false, ""};
   }
@@ -77,7 +81,10 @@ TEST_F(ContainerLaunchTest, TheCommandLineCarriesDevicesAccountLimitsAndMounts) 
   EXPECT_TRUE(Has(a, "--network", "host"));
   EXPECT_TRUE(Has(a, "--memory", "2048m"));
   EXPECT_TRUE(Has(a, "--cpus", "4"));
-  EXPECT_TRUE(Has(a, "-v", dir_ + "/imagenet:/data:ro"));
+  // As root the runtime mounts the checked directory staged under the run's directory;
+  // else the path as checked.
+  const std::string source = ::geteuid() == 0 ? StagedMountsDir(dir_ + "/run") + "/0" : dir_ + "/imagenet";
+  EXPECT_TRUE(Has(a, "-v", source + ":/data:ro"));
   EXPECT_TRUE(Has(a, "-v", "/ckpt/7:/ckpt/7:rw"));
   EXPECT_EQ(std::vector<std::string>(a.end() - 4, a.end()),
             (std::vector<std::string>{"nvcr.io/nvidia/pytorch:24.05-py3", "/bin/sh", "-c", "python train.py"}));

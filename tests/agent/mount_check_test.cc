@@ -35,7 +35,7 @@ class MountCheck : public ::testing::Test {
 TEST_F(MountCheck, APlainDirectoryIsMountedAsIs) {
   auto ok = CheckMountSource(root_ + "/data", true, Me(), "container_mounts[0]");
   ASSERT_TRUE(ok) << ok.status().ToString();
-  EXPECT_EQ(*ok, fs::canonical(root_ + "/data").string());
+  EXPECT_EQ(ok->path(), fs::canonical(root_ + "/data").string());
 }
 
 // Before: a job made /tmp/x -> / and mounted /tmp/x: the container listed the host's /.
@@ -78,6 +78,46 @@ TEST_F(MountCheck, AMissingPathOrAFileInThePathIsRefused) {
   auto through_file = CheckMountSource(root_ + "/data/file/x", true, Me(), "m");
   ASSERT_FALSE(through_file);
   EXPECT_NE(through_file.status().message().find("not a directory"), std::string::npos);
+}
+
+// Before: the runtime was given the checked path and resolved it again when it mounted, so
+// a job that could write a directory of the path swapped it for a link in between (to /etc
+// here). Now what was checked is bound by descriptor at the agent's staging path.
+TEST_F(MountCheck, WhatIsMountedIsWhatWasCheckedWhateverIsSwappedInAfter) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: binding the checked descriptor takes CAP_SYS_ADMIN";
+  const std::string stage = root_ + "/stage";
+  auto checked = CheckMountSource(root_ + "/data/sub", true, Me(), "container_mounts[0]");
+  ASSERT_TRUE(checked) << checked.status().ToString();
+  auto file = CheckMountSource(root_ + "/data/file", true, Me(), "container_mounts[1]");
+  ASSERT_TRUE(file) << file.status().ToString();
+  std::ofstream(root_ + "/data/sub/mine") << "checked";
+  // The swap: data moves away and a link to /etc takes its place.
+  fs::rename(root_ + "/data", root_ + "/moved");
+  fs::create_symlink("/etc", root_ + "/data");
+  auto dir = StageMount(*checked, stage, "0", "container_mounts[0]");
+  ASSERT_TRUE(dir) << dir.status().ToString();
+  auto one = StageMount(*file, stage, "1", "container_mounts[1]");
+  ASSERT_TRUE(one) << one.status().ToString();
+  EXPECT_TRUE(fs::exists(*dir + "/mine"));  // the checked directory, not /etc/sub
+  std::ifstream in(*one);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "x");
+  EXPECT_EQ(fs::status(stage).permissions() & fs::perms::all, fs::perms::owner_all);  // the agent's alone
+  // Released at the run's end: unmounted and gone, the source untouched.
+  ReleaseStagedMounts(stage);
+  EXPECT_FALSE(fs::exists(stage));
+  EXPECT_TRUE(fs::exists(root_ + "/moved/sub/mine"));
+}
+
+// A staging directory another account could write is refused (it could swap the target).
+TEST_F(MountCheck, AStagingDirectoryOthersCanWriteIsRefused) {
+  auto checked = CheckMountSource(root_ + "/data/sub", true, Me(), "m");
+  ASSERT_TRUE(checked);
+  fs::create_directories(root_ + "/open");
+  fs::permissions(root_ + "/open", fs::perms::all);
+  EXPECT_FALSE(StageMount(*checked, root_ + "/open", "0", "m"));
+  EXPECT_FALSE(StageMount(*checked, root_ + "/to-root", "0", "m"));  // a link
 }
 
 }  // namespace

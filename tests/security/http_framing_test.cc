@@ -147,6 +147,43 @@ TEST(HttpFraming, TlsOffersOnlyAeadSuites) {
   EXPECT_NE(out.find("tls-ciphers"), std::string::npos) << out;
 }
 
+// Before: what parked connections buffer was bounded in all only, so one address's slow
+// bodies, filled to just under the bound, got any other client's body that came in pieces
+// closed. Now past the bound only an address over its fair share loses connections.
+TEST(HttpFraming, OneAddressCannotCrowdOutAnothersBody) {
+  RaiseFileLimit();
+  std::string dir = TempPath("byte-shares");
+  std::filesystem::remove_all(dir);
+  ServerProcess server(dir, "1x1xT4");
+  server.Start();
+  const int64_t kBudget = 64LL << 20;  // 64 bodies of 1 MiB
+  const std::string auth = fmt::format("Authorization: Bearer {}\r\n", kAliceToken);
+  // 64 bodies from 127.0.0.7, each 20 bytes short of whole: the bound less 1,280 bytes.
+  std::vector<int> hog;
+  for (int i = 0; i < 64; ++i) {
+    std::string head = "POST /v1/jobs HTTP/1.1\r\nHost: t\r\n" + auth +
+                       "Content-Type: application/json\r\nContent-Length: 1048576\r\n\r\n";
+    int fd = Connect(server.address(), "127.0.0.7");
+    ASSERT_TRUE(SendAll(fd, head + std::string(static_cast<size_t>(kBudget / 64) - head.size() - 20, ' ')));
+    hog.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // all of it read and parked
+  // A job from 127.0.0.8 whose 20 KB body comes in three parts, the second past the bound.
+  std::string job = R"({"gpus": 1, "command": "true")" + std::string(20000, ' ') + "}";
+  int fd = Connect(server.address(), "127.0.0.8");
+  ASSERT_TRUE(SendAll(fd, fmt::format("POST /v1/jobs HTTP/1.1\r\nHost: t\r\n{}Content-Type: application/json\r\n"
+                                      "Content-Length: {}\r\n\r\n{}",
+                                      auth, job.size(), job.substr(0, 10))));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(SendAll(fd, job.substr(10, 10000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  SendAll(fd, job.substr(10010));
+  std::string answer = ReadAnswer(fd, 5);
+  close(fd);
+  for (int h : hog) close(h);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 201", 0), 0u) << "answer: " << answer;
+}
+
 // The event loop's framing judgement alone: a request goes to a worker when it is whole, or
 // at once when it will be refused unread, never while a body it would read is still coming.
 TEST(HttpFraming, TheEventLoopHandsOverWholeRequestsOrSureRefusals) {
