@@ -15,7 +15,8 @@ declare -A allowed=(
   [agent]="core protocol net"
   [server]="core sched billing protocol"
   [client]="core protocol billing net"
-  [cli]="core sched billing sim protocol net agent server client"
+  [kube]="core protocol server"
+  [cli]="core sched billing sim protocol net agent server client kube"
 )
 
 status=0

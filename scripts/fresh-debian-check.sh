@@ -5,7 +5,8 @@
 # README's two commands there as root, timing each. Unmounts whatever happens.
 #
 #   bash scripts/fresh-debian-check.sh [WORKDIR]   # default /var/tmp/gantry-fresh
-#   GANTRY_FRESH_STEPS="demo" ...                   # only README command 1 ("demo test": both)
+#   GANTRY_FRESH_STEPS="demo" ...                   # only README command 1 ("demo test": both;
+#                                                   # "kube": the Kubernetes tests' API server build)
 #   GANTRY_FRESH_KEEP=1 ...                         # keep the chroot afterwards (else removed)
 #
 # The chroot is made anew each run (debootstrap takes a minute or two from a Debian mirror).
@@ -29,14 +30,20 @@ command -v debootstrap >/dev/null || {
 }
 
 mounted=()
+# Unmounts everything under the chroot, deepest first (podman's storage mounts too).
+unmount_all() {
+  awk -v r="$root" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
 cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
+  unmount_all
   if [ -z "${GANTRY_FRESH_KEEP:-}" ] && [ -d "$root" ]; then rm -rf --one-file-system "$root"; fi
 }
 trap cleanup EXIT
 
 # Whatever an earlier run left mounted or unpacked goes first.
-for m in sys dev/pts dev proc; do umount -l "$root/$m" 2>/dev/null || true; done
+unmount_all
 rm -rf --one-file-system "$root"
 mkdir -p "$work"
 
@@ -46,6 +53,10 @@ debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log
   { tail -n 20 "$work/debootstrap.log" >&2; exit 1; }
 echo "   $(($(date +%s) - t0)) s"
 
+# The chroot's root is a mount point of its own, as a machine's / is (podman remounts it
+# when it unpacks an image), then /proc, /dev and /sys from the host.
+mount --bind "$root" "$root"
+mounted+=("$root")
 for m in proc dev dev/pts sys; do
   mount --bind "/$m" "$root/$m"
   mounted+=("$root/$m")
@@ -73,6 +84,7 @@ for step in $steps; do
   case "$step" in
     demo) cmd="bash scripts/demo.sh" ;;
     test) cmd="bash scripts/test.sh" ;;
+    kube) cmd="bash scripts/install-deps.sh && bash scripts/kube-scratch.sh build" ;;  # the API server's build alone
     *) echo "fresh-debian-check: unknown step $step" >&2; exit 2 ;;
   esac
   echo "== README command: $cmd (in the chroot, /root/gantry)"

@@ -12,6 +12,9 @@ packages=(
   python3 python3-venv groff-base
   podman runc catatonit busybox-static
   chromium prometheus
+  # The Kubernetes tests: kube-apiserver built from Debian's source (scripts/kube-scratch.sh)
+  # with Debian's Go, on Debian's etcd.
+  golang-go rsync jq dpkg-dev golang-github-modern-go-reflect2-dev etcd-server
 )
 
 missing=()
@@ -23,6 +26,8 @@ done
 # Node.js and npm run the browser tests only; a machine that has them another way (say
 # NodeSource's nodejs, which bundles npm) keeps its own.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
+# kubectl the same way (Debian's kubernetes-client, unless another is installed).
+if ! command -v kubectl >/dev/null; then missing+=(kubernetes-client); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}"

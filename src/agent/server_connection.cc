@@ -21,13 +21,17 @@ namespace {
 constexpr std::chrono::milliseconds kOneRound{0};
 
 void Configure(httplib::Client& client, const ServerConnectionOptions& o) {
-  client.set_bearer_token_auth(o.token);
   client.set_tcp_nodelay(true);
   client.set_keep_alive(true);
   if (!o.ca_cert.empty()) client.set_ca_cert_path(o.ca_cert.c_str());
 }
 
 }  // namespace
+
+std::string ServerConnection::Token() {
+  std::string rotated = token_file_ ? token_file_->Current() : "";
+  return rotated.empty() ? options_.token : rotated;
+}
 
 nlohmann::json RegistrationToJson(const Registration& reg) {
   nlohmann::json runs = nlohmann::json::array();
@@ -44,6 +48,7 @@ nlohmann::json RegistrationToJson(const Registration& reg) {
 ServerConnection::ServerConnection(ServerConnectionOptions options, std::ostream& err)
     : options_(std::move(options)),
       err_(err),
+      token_file_(options_.token_file.empty() ? nullptr : std::make_unique<TokenFile>(options_.token_file)),
       poller_(options_.servers,
               [this](httplib::Client& c) {
                 Configure(c, options_);
@@ -54,8 +59,12 @@ ServerConnection::ServerConnection(ServerConnectionOptions options, std::ostream
 bool ServerConnection::Register(const Registration& registration) {
   std::string body = RegistrationToJson(registration).dump(-1, ' ', false, kReplaceBadUtf8);
   for (int attempt = 0; !stop_; ++attempt) {
-    auto r = poller_.Send([&](httplib::Client& c) { return c.Post("/v1/agent/register", body, "application/json"); },
-                          true, kOneRound);
+    auto r = poller_.Send(
+        [&](httplib::Client& c) {
+          c.set_bearer_token_auth(Token());
+          return c.Post("/v1/agent/register", body, "application/json");
+        },
+        true, kOneRound);
     if (r && r->status == 200) {
       nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
       if (!session_.empty()) {  // the first registration is the caller's to report
@@ -86,7 +95,12 @@ void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
   while (!stop_) {
     const std::string path = fmt::format("/v1/agent/orders?node={}&session={}&ack={}&wait={}", options_.node_id,
                                          session_, acked_, options_.poll_wait_s);
-    auto r = poller_.Send([&](httplib::Client& c) { return c.Get(path); }, true, kOneRound);
+    auto r = poller_.Send(
+        [&](httplib::Client& c) {
+          c.set_bearer_token_auth(Token());
+          return c.Get(path);
+        },
+        true, kOneRound);
     if (r && (r->status == 404 || r->status == 409)) {  // a restarted or new leader: register again
       Register(registration());
       continue;
@@ -132,8 +146,12 @@ void ServerConnection::SendReports(ReportOutbox& outbox, LogShipper& logs) {
     nlohmann::json body = AgentReportToJson(report);
     body["logs"] = std::move(shipped);
     const std::string text = body.dump(-1, ' ', false, kReplaceBadUtf8);
-    auto r = reporter_.Send([&](httplib::Client& c) { return c.Post("/v1/agent/report", text, "application/json"); },
-                            true, kOneRound);
+    auto r = reporter_.Send(
+        [&](httplib::Client& c) {
+          c.set_bearer_token_auth(Token());
+          return c.Post("/v1/agent/report", text, "application/json");
+        },
+        true, kOneRound);
     if (r && r->status == 200) {
       logs.Acknowledge(body["logs"]);
       if (!held.events.empty()) outbox.Return(std::move(held));

@@ -9,10 +9,12 @@
 #include <atomic>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 
 #include "agent/log_shipper.h"
 #include "agent/report_outbox.h"
+#include "core/token_file.h"
 #include "net/leader_follower.h"
 #include "protocol/node_link.h"
 #include "protocol/report_wire.h"
@@ -22,6 +24,9 @@ namespace gantry {
 struct ServerConnectionOptions {
   std::vector<std::string> servers = {"http://127.0.0.1:8080"};  // ParseServerList's
   std::string token;                                             // the node's agent token
+  // Or a file holding it, read again whenever it changes: a Kubernetes pod's projected
+  // service-account token, which the kubelet rotates.
+  std::string token_file;
   std::string ca_cert;  // PEM CA for an https:// server (else the system's CAs)
   std::string node_id;
   int poll_wait_s = 20;    // longest wait of one long poll
@@ -52,9 +57,12 @@ class ServerConnection {
  private:
   ServerConnectionOptions options_;
   std::ostream& err_;
+  std::unique_ptr<TokenFile> token_file_;
   LeaderFollower poller_;
   LeaderFollower reporter_;
   std::atomic<bool> stop_{false};
+  // The token to send now (options' token, or token_file's content as it is now).
+  std::string Token();
   std::string session_;  // the poller's, from the latest registration
   uint64_t acked_ = 0;   // the last order taken
 };

@@ -143,7 +143,9 @@ int RunAgent(const AgentOptions& o, std::ostream& out, std::ostream& err) {
     if (gpus->fake) reg.labels["gantry.io/fake"] = "true";
     return reg;
   };
-  ServerConnection server({*servers, token, o.ca_cert, node_id, o.poll_wait_s, o.heartbeat_s}, err);
+  // A token file is read again when it changes (a Kubernetes projected token rotates).
+  ServerConnection server(
+      {*servers, token, o.token.empty() ? o.token_file : "", o.ca_cert, node_id, o.poll_wait_s, o.heartbeat_s}, err);
   // SIGTERM and SIGINT are taken in every state, the first registration's retries (no
   // server reachable yet) included: systemd's stop does not wait out its timeout.
   std::promise<void> stop_asked;

@@ -150,6 +150,22 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
   server_cmd->add_option("--sendmail", server.sendmail, "Program job notification mail goes through")
       ->default_str(server.sendmail);
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");
+  server_cmd->add_flag("--kube", server.kube.in_cluster,
+                       "On Kubernetes, with the pod's service account: agents register with their pods' tokens, "
+                       "Node objects' labels, taints and cordons reach Gantry's nodes (docs/KUBERNETES.md)");
+  server_cmd->add_option("--kube-api", server.kube.api, "The Kubernetes API's https:// URL (outside a cluster)");
+  server_cmd->add_option("--kube-ca", server.kube.ca, "CA bundle of --kube-api")->check(CLI::ExistingFile);
+  server_cmd->add_option("--kube-token-file", server.kube.token_file, "Bearer token for --kube-api")
+      ->check(CLI::ExistingFile);
+  server_cmd
+      ->add_option("--kube-agents", server.kube.agents, "NAMESPACE/SERVICEACCOUNT whose pods' tokens are node agents'")
+      ->default_str(server.kube.agents);
+  server_cmd
+      ->add_option("--kube-token-cache", server.kube.token_cache_s,
+                   "Seconds a node agent's verified Kubernetes token is trusted before the API server is asked again")
+      ->check(CLI::Range(0.1, 3600.0));
+  server_cmd->add_option("--kube-node-selector", server.kube.node_selector,
+                         "Label selector of the Node objects that are Gantry's (default: all)");
   server_cmd->add_flag("--no-fsync", no_fsync,
                        "Commit without waiting for the disk (SQLite: no fsync; PostgreSQL: synchronous_commit off): "
                        "survives a crash of gantry, not of the machine");

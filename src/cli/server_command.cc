@@ -24,6 +24,7 @@
 #include "agent/local_agent.h"
 #include "agent/process.h"
 #include "cli/job_runner_setup.h"
+#include "cli/server_kube.h"
 #include "cli/server_leadership.h"
 #include "core/host.h"
 #include "core/node_pools.h"
@@ -378,6 +379,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   AgentHub hub(controller, data_dir + "/logs", static_cast<int64_t>(o.runner.max_log_mb * 1024 * 1024));
   auto hopts = HttpOptionsFrom(o, hub, local);
   if (!hopts) return fail(hopts.status(), 2);
+  std::unique_ptr<KubeServerSide> kube;
+  if (o.kube.enabled()) {
+    auto started = KubeServerSide::Start(o.kube, controller, *hopts);
+    if (!started) return fail(started.status(), 2);
+    kube = std::move(*started);
+    out << kube->Describe() << std::endl;
+  }
   HttpApi api(controller, users, *hopts);
   auto bound = api.Bind(host, port);
   if (!bound) return fail(bound.status(), 2);
@@ -399,6 +407,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // Serve returned (a signal, or the listener failed): wake the waiter if it still waits.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  kube.reset();  // its Node watch posts to the controller
   if (local.monitor) local.monitor->Stop();
   if (local.agent) local.agent->Shutdown();
   controller.Stop();

@@ -9,6 +9,17 @@
 
 namespace gantry {
 
+// On Kubernetes (cli/server_kube.h).
+struct KubeServerOptions {
+  bool in_cluster = false;  // --kube: the pod's own service account and API address
+  std::string api;          // --kube-api URL (outside a cluster), with ca and token_file
+  std::string ca, token_file;
+  std::string agents = "gantry-system/gantry-agent";  // NAMESPACE/SERVICEACCOUNT of the agents' DaemonSet
+  std::string node_selector;                          // which Node objects are Gantry's ("": all)
+  double token_cache_s = 60;                          // a verified agent token is trusted this long
+  bool enabled() const { return in_cluster || !api.empty(); }
+};
+
 struct ServerOptions {
   std::string db;        // SQLite file; default DATA_DIR/gantry.db
   std::string data_dir;  // standalone: agent state, logs, admin token
@@ -34,6 +45,7 @@ struct ServerOptions {
   bool open_metrics = true;               // false: /metrics needs a token too
   std::string public_url;                 // links in job notifications; empty: from --listen
   std::string sendmail = "/usr/sbin/sendmail";
+  KubeServerOptions kube;  // on Kubernetes: agents' pod tokens, the Node watch (cli/server_kube.h)
 };
 
 int RunServer(const ServerOptions& options, std::ostream& out, std::ostream& err);

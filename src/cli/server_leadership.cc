@@ -51,6 +51,13 @@ class StandbyResponder {
       }
       res.set_content(std::move(w).str(), "text/plain; version=0.0.4");
     });
+    // Alive, but not ready: an orchestrator keeps a standby running and sends it no traffic
+    // (Kubernetes: the liveness probe on /livez passes; the readiness probe on /readyz, like
+    // /healthz, gets 503).
+    server_->Get("/livez", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      res.set_content(nlohmann::json{{"status", "standby"}, {"leader", leader_}}.dump(), "application/json");
+    });
     const std::string any = R"(.*)";
     server_->Get(any, answer);
     server_->Post(any, answer);

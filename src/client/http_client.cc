@@ -187,16 +187,4 @@ std::string DescribeError(const HttpAnswer& a) {
   return fmt::format("error ({}): {}", a.status, a.text);
 }
 
-std::string UrlEncode(const std::string& value) {
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 }  // namespace gantry

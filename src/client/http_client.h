@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/encoding.h"
 #include "core/status.h"
 
 namespace httplib {
@@ -67,7 +68,5 @@ class ApiClient {
 
 // "error (400): gpus: must be >= 1" from an error answer.
 std::string DescribeError(const HttpAnswer& a);
-// A query parameter's value, percent-encoded (RFC 3986 unreserved characters stay).
-std::string UrlEncode(const std::string& value);
 
 }  // namespace gantry

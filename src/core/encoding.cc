@@ -67,4 +67,16 @@ long InvalidUtf8At(const std::string& text) {
   return -1;
 }
 
+std::string UrlEncode(const std::string& value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
 }  // namespace gantry

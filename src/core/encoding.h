@@ -20,4 +20,7 @@ bool Base64Decode(const std::string& text, std::string* bytes);
 // forms, surrogates and code points past U+10FFFF included), or -1 when all of it is.
 long InvalidUtf8At(const std::string& text);
 
+// Percent-encodes a URL query value (RFC 3986: all but letters, digits and -_.~).
+std::string UrlEncode(const std::string& value);
+
 }  // namespace gantry

@@ -143,7 +143,9 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   // takes no label but the fake-GPU mark (its nodes get pools.yaml's labels), so a pool node
   // cannot claim the labels another team's node_selector asks for.
   for (const auto& [k, v] : reg->labels) {
-    bool inventory_fact = k == "gantry.io/gpu-provider" || k == "gantry.io/driver";
+    // ... nor is what the controller keeps of Kubernetes' view (gantry.io/kube-*).
+    bool inventory_fact =
+        k == "gantry.io/gpu-provider" || k == "gantry.io/driver" || k.rfind("gantry.io/kube-", 0) == 0;
     if (pool_token ? k == "gantry.io/fake" : !inventory_fact) node->labels[k] = v;
   }
   node->network = reg->network;

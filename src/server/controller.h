@@ -103,6 +103,12 @@ class Controller : public NodeReports {
   void Reclaim(const NodeNotice& notice) override;
   // Whether a pool's agent token may register `node` (ControllerState::AdmitPoolNode).
   Status AdmitPoolNode(const std::string& pool, const Node& node);
+  // What Kubernetes says of a node (kube/node_sync.h): its Node object's labels, taints,
+  // cordon or deletion, laid over the agent's report (ControllerState::ApplyKubeNode).
+  void ApplyKubeNode(const std::string& node_id, const KubeNodeFacts& facts);
+  // Every Node object there is (a list): each applied, and the nodes Kubernetes knew before
+  // but lists no more are taken as deleted. One commit.
+  void ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes);
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
 

@@ -106,6 +106,20 @@ Answer Controller::SetDrain(const Actor& who, const std::string& node, int gpu, 
   return Call([&] { return state_.SetDrain(who, node, gpu, drain); });
 }
 
+void Controller::ApplyKubeNode(const std::string& node_id, const KubeNodeFacts& facts) {
+  Call([&] {
+    state_.ApplyKubeNode(node_id, facts);
+    return 0;
+  });
+}
+
+void Controller::ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes) {
+  Call([&] {
+    state_.ApplyKubeNodes(nodes);
+    return 0;
+  });
+}
+
 Answer Controller::NodeGpus(const Actor& who, const std::string& node_id) {
   return Call([&] { return state_.NodeGpus(who, node_id); });
 }

@@ -111,6 +111,7 @@ void ControllerState::AddNode(const Node& n, NodeLink* link) {
   last_seen_.push_back(now_);
   PersistNode(static_cast<int>(snap_.nodes.size()) - 1);
   NodeEvent(n.id, "registered", {{"gpus", n.gpus.size()}});
+  OverlayKubeFacts(static_cast<int>(snap_.nodes.size()) - 1);
 }
 
 // A known node registers again: the inventory comes from the agent, the admin's drains
@@ -144,11 +145,13 @@ Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* lin
   }
   Node fresh = inventory;
   fresh.state = known.state == NodeState::kDown ? NodeState::kUp : known.state;
+  if (auto kube = known.labels.find(kKubeDrainLabel); kube != known.labels.end()) fresh.labels.insert(*kube);
   for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g) fresh.gpus[g].fenced = known.gpus[g].fenced;
   bool was_down = known.state == NodeState::kDown;
   if (was_down) reclaiming_.erase(n);  // a new machine under the old name
   known = std::move(fresh);
   last_seen_[n] = now_;
+  OverlayKubeFacts(n);
   PersistNode(n);
   NodeEvent(inventory.id, was_down ? "back" : "registered", {{"gpus", inventory.gpus.size()}});
   return Status::Ok();

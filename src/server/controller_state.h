@@ -29,6 +29,7 @@
 #include "server/auth.h"
 #include "server/autoscaling.h"
 #include "server/job_record.h"
+#include "server/kube_node_facts.h"
 #include "server/metrics.h"
 #include "server/port_allocator.h"
 #include "server/store.h"
@@ -190,6 +191,12 @@ class ControllerState {
   // an id it did not start cannot slip in), in the pool's shape (GPU model and count, at
   // most its CPUs and memory) and within max_nodes. The refusal names what is wrong.
   Status AdmitPoolNode(const std::string& pool, const Node& node) const;
+  // What Kubernetes says of a node (its Node object; kube/node_sync.h), kept and laid over
+  // the agent's own report whenever it registers (controller_state_kube.cc).
+  void ApplyKubeNode(const std::string& node_id, const KubeNodeFacts& facts);
+  // A whole list of Node objects: each applied; a node Kubernetes spoke of before (facts
+  // seen, or its Kubernetes labels kept from before a restart) and not listed now is deleted.
+  void ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes);
   // A pool hook's result (the Controller ran it, off this thread).
   void HookFinished(const HookCall& call, const CommandResult& result);
   void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
@@ -432,6 +439,10 @@ class ControllerState {
   std::unordered_map<uint64_t, std::map<int, uint64_t>> arrays_;            // array id -> task -> seq
   std::map<std::string, std::pair<std::string, std::string>> idempotency_;  // user\nkey -> job id, hash
   std::map<std::string, std::string> meta_;
+  std::map<std::string, KubeNodeFacts> kube_nodes_;  // node id -> its Node object's facts, as last seen
+  // Lays a node's Kubernetes facts over its record: labels and taints, and a drain while
+  // cordoned or deleted (controller_state_kube.cc).
+  void OverlayKubeFacts(int n);
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).
   std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
   TimeMs last_history_ms_ = -1;  // when SampleHistory last took a sample

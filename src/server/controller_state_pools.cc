@@ -216,6 +216,7 @@ void ControllerState::Reclaim(const NodeNotice& notice) {
     }
   }
   if (node.state == NodeState::kUp) node.state = victims.empty() ? NodeState::kDrained : NodeState::kDraining;
+  node.labels.erase(kKubeDrainLabel);  // the drain is the reclaim's now: an uncordon does not undo it
   PersistNode(n);
   const DurationMs in = notice.reclaim_in_ms;
   NodeEvent(node.id, "reclaim_notice", {{"in_ms", in}, {"source", notice.source}, {"jobs", victims.size()}});

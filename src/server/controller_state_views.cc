@@ -237,7 +237,9 @@ Answer ControllerState::SetDrain(const Actor& who, const std::string& node_id, i
     if (!drain) node.gpus[gpu].health = GpuHealth::kHealthy;  // an admin's undrain returns it to service
   } else if (!drain) {
     node.state = NodeState::kUp;
+    node.labels.erase(kKubeDrainLabel);
   } else {
+    node.labels.erase(kKubeDrainLabel);  // the admin's drain now: an uncordon does not undo it
     bool busy = false;
     for (const RunningJob& r : snap_.running) {
       for (const NodeShare& ns : r.placement.nodes) busy = busy || ns.node == n;

@@ -192,14 +192,16 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   // The event loop waits for a body only where a handler reads one: an API call with a valid
   // token (Gate refuses the others at once; no page or probe outside /v1/ takes a body).
   server_->SetBodyGate([this](std::string_view path, std::string_view authorization) {
-    return path.rfind("/v1/", 0) == 0 && authorization.rfind("Bearer ", 0) == 0 &&
-           users_.Authenticate(std::string(authorization.substr(7)));
+    if (path.rfind("/v1/", 0) != 0 || authorization.rfind("Bearer ", 0) != 0) return false;
+    std::string_view token = authorization.substr(7);
+    if (users_.Authenticate(std::string(token))) return true;
+    return path.rfind("/v1/agent/", 0) == 0 && options_.agent_token_plausible && options_.agent_token_plausible(token);
   });
   server_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (HttpFront::BodyOverLimit()) {
       res.status = 413;
       res.set_header("Connection", "close");
-      const Actor* who = Caller(req);
+      std::optional<Actor> who = Caller(req, false);
       controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "",
                               "payload_too_large", "chunked body over the limit");
     }
@@ -231,9 +233,30 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   Routes();
 }
 
-const Actor* HttpApi::Caller(const httplib::Request& req) const {
+namespace {
+thread_local std::string t_token_refusal;  // why the last external token was refused (for the 401)
+thread_local bool t_token_unchecked;       // it could not be checked now: 503, try again
+}  // namespace
+
+std::optional<Actor> HttpApi::Caller(const httplib::Request& req, bool may_ask) const {
+  t_token_refusal.clear();
+  t_token_unchecked = false;
   std::string header = req.get_header_value("Authorization");
-  return header.rfind("Bearer ", 0) == 0 ? users_.Authenticate(header.substr(7)) : nullptr;
+  if (header.rfind("Bearer ", 0) != 0) return std::nullopt;
+  std::string token = header.substr(7);
+  if (const Actor* known = users_.Authenticate(token)) return *known;
+  // Another kind of agent token, for the agents' endpoints only.
+  if (!may_ask || req.path.rfind("/v1/agent/", 0) != 0 || !options_.verify_agent_token ||
+      !options_.agent_token_plausible || !options_.agent_token_plausible(token)) {
+    return std::nullopt;
+  }
+  auto agent = options_.verify_agent_token(token);
+  if (!agent) {
+    t_token_refusal = agent.status().message();
+    t_token_unchecked = agent.status().code() == StatusCode::kUnavailable;
+    return std::nullopt;
+  }
+  return *agent;
 }
 
 void HttpApi::Unauthenticated(const httplib::Request& req, httplib::Response& res) {
@@ -241,9 +264,14 @@ void HttpApi::Unauthenticated(const httplib::Request& req, httplib::Response& re
   if (mutating)
     controller_.RecordAudit({"-", "", Role::kUser}, req.method + " " + req.path, "", "unauthenticated", "refused");
   res.set_header("WWW-Authenticate", "Bearer");
-  ReplyError(res, 401, "unauthenticated",
-             req.has_header("Authorization") ? "the token is not valid" : "an Authorization: Bearer token is required",
-             "Authorization");
+  if (t_token_unchecked) {  // not refused: the token could not be checked now
+    res.set_header("Retry-After", "1");
+    return ReplyError(res, 503, "unavailable", t_token_refusal, "Authorization");
+  }
+  std::string why = !req.has_header("Authorization") ? "an Authorization: Bearer token is required"
+                    : t_token_refusal.empty()        ? "the token is not valid"
+                                                     : "the token is not valid: " + t_token_refusal;
+  ReplyError(res, 401, "unauthenticated", why, "Authorization");
 }
 
 bool HttpApi::Gate(const httplib::Request& req, httplib::Response& res) {
@@ -251,7 +279,7 @@ bool HttpApi::Gate(const httplib::Request& req, httplib::Response& res) {
   uint64_t n = 0;
   std::from_chars(length.data(), length.data() + length.size(), n);
   if (n > options_.limits.max_body_bytes) {
-    const Actor* who = Caller(req);
+    std::optional<Actor> who = Caller(req, false);
     controller_.RecordAudit(who ? *who : Actor{"-", "", Role::kUser}, req.method + " " + req.path, "",
                             "payload_too_large", fmt::format("body of {} bytes", n));
     ReplyError(res, 413, "payload_too_large",
@@ -336,7 +364,7 @@ void HttpApi::Routes() {
   using Handler = std::function<void(const Actor&, const httplib::Request&, httplib::Response&)>;
   auto authed = [this](Handler fn) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
-      const Actor* who = Caller(req);
+      std::optional<Actor> who = Caller(req);
       if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0)) {
         std::string why =
             who->role == Role::kAgent ? "an agent token may use /v1/agent/* only" : "only node agents use /v1/agent/*";
@@ -372,6 +400,14 @@ void HttpApi::Routes() {
         [serve_asset](const httplib::Request& req, httplib::Response& res) { serve_asset(req.matches[1], res); });
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  // For orchestrators: ready for traffic (this server leads; a standby answers 503), and
+  // alive (a standby answers 200 too).
+  s.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"leader"})", "application/json");
+  });
+  s.Get("/livez", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"leader"})", "application/json");
   });
   s.Get("/metrics", [this, authed](const httplib::Request& req, httplib::Response& res) {
     auto serve = [this](const Actor&, const httplib::Request&, httplib::Response& r) {

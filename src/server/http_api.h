@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/auth.h"
@@ -32,7 +33,13 @@ struct HttpOptions {
   // {"heal": true}) into GPU `gpu` of a node. Empty: the endpoint answers 404.
   std::function<Status(const std::string& node, int gpu, const nlohmann::json& fault)> inject_fault;
   AgentHub* agents = nullptr;  // remote agents (/v1/agent/*); null: none
-  int max_poll_s = 25;         // longest long poll an agent may ask for
+  // Node agents' bearer tokens that users.yaml does not hold, checked elsewhere (a pod's
+  // Kubernetes service-account token: kube/agent_identity.h). `plausible` says, without
+  // I/O (on the event loop), whether a token may be one, so its body is read; `verify`
+  // gives the agent it speaks for or why not (on a worker; it may ask the API server).
+  std::function<bool(std::string_view token)> agent_token_plausible;
+  std::function<Expected<Actor>(const std::string& token)> verify_agent_token;
+  int max_poll_s = 25;  // longest long poll an agent may ask for
 };
 
 class HttpApi {
@@ -58,7 +65,9 @@ class HttpApi {
   bool IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
                       std::string* key);
   // The caller of a request, or null without a valid bearer token.
-  const Actor* Caller(const httplib::Request& req) const;
+  // The caller by its bearer token (users.yaml's, or an agent's verified elsewhere, which
+  // may take a call to the Kubernetes API: not when `may_ask` is false, for an audit line).
+  std::optional<Actor> Caller(const httplib::Request& req, bool may_ask = true) const;
   // Answers 401 (audited when the call would change something).
   void Unauthenticated(const httplib::Request& req, httplib::Response& res);
   // Before a body is read: its size, and its sender's token when there is a body.

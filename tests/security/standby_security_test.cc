@@ -1,6 +1,7 @@
 // A standby controller (a second server on the same PostgreSQL store) answers on its own
 // address before it leads. It must give nothing away and take nothing in: every path,
-// with or without a token, gets 503 and the leader's URL only, writes change nothing (the
+// with or without a token, gets 503 and the leader's URL only (/livez: 200, alive, with
+// the leader's URL), writes change nothing (the
 // leader's store stays as it was), and its /metrics, open without a token, holds the
 // leadership gauges and nothing of any team.
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ TEST(StandbyBoundaries, AStandbyAnswersEveryoneWithTheLeadersUrlAndNothingElse) 
   root.set_bearer_token_auth(kRootToken);
   for (httplib::Client* c : {&anonymous, &alice, &root}) {
     for (const char* path : {"/v1/jobs", "/v1/jobs/1", "/v1/usage?by=job", "/v1/reports/monthly", "/v1/audit",
-                             "/v1/nodes", "/", "/healthz"}) {
+                             "/v1/nodes", "/", "/healthz", "/readyz"}) {
       auto r = c->Get(path);
       ASSERT_TRUE(r) << path;
       EXPECT_EQ(r->status, 503) << path;
@@ -39,6 +40,12 @@ TEST(StandbyBoundaries, AStandbyAnswersEveryoneWithTheLeadersUrlAndNothingElse) 
     ASSERT_TRUE(agent);
     EXPECT_EQ(agent->status, 503);
   }
+  // Alive for an orchestrator's liveness probe (the leader's URL, nothing else), not ready.
+  auto health = anonymous.Get("/livez");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(Json(health), (nlohmann::json{{"status", "standby"}, {"leader", p.a.address()}}));
+  EXPECT_EQ(p.a.Client(nullptr).Get("/readyz")->status, 200);  // the leader is
   // Nothing the standby was sent reached the store.
   auto job = p.a.Client(kAliceToken).Get("/v1/jobs/1");
   ASSERT_TRUE(job);

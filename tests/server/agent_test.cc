@@ -18,6 +18,9 @@ class Agents : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(dir_, "");
     // Jobs run as `nobody` on a root agent: they signal through files in this directory.
     std::filesystem::permissions(dir_, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+    // Long enough for a killed agent to start again and register on a loaded machine (a
+    // sanitized build beside others): the restart test is about adoption, not the timeout.
+    server_->AddArgs({"--node-timeout", "4"});
     server_->Start();
     agent_ = std::make_unique<AgentProcess>(dir_, "node-a", "4xT4");
     agent_->Start(server_->address());
@@ -70,7 +73,7 @@ TEST_F(Agents, AKilledAgentsJobSurvivesItsRestart) {
   std::string id = Json(server_->Client(kAliceToken).Post("/v1/jobs", body, "application/json"))["id"];
   ASSERT_EQ(Wait([&] { return std::filesystem::exists(up) ? std::string("up") : ""; }, "up"), "up");
   agent_->Kill(SIGKILL);
-  agent_->Start(server_->address());  // within the 1.5 s node timeout
+  agent_->Start(server_->address());  // within the node timeout
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::ofstream(go) << "go\n";
   EXPECT_EQ(Wait([&] { return JobState(id); }, "succeeded"), "succeeded");

@@ -6,28 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "controller_harness.h"
+#include "server/state_under_test.h"
 
 namespace gantry::testing {
 namespace {
-
-struct StateUnderTest {
-  explicit StateUnderTest(const StoredState& stored = {}) {
-    options.config = *LoadConfigDir("");
-    options.users = HarnessUsers();
-    options.kill_wait_ms = 5000;
-    state = std::make_unique<ControllerState>(options, std::make_shared<const QuotaConfig>(options.config.quotas),
-                                              [this](const std::string& line) { log.push_back(line); });
-    state->SetTime(now, 0);
-    EXPECT_TRUE(state->Recover(stored, {}).ok());
-    state->StartMonth({});
-  }
-  void At(TimeMs t) { state->SetTime(t, t * 1000); }
-  TimeMs now = 1'800'000'000'000;
-  ControllerOptions options;
-  std::vector<std::string> log;
-  RecordingLink link;
-  std::unique_ptr<ControllerState> state;
-};
 
 // The states of the job rows in an output; the kinds of its job events.
 std::vector<std::string> JobStates(const ControllerState::Output& out) {

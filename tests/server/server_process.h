@@ -203,11 +203,14 @@ class AgentProcess {
     if (pid_ == 0) {
       std::string log = dir_ + "/agent-" + node_ + ".log";
       if (!freopen(log.c_str(), "a", stdout) || !freopen(log.c_str(), "a", stderr)) _exit(127);
-      std::vector<std::string> args = {
-          GANTRY_BINARY,     "agent",     "--server",    server,       "--token",
-          AgentToken(node_), "--node-id", node_,         "--data-dir", dir_ + "/agent-" + node_,
-          "--fake-gpus",     gpus_,       "--heartbeat", "0.3",        "--config",
-          dir_ + "/config"};
+      std::vector<std::string> args = {GANTRY_BINARY, "agent",         "--server",    server,
+                                       "--node-id",   node_,           "--data-dir",  dir_ + "/agent-" + node_,
+                                       "--fake-gpus", gpus_,           "--heartbeat", "0.3",
+                                       "--config",    dir_ + "/config"};
+      // The node's token from users.yaml, unless the test gives a --token-file of its own.
+      if (std::find(extra_.begin(), extra_.end(), "--token-file") == extra_.end()) {
+        args.insert(args.end(), {"--token", AgentToken(node_)});
+      }
       args.insert(args.end(), extra_.begin(), extra_.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());

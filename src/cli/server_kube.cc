@@ -1,0 +1,71 @@
+// The server's Kubernetes side: its configuration, the agents' token check and the Node watch.
+#include "cli/server_kube.h"
+
+#include <fmt/format.h>
+
+namespace gantry {
+
+KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector,
+                               Controller& controller)
+    : config_(config),
+      verifier_(config, std::move(policy)),
+      nodes_(
+          config, selector,
+          [&controller](const std::string& node, const KubeNodeFacts& facts) { controller.ApplyKubeNode(node, facts); },
+          [&controller](const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes) {
+            controller.ApplyKubeNodes(nodes);
+          }) {}
+
+KubeServerSide::~KubeServerSide() { nodes_.Stop(); }
+
+Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServerOptions& o, Controller& controller,
+                                                                HttpOptions& http) {
+  KubeConfig config;
+  if (o.in_cluster) {
+    auto in = KubeConfig::InCluster();
+    if (!in) return Status::Precondition("--kube", in.status().message());
+    config = *in;
+  } else {
+    if (o.api.rfind("https://", 0) != 0) return Status::Invalid("--kube-api", "must be an https:// URL");
+    if (o.token_file.empty()) return Status::Invalid("--kube-token-file", "is needed with --kube-api");
+    if (o.ca.empty()) return Status::Invalid("--kube-ca", "is needed with --kube-api (the API server's CA)");
+    config.url = o.api;
+    config.ca_file = o.ca;
+    config.token_file = o.token_file;
+  }
+  KubeAgentPolicy policy;
+  size_t slash = o.agents.find('/');
+  if (slash == 0 || slash == std::string::npos || slash + 1 == o.agents.size() ||
+      o.agents.find('/', slash + 1) != std::string::npos) {
+    return Status::Invalid("--kube-agents", "expected NAMESPACE/SERVICEACCOUNT, got '" + o.agents + "'");
+  }
+  policy.ns = o.agents.substr(0, slash);
+  policy.service_account = o.agents.substr(slash + 1);
+  policy.valid_for = std::chrono::milliseconds(static_cast<int64_t>(o.token_cache_s * 1000));
+  std::unique_ptr<KubeServerSide> side(new KubeServerSide(config, policy, o.node_selector, controller));
+  KubeAgentVerifier* verifier = &side->verifier_;
+  http.agent_token_plausible = [](std::string_view token) {
+    return KubeAgentVerifier::LooksLikeJwt(std::string(token));
+  };
+  http.verify_agent_token = [verifier](const std::string& token) -> Expected<Actor> {
+    auto id = verifier->Verify(token);
+    if (!id) return id.status();
+    Actor agent;
+    agent.user = "kube:" + id->pod;
+    agent.team = "";
+    agent.role = Role::kAgent;
+    agent.node = id->node;
+    return agent;
+  };
+  side->nodes_.Start();
+  return side;
+}
+
+std::string KubeServerSide::Describe() const {
+  return fmt::format(
+      "kubernetes: API {}; agents register with their pods' service-account tokens; Node objects "
+      "watched",
+      config_.url);
+}
+
+}  // namespace gantry

@@ -1,0 +1,34 @@
+// What the server does on Kubernetes: node agents may register with their pod's projected
+// service-account token (checked by TokenReview, kube/agent_identity.h), and the cluster's
+// Node objects' labels, taints, cordons and deletions reach Gantry's nodes (kube/node_sync.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/server_command.h"
+#include "core/status.h"
+#include "kube/agent_identity.h"
+#include "kube/node_sync.h"
+#include "server/controller.h"
+#include "server/http_api.h"
+
+namespace gantry {
+
+class KubeServerSide {
+ public:
+  // Checks the options (the error names the flag) and starts the Node watch; `http` gets
+  // the agents' token check.
+  static Expected<std::unique_ptr<KubeServerSide>> Start(const KubeServerOptions& options, Controller& controller,
+                                                         HttpOptions& http);
+  ~KubeServerSide();
+  std::string Describe() const;
+
+ private:
+  KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector, Controller& controller);
+  KubeConfig config_;
+  KubeAgentVerifier verifier_;
+  NodeSync nodes_;
+};
+
+}  // namespace gantry

@@ -1,0 +1,58 @@
+// Node objects to Gantry node facts, from a list-and-watch of /api/v1/nodes.
+#include "kube/node_sync.h"
+
+namespace gantry {
+
+namespace {
+
+bool ManagedByKubernetes(const std::string& key) {
+  return key.rfind("node.kubernetes.io/", 0) == 0 || key.rfind("node.cloudprovider.kubernetes.io/", 0) == 0 ||
+         key == "nvidia.com/gpu";
+}
+
+std::string NameOf(const nlohmann::json& object) { return StringAt(ObjectAt(object, "metadata"), "name"); }
+
+}  // namespace
+
+KubeNodeFacts NodeFacts(const nlohmann::json& node) {
+  KubeNodeFacts facts;
+  const nlohmann::json& meta = ObjectAt(node, "metadata");
+  for (const auto& [k, v] : ObjectAt(meta, "labels").items()) {
+    if (v.is_string()) facts.labels[k] = v.get<std::string>();
+  }
+  const nlohmann::json& spec = ObjectAt(node, "spec");
+  facts.cordoned = BoolAt(spec, "unschedulable");
+  for (const nlohmann::json& t : ArrayAt(spec, "taints")) {
+    std::string key = StringAt(t, "key"), effect = StringAt(t, "effect");
+    if (key.empty() || ManagedByKubernetes(key) || (effect != "NoSchedule" && effect != "NoExecute")) continue;
+    facts.taints.push_back({key, StringAt(t, "value")});
+  }
+  facts.deleted = meta.contains("deletionTimestamp");
+  return facts;
+}
+
+NodeSync::NodeSync(const KubeConfig& config, const std::string& selector, Apply apply, ApplyAll apply_all)
+    : apply_(std::move(apply)),
+      apply_all_(std::move(apply_all)),
+      loop_(config, "/api/v1/nodes", selector.empty() ? "" : "labelSelector=" + UrlEncode(selector),
+            {[this](const std::vector<nlohmann::json>& items) { Listed(items); },
+             [this](const std::string& type, const nlohmann::json& node) { Changed(type, node); }}) {}
+
+void NodeSync::Listed(const std::vector<nlohmann::json>& items) {
+  std::vector<std::pair<std::string, KubeNodeFacts>> all;
+  for (const nlohmann::json& node : items) {
+    std::string name = NameOf(node);
+    if (!name.empty()) all.emplace_back(name, NodeFacts(node));
+  }
+  apply_all_(all);  // one batch for the controller, whose nodes not in it are gone
+}
+
+void NodeSync::Changed(const std::string& type, const nlohmann::json& node) {
+  std::string name = NameOf(node);
+  if (name.empty()) return;
+  KubeNodeFacts facts = NodeFacts(node);
+  if (type == "DELETED") facts.deleted = true;
+  apply_(name, facts);
+}
+
+}  // namespace gantry

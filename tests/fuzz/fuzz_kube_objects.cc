@@ -1,0 +1,23 @@
+// libFuzzer: what the Kubernetes API server (or anyone who can write a Node object) hands
+// the controller: Node objects read into Gantry node facts, TokenReview answers and pods
+// read into an agent's identity. Any JSON, of any shape, must read as facts or a refusal,
+// never crash or throw.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kube/agent_identity.h"
+#include "kube/node_sync.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nlohmann::json j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(data), size), nullptr, false);
+  if (j.is_discarded()) return 0;
+  gantry::KubeNodeFacts facts = gantry::NodeFacts(j);
+  for (const auto& [k, v] : facts.labels) (void)(k.size() + v.size());
+  gantry::KubeAgentPolicy policy;
+  auto bound = gantry::PodOfReview(gantry::ObjectAt(j, "status"), policy);
+  gantry::BoundPod pod =
+      bound ? *bound : gantry::BoundPod{"p", gantry::StringAt(gantry::ObjectAt(j, "metadata"), "uid")};
+  auto identity = gantry::IdentityOfPod(j, pod, policy);
+  return identity ? 0 : 0;
+}

@@ -1,0 +1,33 @@
+// The controller's state machine with no thread, store or clock (ControllerState alone):
+// the harness's users and config, a recording node link and a time the test moves.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "controller_harness.h"
+#include "server/controller_state.h"
+
+namespace gantry::testing {
+
+struct StateUnderTest {
+  explicit StateUnderTest(const StoredState& stored = {}) {
+    options.config = *LoadConfigDir("");
+    options.users = HarnessUsers();
+    options.kill_wait_ms = 5000;
+    state = std::make_unique<ControllerState>(options, std::make_shared<const QuotaConfig>(options.config.quotas),
+                                              [this](const std::string& line) { log.push_back(line); });
+    state->SetTime(now, 0);
+    EXPECT_TRUE(state->Recover(stored, {}).ok());
+    state->StartMonth({});
+  }
+  void At(TimeMs t) { state->SetTime(t, t * 1000); }
+  TimeMs now = 1'800'000'000'000;
+  ControllerOptions options;
+  std::vector<std::string> log;
+  RecordingLink link;
+  std::unique_ptr<ControllerState> state;
+};
+
+}  // namespace gantry::testing
