@@ -5,9 +5,12 @@ namespace gantry {
 
 namespace {
 
-bool ManagedByKubernetes(const std::string& key) {
+// Taints that are not a Gantry job's business: Kubernetes' own lifecycle taints, the GPU
+// taint every GPU workload tolerates, and gantry.io/* (what keeps other pods off Gantry's
+// nodes: the agents tolerate it, Gantry's jobs need not).
+bool NotForJobs(const std::string& key) {
   return key.rfind("node.kubernetes.io/", 0) == 0 || key.rfind("node.cloudprovider.kubernetes.io/", 0) == 0 ||
-         key == "nvidia.com/gpu";
+         key == "nvidia.com/gpu" || key.rfind("gantry.io/", 0) == 0;
 }
 
 std::string NameOf(const nlohmann::json& object) { return StringAt(ObjectAt(object, "metadata"), "name"); }
@@ -24,7 +27,7 @@ KubeNodeFacts NodeFacts(const nlohmann::json& node) {
   facts.cordoned = BoolAt(spec, "unschedulable");
   for (const nlohmann::json& t : ArrayAt(spec, "taints")) {
     std::string key = StringAt(t, "key"), effect = StringAt(t, "effect");
-    if (key.empty() || ManagedByKubernetes(key) || (effect != "NoSchedule" && effect != "NoExecute")) continue;
+    if (key.empty() || NotForJobs(key) || (effect != "NoSchedule" && effect != "NoExecute")) continue;
     facts.taints.push_back({key, StringAt(t, "value")});
   }
   facts.deleted = meta.contains("deletionTimestamp");

@@ -15,9 +15,10 @@
 
 namespace gantry {
 
-// A Node object's facts. Taints Kubernetes manages itself (node.kubernetes.io/*: not
-// ready, unreachable, the cordon's own) and nvidia.com/gpu (which every GPU pod tolerates)
-// are left out; PreferNoSchedule is a preference, not a taint Gantry keeps.
+// A Node object's facts. Taints Kubernetes manages itself (node.kubernetes.io/*,
+// node.cloudprovider.kubernetes.io/*: not ready, unreachable, the cordon's own),
+// nvidia.com/gpu (which every GPU pod tolerates) and gantry.io/* (the taint that keeps other
+// pods off Gantry's nodes) are left out; PreferNoSchedule is a preference, not a taint.
 KubeNodeFacts NodeFacts(const nlohmann::json& node);
 
 class NodeSync {

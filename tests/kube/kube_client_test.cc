@@ -125,7 +125,8 @@ TEST(NodeFacts, LabelsHardTaintsAndCordonOfANodeObject) {
       {"key": "maintenance", "effect": "NoExecute"},
       {"key": "spot", "value": "yes", "effect": "PreferNoSchedule"},
       {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
-      {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})");
+      {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+      {"key": "gantry.io/dedicated", "value": "true", "effect": "NoSchedule"}]}})");
   KubeNodeFacts facts = NodeFacts(node);
   EXPECT_EQ(facts.labels.at("nvidia.com/gpu.product"), "NVIDIA-A100-SXM4-80GB");
   EXPECT_EQ(facts.labels.at("nvidia.com/mig.strategy"), "mixed");
