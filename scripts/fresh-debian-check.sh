@@ -53,10 +53,10 @@ debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log
   { tail -n 20 "$work/debootstrap.log" >&2; exit 1; }
 echo "   $(($(date +%s) - t0)) s"
 
-# The chroot's root is a mount point of its own, as a machine's / is (podman remounts it
-# when it unpacks an image), then /proc, /dev and /sys from the host.
-mount --bind "$root" "$root"
-mounted+=("$root")
+# /proc, /dev and /sys from the host. A chroot is not a whole machine: podman cannot remount
+# its / to unpack an image there, so the container tests skip (they run on this machine and
+# in CI); with the chroot bind-mounted onto itself images unpack, but containers still do not
+# start in it.
 for m in proc dev dev/pts sys; do
   mount --bind "/$m" "$root/$m"
   mounted+=("$root/$m")
