@@ -103,7 +103,6 @@ bool WatchLoop::List() {
     version = StringAt(meta, "resourceVersion");
   } while (!next.empty());
   if (version.empty()) return Note("list " + collection_ + ": no resourceVersion in the answer"), false;
-  ++lists_;
   if (handlers_.listed) handlers_.listed(items);
   std::lock_guard<std::mutex> lock(mu_);
   version_ = version;
@@ -115,7 +114,6 @@ bool WatchLoop::WatchOnce() {
   std::string path =
       fmt::format("{}?watch=1&allowWatchBookmarks=true&timeoutSeconds={}&resourceVersion={}{}", collection_,
                   kWatchSeconds, UrlEncode(resource_version()), selector_.empty() ? "" : "&" + selector_);
-  ++watches_;
   bool expired = false;
   std::string failure;
   auto r = client_.Watch(path, kWatchSeconds + 30, [&](const nlohmann::json& event) {

@@ -36,10 +36,8 @@ class WatchLoop {
   void Start();
   void Stop();
 
-  // What it has done (tests and metrics).
-  int lists() const { return lists_; }
-  int watches() const { return watches_; }
-  int gone() const { return gone_; }  // 410s: a relist followed
+  // The 410s it met (a relist followed each), and the state it is in.
+  int gone() const { return gone_; }
   std::string resource_version() const;
   std::string last_error() const;
 
@@ -61,7 +59,7 @@ class WatchLoop {
   std::condition_variable wake_;
   bool stop_ = false;
   std::string version_, error_;
-  std::atomic<int> lists_{0}, watches_{0}, gone_{0};
+  std::atomic<int> gone_{0};
 };
 
 }  // namespace gantry
