@@ -49,6 +49,7 @@ struct ShapeEntry {
   // 2 behind a reservation. Valid while generation == the cycle's reservation count.
   size_t generation = SIZE_MAX;
   std::vector<int8_t> respecting;
+  const std::string* key = nullptr;  // the shape's key in Cycle::shapes_
 };
 
 std::string NodeList(const Snapshot& snap, const Placement& p) {
@@ -95,13 +96,21 @@ class Cycle {
     plan_.reasons.push_back(std::move(text));
     return static_cast<uint32_t>(plan_.reasons.size() - 1);
   }
+  // The job's id is filled in by Finish(), in queue order (the specs stay untouched here).
   void Wait(const QueueEntry& e, WaitCode code, uint32_t reason, TimeMs estimate = kNever) {
-    plan_.waiting.push_back({e.pending_index, snap_.pending[e.pending_index].spec->id, 0, code, reason, estimate});
+    plan_.waiting.push_back({e.pending_index, std::string(), 0, code, reason, estimate});
   }
   ShapeEntry& Shape(const JobSpec& spec);
+  // A pending job's shape and expected end, worked out while the queue is ordered (in
+  // stored order): the walk in rank order then touches no job spec for most jobs (each
+  // lives apart on the heap, and a random walk over 100k of them waits on memory).
+  void Learn(size_t pending_index);
   void Consider(const QueueEntry& e);
   // Evicts running jobs to make room for a blocked job, if the rules allow; true if so.
-  bool TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d, double share);
+  bool TryPreempt(const QueueEntry& e, const JobSpec& spec, const ShapeEntry& shape);
+  // Once per cycle, before the first victim search: each running job's class rank and
+  // protections (victim_rank_) and whether it stops soon anyway (stops_anyway_).
+  void RankVictims();
   // Preemption is on and this cycle has searches left: at most max_preemptors_per_cycle
   // evictions for that many jobs, and twice that many victim searches.
   bool MayTryPreempt() const {
@@ -131,10 +140,11 @@ class Cycle {
   UsageTracker usage_;
   std::map<std::string, double> fair_share_;
   std::map<std::string, int> guarantee_levels_;
-  std::optional<VictimFinder> finder_;  // built on the first preemption attempt
-  std::vector<char> evicting_;          // running jobs this plan evicts
-  std::vector<int> victim_rank_;        // per running job: class rank, INT32_MAX if protected
-  std::vector<char> ends_soon_;         // per running job: expected to end within a grace period
+  std::optional<VictimFinder> finder_;     // built on the first preemption attempt
+  std::vector<char> evicting_;             // running jobs this plan evicts
+  std::vector<int> victim_rank_;           // per running job: class rank, INT32_MAX if protected
+  std::vector<char> stops_anyway_;         // per running job: stopping, or expected to end within a grace period
+  std::vector<char> eligible_, stopping_;  // victim search buffers (per running job)
   std::unordered_set<std::string> preempt_failed_;
   // The starvation guard: per pending job, 1 when it is its starving team's rescued job
   // (considered first, always given a reservation, may evict other teams' work).
@@ -145,7 +155,14 @@ class Cycle {
   int searches_ = 0;  // victim searches this cycle (successful or not)
   Plan plan_;
   std::unordered_map<std::string, ShapeEntry> shapes_;
-  std::string key_;                                 // reused buffer for shape keys
+  std::string key_;  // reused buffer for shape keys
+  // Per pending job, when Learn() ran for all: side by side, so the walk reads one line.
+  struct Learned {
+    const JobSpec* spec = nullptr;
+    ShapeEntry* shape = nullptr;
+    TimeMs end = 0;  // its expected end if started now
+  };
+  std::vector<Learned> learned_;
   std::vector<std::string> unpreemptible_classes_;  // their jobs never go to spot nodes
   std::vector<TimeMs> reservation_times_;           // sorted
   std::string first_blocked_;
@@ -168,13 +185,19 @@ ShapeEntry& Cycle::Shape(const JobSpec& spec) {
     entry.demand.spot_ok = spot_ok;
     entry.share = JobGpuShare(spec.request, catalog_);
     it = shapes_.emplace(key_, std::move(entry)).first;
+    it->second.key = &it->first;
   }
-  it->second.demand.spec = &spec;  // the shape's own fields are equal; preferences are the job's
   return it->second;
 }
 
+void Cycle::Learn(size_t pending_index) {
+  const JobSpec& spec = *snap_.pending[pending_index].spec;
+  learned_[pending_index] = {&spec, &Shape(spec), ExpectedEnd(spec, snap_.now_ms, snap_.now_ms)};
+}
+
 void Cycle::Consider(const QueueEntry& e) {
-  const JobSpec& spec = *snap_.pending[e.pending_index].spec;
+  const Learned* learned = learned_.empty() ? nullptr : &learned_[e.pending_index];
+  const JobSpec& spec = learned ? *learned->spec : *snap_.pending[e.pending_index].spec;
   const TimeMs now = snap_.now_ms;
   if (e.class_rank == INT32_MIN) {
     Wait(e, WaitCode::kNeverFits, AddReason("unknown priority class '" + spec.priority_class + "'"));
@@ -202,7 +225,8 @@ void Cycle::Consider(const QueueEntry& e) {
     }
   }
 
-  ShapeEntry& shape = Shape(spec);
+  ShapeEntry& shape = learned ? *learned->shape : Shape(spec);
+  shape.demand.spec = &spec;  // the shape's own fields are equal; preferences are the job's
   const Demand& d = shape.demand;
   const double share = shape.share;
   if (std::string why = usage_.QuotaBlock(spec, share); !why.empty()) {
@@ -210,7 +234,7 @@ void Cycle::Consider(const QueueEntry& e) {
     return;
   }
 
-  const TimeMs end = ExpectedEnd(spec, now, now);
+  const TimeMs end = learned ? learned->end : ExpectedEnd(spec, now, now);
   const size_t respected = static_cast<size_t>(
       std::lower_bound(reservation_times_.begin(), reservation_times_.end(), end) - reservation_times_.begin());
   if (shape.generation != reservation_times_.size()) {
@@ -252,7 +276,7 @@ void Cycle::Consider(const QueueEntry& e) {
   std::string reason;
   if (code == WaitCode::kBehindReservation) {
     // It may still evict elsewhere (never on reserved GPUs).
-    if (MayTryPreempt() && TryPreempt(e, spec, d, share)) {
+    if (MayTryPreempt() && TryPreempt(e, spec, shape)) {
       return;
     }
     if (explain) {
@@ -270,7 +294,7 @@ void Cycle::Consider(const QueueEntry& e) {
       Wait(e, code, shape.reason_id);  // cannot start whatever runs: holds nothing back
       return;
     }
-    if (MayTryPreempt() && TryPreempt(e, spec, d, share)) {
+    if (MayTryPreempt() && TryPreempt(e, spec, shape)) {
       return;
     }
   }
@@ -304,8 +328,31 @@ void Cycle::Consider(const QueueEntry& e) {
   Wait(e, code, reason_id, estimate);
 }
 
-bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d, double share) {
+void Cycle::RankVictims() {
   const TimeMs now = snap_.now_ms;
+  victim_rank_.assign(snap_.running.size(), INT32_MAX);  // INT32_MAX: protected
+  stops_anyway_.assign(snap_.running.size(), 0);
+  lowest_victim_rank_ = INT32_MAX;
+  for (size_t i = 0; i < snap_.running.size(); ++i) {
+    const RunningJob& r = snap_.running[i];
+    // Stopping already, or ending within a grace period anyway: its GPUs come free
+    // without an eviction.
+    stops_anyway_[i] = r.stop_at_ms != kNever || ExpectedEnd(r, now) <= now + config_.grace_period_ms;
+    if (r.stop_at_ms != kNever || !r.spec->preemptible || now - r.start_ms < config_.min_runtime_ms ||
+        r.evictions >= config_.max_evictions) {
+      continue;
+    }
+    int c = config_.FindClass(r.spec->priority_class);
+    if (c >= 0 && !config_.priority_classes[c].preemptible) continue;  // e.g. critical
+    victim_rank_[i] = c < 0 ? INT32_MIN : config_.priority_classes[c].rank;
+    lowest_victim_rank_ = std::min(lowest_victim_rank_, victim_rank_[i]);
+  }
+}
+
+bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const ShapeEntry& shape) {
+  const TimeMs now = snap_.now_ms;
+  const Demand& d = shape.demand;
+  const double share = shape.share;
   const int my_class = config_.FindClass(spec.priority_class);
   const bool may_preempt_by_class =
       config_.preempt_by_priority && my_class >= 0 && config_.priority_classes[my_class].preempts_others;
@@ -330,30 +377,14 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
 
   // Once per cycle: each running job's class rank, and whether the protections let it go
   // at all (preemptible, its class preemptible, ran min_runtime, evicted < max_evictions).
-  if (victim_rank_.empty() && !snap_.running.empty()) {
-    victim_rank_.assign(snap_.running.size(), INT32_MAX);  // INT32_MAX: protected
-    ends_soon_.assign(snap_.running.size(), 0);
-    lowest_victim_rank_ = INT32_MAX;
-    for (size_t i = 0; i < snap_.running.size(); ++i) {
-      const RunningJob& r = snap_.running[i];
-      ends_soon_[i] = ExpectedEnd(r, now) <= now + config_.grace_period_ms;
-      if (r.stop_at_ms != kNever || !r.spec->preemptible || now - r.start_ms < config_.min_runtime_ms ||
-          r.evictions >= config_.max_evictions) {
-        continue;
-      }
-      int c = config_.FindClass(r.spec->priority_class);
-      if (c >= 0 && !config_.priority_classes[c].preemptible) continue;  // e.g. critical
-      victim_rank_[i] = c < 0 ? INT32_MIN : config_.priority_classes[c].rank;
-      lowest_victim_rank_ = std::min(lowest_victim_rank_, victim_rank_[i]);
-    }
-  }
+  if (victim_rank_.empty() && !snap_.running.empty()) RankVictims();
   const int my_rank = my_class >= 0 ? config_.priority_classes[my_class].rank : INT32_MIN;
   const bool class_victims = may_preempt_by_class && lowest_victim_rank_ < my_rank;
   if (!class_victims && !may_reclaim && !by_service) return false;
   // A search that failed for this shape, team, class and tier fails again this cycle (the
   // victims only get fewer, and natural starts only get later).
-  std::string failed_key =
-      key_ + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier) + (rescue ? "\2r" : "");
+  std::string failed_key = *shape.key + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier) +
+                           (rescue ? "\2r" : "");
   if (preempt_failed_.count(failed_key)) return false;
   const bool patience_left = may_reclaim && !rescue && since != snap_.below_guarantee_since.end() &&
                              now - since->second < config_.reclaim_after_ms + config_.reclaim_patience_ms;
@@ -377,15 +408,17 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const Demand& d
   };
   ++searches_;
   // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service, 4 starvation.
-  std::vector<char> eligible(snap_.running.size(), 0), stopping(snap_.running.size(), 0);
+  // Only the per-cycle arrays are read for most running jobs: a search walks them all.
+  std::vector<char>& eligible = eligible_;
+  std::vector<char>& stopping = stopping_;
+  eligible.assign(snap_.running.size(), 0);
+  stopping.resize(snap_.running.size());
   bool any = false;
   for (size_t i = 0; i < snap_.running.size(); ++i) {
-    const RunningJob& r = snap_.running[i];
-    // Stopping already, or ending within a grace period anyway: its GPUs come free
-    // without an eviction.
-    stopping[i] = r.stop_at_ms != kNever || evicting_[i] || ends_soon_[i];
+    stopping[i] = stops_anyway_[i] || evicting_[i];
     if (stopping[i] || victim_rank_[i] == INT32_MAX) continue;
     int rank = victim_rank_[i];
+    const RunningJob& r = snap_.running[i];
     if (may_preempt_by_class && rank < my_rank) {
       eligible[i] = 1;
     } else if (may_reclaim && r.spec->team != spec.team &&
@@ -507,7 +540,13 @@ Plan Cycle::Run() {
     Finish();
     return std::move(plan_);
   }
-  order = OrderQueue(snap_.pending, Context(largest_node), options_.explain);
+  // Explaining and examining every job (backfill on, no depth): learn all shapes at once.
+  const bool examines_all =
+      options_.explain && config_.backfill_enabled &&
+      (config_.backfill_depth <= 0 || static_cast<size_t>(config_.backfill_depth) >= snap_.pending.size());
+  if (examines_all) learned_.resize(snap_.pending.size());
+  order = OrderQueue(snap_.pending, Context(largest_node), options_.explain,
+                     examines_all ? std::function<void(size_t)>([this](size_t i) { Learn(i); }) : nullptr);
   std::vector<size_t> rescues = Rescues();
   if (!rescues.empty()) {
     // The rescued jobs go first, in their own order; the rest keep theirs.
@@ -522,18 +561,7 @@ Plan Cycle::Run() {
   }
   if (options_.explain) {
     plan_.waiting.reserve(order.size());
-    // Specs live apart on the heap: fetch a few jobs ahead so the walk does not wait on
-    // memory (the request fields sit two cache lines into a JobSpec).
-    constexpr size_t kAhead = 8;
-    for (size_t k = 0; k < order.size(); ++k) {
-      if (k + kAhead < order.size()) {
-        const char* spec = reinterpret_cast<const char*>(snap_.pending[order[k + kAhead].pending_index].spec.get());
-        __builtin_prefetch(spec);
-        __builtin_prefetch(spec + 128);
-        __builtin_prefetch(spec + 192);
-      }
-      Consider(order[k]);
-    }
+    for (const QueueEntry& e : order) Consider(e);
     Finish();
     return std::move(plan_);
   }
@@ -589,7 +617,15 @@ void Cycle::Finish() {
     plan_.waiting.clear();
     return;
   }
-  for (size_t i = 0; i < plan_.waiting.size(); ++i) plan_.waiting[i].position = static_cast<int>(i) + 1;
+  // The ids, taken walking the pending jobs in their stored order (see LearnShapes).
+  std::vector<int32_t> slot(snap_.pending.size(), -1);
+  for (size_t i = 0; i < plan_.waiting.size(); ++i) {
+    plan_.waiting[i].position = static_cast<int>(i) + 1;
+    slot[plan_.waiting[i].pending_index] = static_cast<int32_t>(i);
+  }
+  for (size_t p = 0; p < snap_.pending.size(); ++p) {
+    if (slot[p] >= 0) plan_.waiting[slot[p]].job_id = snap_.pending[p].spec->id;
+  }
 }
 
 }  // namespace

@@ -69,8 +69,15 @@ QueueEntry Entry(const std::vector<PendingJob>& pending, size_t index, const Que
     int c = ctx.config.FindClass(job.spec->priority_class);
     last.rank = c < 0 ? INT32_MIN : ctx.config.class_tiers ? ctx.config.priority_classes[c].rank : 0;
   }
-  return {index,         last.rank,  job.nominated, LasTier(job.attained_gpu_ms, ctx.config), Score(job, ctx, team),
-          job.submit_ms, job.arrival};
+  QueueEntry e;
+  e.pending_index = index;
+  e.score = Score(job, ctx, team);
+  e.submit_ms = job.submit_ms;
+  e.arrival = job.arrival;
+  e.class_rank = last.rank;
+  e.tier = LasTier(job.attained_gpu_ms, ctx.config);
+  e.nominated = job.nominated;
+  return e;
 }
 
 }  // namespace
@@ -93,12 +100,16 @@ QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, 
   return Entry(pending, index, ctx, team, rank);
 }
 
-std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted) {
+std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted,
+                                   const std::function<void(size_t index)>& visit) {
   std::vector<QueueEntry> order;
   order.reserve(pending.size());
   TeamTerms team;
   ClassRank rank;
-  for (size_t i = 0; i < pending.size(); ++i) order.push_back(Entry(pending, i, ctx, team, rank));
+  for (size_t i = 0; i < pending.size(); ++i) {
+    order.push_back(Entry(pending, i, ctx, team, rank));
+    if (visit) visit(i);
+  }
   if (sorted) {
     std::sort(order.begin(), order.end(),
               [&](const QueueEntry& a, const QueueEntry& b) { return QueueBefore(a, b, pending); });

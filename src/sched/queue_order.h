@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,14 +30,15 @@ struct QueueContext {
   const std::map<std::string, int>* guarantee_level = nullptr;
 };
 
+// Laid out small (40 bytes): a long queue's sort moves these around.
 struct QueueEntry {
   size_t pending_index = 0;
-  int class_rank = 0;
-  bool nominated = false;  // jobs were evicted for it: first in its class
-  int tier = 0;            // least-attained-service tier (0 when LAS is off)
   double score = 0;
   TimeMs submit_ms = 0;
   uint64_t arrival = 0;  // PendingJob::arrival
+  int class_rank = 0;
+  int tier = 0;            // least-attained-service tier (0 when LAS is off)
+  bool nominated = false;  // jobs were evicted for it: first in its class
 };
 
 double QueueScore(const PendingJob& job, const QueueContext& ctx);
@@ -52,23 +54,33 @@ inline bool IdBefore(const std::string& a, const std::string& b) {
   if (a.size() != b.size() && digits(a) && digits(b)) return a.size() < b.size();
   return a < b;
 }
-inline bool QueueKeyBefore(const QueueEntry& a, const std::string& a_id, const QueueEntry& b, const std::string& b_id) {
-  if (a.class_rank != b.class_rank) return a.class_rank > b.class_rank;
-  if (a.nominated != b.nominated) return a.nominated;
-  if (a.tier != b.tier) return a.tier < b.tier;
-  if (a.score != b.score) return a.score > b.score;
-  if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms;
-  if (a.arrival != b.arrival) return a.arrival < b.arrival;
-  return IdBefore(a_id, b_id);
+// The order of two entries by everything but their ids: -1 `a` first, 1 `b` first, 0 a tie.
+inline int QueueKeyOrder(const QueueEntry& a, const QueueEntry& b) {
+  if (a.class_rank != b.class_rank) return a.class_rank > b.class_rank ? -1 : 1;
+  if (a.nominated != b.nominated) return a.nominated ? -1 : 1;
+  if (a.tier != b.tier) return a.tier < b.tier ? -1 : 1;
+  if (a.score != b.score) return a.score > b.score ? -1 : 1;
+  if (a.submit_ms != b.submit_ms) return a.submit_ms < b.submit_ms ? -1 : 1;
+  if (a.arrival != b.arrival) return a.arrival < b.arrival ? -1 : 1;
+  return 0;
 }
+inline bool QueueKeyBefore(const QueueEntry& a, const std::string& a_id, const QueueEntry& b, const std::string& b_id) {
+  int order = QueueKeyOrder(a, b);
+  return order != 0 ? order < 0 : IdBefore(a_id, b_id);
+}
+// The jobs' ids are read only on a tie (each spec lives apart on the heap).
 inline bool QueueBefore(const QueueEntry& a, const QueueEntry& b, const std::vector<PendingJob>& pending) {
-  return QueueKeyBefore(a, pending[a.pending_index].spec->id, b, pending[b.pending_index].spec->id);
+  int order = QueueKeyOrder(a, b);
+  return order != 0 ? order < 0 : IdBefore(pending[a.pending_index].spec->id, pending[b.pending_index].spec->id);
 }
 
 // The entry of one pending job.
 QueueEntry MakeQueueEntry(const std::vector<PendingJob>& pending, size_t index, const QueueContext& ctx);
 
 // Pending jobs in the order the engine considers them (unsorted when `sorted` is false).
-std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted = true);
+// `visit`, when given, sees each job with its spec in stored order, while the entry is made
+// (the spec's memory is then at hand: the engine learns each job's shape there).
+std::vector<QueueEntry> OrderQueue(const std::vector<PendingJob>& pending, const QueueContext& ctx, bool sorted = true,
+                                   const std::function<void(size_t index)>& visit = nullptr);
 
 }  // namespace gantry
