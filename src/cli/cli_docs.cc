@@ -161,7 +161,7 @@ std::string ManPage(const CLI::App& app, const CLI::App* command) {
   std::string title = command ? "gantry-" + command->get_name() : "gantry";
   std::string upper = title;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::string page = fmt::format(".TH {} 1 \"\" \"gantry 0.1.0\" \"Gantry manual\"\n.SH NAME\n{} \\- {}\n", upper,
+  std::string page = fmt::format(".TH {} 1 \"\" \"{}\" \"Gantry manual\"\n.SH NAME\n{} \\- {}\n", upper, kVersionLine,
                                  Roff(title), Roff(command ? command->get_description() : app.get_description()));
   if (!command) {
     page += ".SH SYNOPSIS\n.B gantry\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n.SH COMMANDS\n";

@@ -10,6 +10,9 @@
 
 namespace gantry {
 
+// What `gantry --version` prints (and the man pages' footer).
+inline constexpr const char* kVersionLine = "gantry 0.1.0";
+
 // Adds examples to the commands' help and the help, completion and man commands. Call
 // after every other command is defined. The returned function runs the one chosen (-1:
 // none of these was).

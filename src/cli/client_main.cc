@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -31,12 +32,21 @@ int ExecDaemon(char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && gantry::IsDaemonCommand(argv[1])) return ExecDaemon(argv);
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {  // without defining any command
+    std::cout << gantry::kVersionLine << "\n";
+    return 0;
+  }
   // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
   // writes without MSG_NOSIGNAL).
   signal(SIGPIPE, SIG_IGN);
-  gantry::CommandLine line;
-  if (int rc = line.Parse(argc, argv); rc >= 0) return rc;
-  if (line.daemon.chosen()) return ExecDaemon(argv);
-  int rc = line.RunClientOrDocs();
-  return rc >= 0 ? rc : 0;
+  std::unique_ptr<gantry::CommandLine> line = gantry::CommandLine::ForClient(argc, argv);
+  if (int rc = line->Parse(argc, argv); rc >= 0) return rc;
+  if (line->daemon.chosen()) return ExecDaemon(argv);
+  int rc = line->RunClientOrDocs();
+  // Done: the output is flushed and nothing else is left to clean up, so skip the exit
+  // handlers (OpenSSL's cleanup alone is a tenth of a quick command's work).
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(rc >= 0 ? rc : 0);
 }

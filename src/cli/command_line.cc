@@ -211,15 +211,34 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
       ->check(CLI::Range(0.01, 60.0));
 }
 
-CommandLine::CommandLine() {
+CommandLine::CommandLine(const std::string& only) {
   app_.require_subcommand(1);
-  app_.set_version_flag("--version", "gantry 0.1.0");
-  DefineDaemonCommands(app_, daemon);
-  client_ = AddClientCommands(app_, std::cout, std::cerr);
+  app_.set_version_flag("--version", kVersionLine);
+  if (only.empty()) DefineDaemonCommands(app_, daemon);
+  client_ = AddClientCommands(app_, std::cout, std::cerr, only);
   docs_ = AddCliDocs(app_, std::cout, std::cerr);  // after every other command
 }
 
+std::unique_ptr<CommandLine> CommandLine::ForClient(int argc, char** argv) {
+  std::string only = argc >= 2 ? argv[1] : "";
+  if (only.empty() || only[0] == '-' || only == "help" || only == "completion" || only == "man" ||
+      IsDaemonCommand(only)) {
+    return std::make_unique<CommandLine>();
+  }
+  auto line = std::make_unique<CommandLine>(only);
+  auto named = [&only](CLI::App* c) { return c->get_name() == only; };
+  if (line->app_.get_subcommands(named).empty()) return std::make_unique<CommandLine>();  // not a command
+  return line;
+}
+
 int CommandLine::Parse(int argc, char** argv) {
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string word = argv[1];
+    if (app_.get_subcommands([&word](CLI::App* c) { return c->get_name() == word; }).empty()) {
+      std::cerr << "gantry: no command '" << word << "' (gantry help lists them)\n";
+      return 2;
+    }
+  }
   std::vector<const char*> args = SplitAtDashes(argc, argv, client_->command.get());
   try {
     app_.parse(static_cast<int>(args.size()), args.data());

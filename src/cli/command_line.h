@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/agent_command.h"
+#include "cli/cli_docs.h"
 #include "cli/demo.h"
 #include "cli/gpus_command.h"
 #include "cli/server_command.h"
@@ -35,8 +36,8 @@ struct DaemonCommands {
   CLI::App* agent_cmd = nullptr;
   CLI::App* gpus_cmd = nullptr;
 
-  // Whether the parsed command line chose one of these commands.
-  bool chosen() const { return *demo_cmd || *sim_cmd || *server_cmd || *agent_cmd || *gpus_cmd; }
+  // Whether the parsed command line chose one of these commands (none when not defined).
+  bool chosen() const { return demo_cmd && (*demo_cmd || *sim_cmd || *server_cmd || *agent_cmd || *gpus_cmd); }
 };
 
 // Adds the daemon commands and their flags to `app`, their values going to `c`.
@@ -46,7 +47,13 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c);
 // commands and the help, completion and man commands.
 class CommandLine {
  public:
-  CommandLine();
+  // With `only` (a client command's name): that command alone, and help, completion and
+  // man; the daemon commands and the other client commands are not defined.
+  explicit CommandLine(const std::string& only = "");
+  // The client's command line: only the command argv names when it is a client command
+  // (a `gantry submit` in a loop then starts without defining every command's flags),
+  // else every command (help, completion, man, an unknown name).
+  static std::unique_ptr<CommandLine> ForClient(int argc, char** argv);
   // Parses argv (a job's command after the first "--" is never taken as options): -1 when
   // a command was chosen, else the exit status (help printed, or a parse error).
   int Parse(int argc, char** argv);

@@ -122,6 +122,7 @@ void PrintAlerts(std::ostream& out, const nlohmann::json& b) {
 }  // namespace
 
 void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& p) {
+  const auto& wants = p.wants;
   // Captured one by one: an action that held `p` whole would hold `chosen`, which holds it.
   auto request = p.request;
   auto chosen = p.chosen;
@@ -129,78 +130,86 @@ void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
     std::string team, from, to, by = "team";
   };
   auto uf = std::make_shared<UsageFlags>();
-  CLI::App* usage = app.add_subcommand("usage", "GPU-hours and cost over a window (default: this month so far)");
-  p.common(usage);
-  usage->add_option("--team", uf->team, "Only this team (users: always their own)");
-  usage->add_option("--from", uf->from, "Start: YYYY-MM-DD (billing time zone) or YYYY-MM-DDTHH:MM:SSZ");
-  usage->add_option("--to", uf->to, "End (exclusive); default now");
-  usage->add_option("--by", uf->by, "team, project, user, gpu_type or job")
-      ->check(CLI::IsMember({"team", "project", "user", "gpu_type", "job"}));
-  usage->callback([=, &out] {
-    *chosen = [=, &out] {
-      std::string q = "/v1/usage?by=" + uf->by;
-      if (!uf->team.empty()) q += "&team=" + uf->team;
-      if (!uf->from.empty()) q += "&from=" + uf->from;
-      if (!uf->to.empty()) q += "&to=" + uf->to;
-      return request([q](ApiClient& a) { return a.Get(q); },
-                     [&out, uf](const nlohmann::json& b) {
-                       out << fmt::format("usage {} to {}{}\n", Str(b, "from"), Str(b, "to"),
-                                          Str(b, "team").empty() ? "" : ", team " + Str(b, "team"));
-                       PrintKeyed(out, b["lines"], KeysFor(uf->by), b.value("currency", "USD"), &b["total"]);
-                     });
-    };
-  });
+  if (wants("usage")) {
+    CLI::App* usage = app.add_subcommand("usage", "GPU-hours and cost over a window (default: this month so far)");
+    p.common(usage);
+    usage->add_option("--team", uf->team, "Only this team (users: always their own)");
+    usage->add_option("--from", uf->from, "Start: YYYY-MM-DD (billing time zone) or YYYY-MM-DDTHH:MM:SSZ");
+    usage->add_option("--to", uf->to, "End (exclusive); default now");
+    usage->add_option("--by", uf->by, "team, project, user, gpu_type or job")
+        ->check(CLI::IsMember({"team", "project", "user", "gpu_type", "job"}));
+    usage->callback([=, &out] {
+      *chosen = [=, &out] {
+        std::string q = "/v1/usage?by=" + uf->by;
+        if (!uf->team.empty()) q += "&team=" + uf->team;
+        if (!uf->from.empty()) q += "&from=" + uf->from;
+        if (!uf->to.empty()) q += "&to=" + uf->to;
+        return request([q](ApiClient& a) { return a.Get(q); },
+                       [&out, uf](const nlohmann::json& b) {
+                         out << fmt::format("usage {} to {}{}\n", Str(b, "from"), Str(b, "to"),
+                                            Str(b, "team").empty() ? "" : ", team " + Str(b, "team"));
+                         PrintKeyed(out, b["lines"], KeysFor(uf->by), b.value("currency", "USD"), &b["total"]);
+                       });
+      };
+    });
+  }
 
   struct ReportFlags {
     std::string month, format = "text", file;
   };
   auto rf = std::make_shared<ReportFlags>();
-  CLI::App* report = app.add_subcommand("report", "The monthly GPU bill: per team, project and GPU type");
-  p.common(report);
-  report->add_option("--month", rf->month, "YYYY-MM (default: this month)");
-  report->add_option("--format", rf->format, "text, json, csv or html")
-      ->check(CLI::IsMember({"text", "json", "csv", "html"}));
-  report->add_option("--out", rf->file, "Write to this file instead of standard output");
-  report->callback([=, &out] {
-    *chosen = [=, &out] {
-      std::string q = "/v1/reports/monthly";
-      if (!rf->month.empty()) q += "?month=" + rf->month;
-      return request([q](ApiClient& a) { return a.Get(q); },
-                     [&out, rf](const nlohmann::json& b) {
-                       std::ofstream file;
-                       if (!rf->file.empty()) file.open(rf->file, std::ios::trunc);
-                       std::ostream& o = rf->file.empty() ? out : file;
-                       if (rf->format == "json") {
-                         o << b.dump(2) << "\n";
-                       } else if (rf->format == "csv") {
-                         o << ReportCsv(b);
-                       } else if (rf->format == "html") {
-                         o << ReportHtml(b);
-                       } else {
-                         PrintReport(o, b);
-                       }
-                       if (!rf->file.empty()) out << "wrote " << rf->file << "\n";
-                     });
-    };
-  });
+  if (wants("report")) {
+    CLI::App* report = app.add_subcommand("report", "The monthly GPU bill: per team, project and GPU type");
+    p.common(report);
+    report->add_option("--month", rf->month, "YYYY-MM (default: this month)");
+    report->add_option("--format", rf->format, "text, json, csv or html")
+        ->check(CLI::IsMember({"text", "json", "csv", "html"}));
+    report->add_option("--out", rf->file, "Write to this file instead of standard output");
+    report->callback([=, &out] {
+      *chosen = [=, &out] {
+        std::string q = "/v1/reports/monthly";
+        if (!rf->month.empty()) q += "?month=" + rf->month;
+        return request([q](ApiClient& a) { return a.Get(q); },
+                       [&out, rf](const nlohmann::json& b) {
+                         std::ofstream file;
+                         if (!rf->file.empty()) file.open(rf->file, std::ios::trunc);
+                         std::ostream& o = rf->file.empty() ? out : file;
+                         if (rf->format == "json") {
+                           o << b.dump(2) << "\n";
+                         } else if (rf->format == "csv") {
+                           o << ReportCsv(b);
+                         } else if (rf->format == "html") {
+                           o << ReportHtml(b);
+                         } else {
+                           PrintReport(o, b);
+                         }
+                         if (!rf->file.empty()) out << "wrote " << rf->file << "\n";
+                       });
+      };
+    });
+  }
 
-  CLI::App* budgets = app.add_subcommand("budgets", "This month's budgets: limit, use, alerts and holds");
-  p.common(budgets);
-  budgets->callback([=, &out] {
-    *chosen = [=, &out] {
-      return request([](ApiClient& a) { return a.Get("/v1/budgets"); },
-                     [&out](const nlohmann::json& b) { PrintBudgets(out, b); });
-    };
-  });
+  if (wants("budgets")) {
+    CLI::App* budgets = app.add_subcommand("budgets", "This month's budgets: limit, use, alerts and holds");
+    p.common(budgets);
+    budgets->callback([=, &out] {
+      *chosen = [=, &out] {
+        return request([](ApiClient& a) { return a.Get("/v1/budgets"); },
+                       [&out](const nlohmann::json& b) { PrintBudgets(out, b); });
+      };
+    });
+  }
 
-  CLI::App* alerts = app.add_subcommand("alerts", "Budget, job cost-limit and idle-job alerts, newest first");
-  p.common(alerts);
-  alerts->callback([=, &out] {
-    *chosen = [=, &out] {
-      return request([](ApiClient& a) { return a.Get("/v1/alerts"); },
-                     [&out](const nlohmann::json& b) { PrintAlerts(out, b); });
-    };
-  });
+  if (wants("alerts")) {
+    CLI::App* alerts = app.add_subcommand("alerts", "Budget, job cost-limit and idle-job alerts, newest first");
+    p.common(alerts);
+    alerts->callback([=, &out] {
+      *chosen = [=, &out] {
+        return request([](ApiClient& a) { return a.Get("/v1/alerts"); },
+                       [&out](const nlohmann::json& b) { PrintAlerts(out, b); });
+      };
+    });
+  }
 }
 
 }  // namespace gantry

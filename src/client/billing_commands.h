@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "client/http_client.h"
 
@@ -25,6 +26,8 @@ struct ClientPlumbing {
   std::shared_ptr<ClientConfig> cfg;
   std::shared_ptr<std::string> output;
   std::shared_ptr<std::vector<std::string>> command;
+  // Whether the command of this name is to be defined (AddClientCommands' `only`).
+  std::function<bool(std::string_view)> wants;
 };
 
 void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& plumbing);

@@ -32,7 +32,11 @@ std::vector<const char*> SplitAtDashes(int argc, const char* const* argv, std::v
   return before;
 }
 
-std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err) {
+std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err,
+                                                  const std::string& only) {
+  // Only the command named on the command line, when one is: a call then does not pay
+  // for defining every command's flags (most of a quick command's start).
+  auto wants = [only](std::string_view name) { return only.empty() || name == only; };
   auto cmds = std::make_shared<ClientCommands>();
   auto cfg = std::make_shared<ClientConfig>();
   auto output = std::make_shared<std::string>("text");
@@ -82,110 +86,124 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   // jobs
   auto jf = std::make_shared<std::array<std::string, 5>>();
   auto limit = std::make_shared<int>(100);
-  CLI::App* jobs = app.add_subcommand("jobs", "List jobs of your team (admins: all)");
-  timed(jobs);
-  jobs->add_option("--state", (*jf)[0], "pending, running, stopping, succeeded, failed, cancelled or active");
-  jobs->add_option("--team", (*jf)[1], "Only this team");
-  jobs->add_option("--user", (*jf)[2], "Only this user");
-  jobs->add_option("-S,--since", (*jf)[3], "Only jobs not ended before this: 2h (ago), 2026-11-26, '2026-11-26 14:00'");
-  jobs->add_option("-E,--until", (*jf)[4], "Only jobs submitted before this (same forms)");
-  jobs->add_option("--limit", *limit, "At most this many (newest first)");
-  jobs->callback([=, &out, &err] {
-    *chosen = [=, &out, &err] {
-      TimeStyle style = CurrentTimeStyle(*utc);
-      std::string q = fmt::format("/v1/jobs?limit={}", *limit);
-      const char* names[] = {"state", "team", "user", "since", "until"};
-      for (int i = 0; i < 5; ++i) {
-        std::string value = (*jf)[i];
-        if (value.empty()) continue;
-        if (i >= 3) {
-          auto when = ParseWhen(std::string("--") + names[i], value, style);
-          if (!when) {
-            err << "gantry: " << when.status().ToString() << "\n";
-            return 2;
+  if (wants("jobs")) {
+    CLI::App* jobs = app.add_subcommand("jobs", "List jobs of your team (admins: all)");
+    timed(jobs);
+    jobs->add_option("--state", (*jf)[0], "pending, running, stopping, succeeded, failed, cancelled or active");
+    jobs->add_option("--team", (*jf)[1], "Only this team");
+    jobs->add_option("--user", (*jf)[2], "Only this user");
+    jobs->add_option("-S,--since", (*jf)[3],
+                     "Only jobs not ended before this: 2h (ago), 2026-11-26, '2026-11-26 14:00'");
+    jobs->add_option("-E,--until", (*jf)[4], "Only jobs submitted before this (same forms)");
+    jobs->add_option("--limit", *limit, "At most this many (newest first)");
+    jobs->callback([=, &out, &err] {
+      *chosen = [=, &out, &err] {
+        TimeStyle style = CurrentTimeStyle(*utc);
+        std::string q = fmt::format("/v1/jobs?limit={}", *limit);
+        const char* names[] = {"state", "team", "user", "since", "until"};
+        for (int i = 0; i < 5; ++i) {
+          std::string value = (*jf)[i];
+          if (value.empty()) continue;
+          if (i >= 3) {
+            auto when = ParseWhen(std::string("--") + names[i], value, style);
+            if (!when) {
+              err << "gantry: " << when.status().ToString() << "\n";
+              return 2;
+            }
+            value = *when;
           }
-          value = *when;
+          q += fmt::format("&{}={}", names[i], UrlEncode(value));
         }
-        q += fmt::format("&{}={}", names[i], UrlEncode(value));
-      }
-      return request([q](ApiClient& a) { return a.Get(q); },
-                     [&out, style](const nlohmann::json& b) { PrintJobs(out, b, style); });
-    };
-  });
+        return request([q](ApiClient& a) { return a.Get(q); },
+                       [&out, style](const nlohmann::json& b) { PrintJobs(out, b, style); });
+      };
+    });
+  }
 
   auto id = std::make_shared<std::string>();
-  CLI::App* job = app.add_subcommand("job", "Show one job and its history");
-  timed(job);
-  job->add_option("id", *id, "Job id")->required();
-  job->callback([=, &out] {
-    *chosen = [=, &out] {
-      nlohmann::json detail;
-      int rc = request([id](ApiClient& a) { return a.Get("/v1/jobs/" + *id); },
-                       [&detail](const nlohmann::json& b) { detail = b; });
-      if (rc != 0 || *output == "json") return rc;
-      return request(
-          [id](ApiClient& a) { return a.Get("/v1/jobs/" + *id + "/events"); },
-          [&out, &detail, utc](const nlohmann::json& b) { PrintJob(out, detail, b, CurrentTimeStyle(*utc)); });
-    };
-  });
+  if (wants("job")) {
+    CLI::App* job = app.add_subcommand("job", "Show one job and its history");
+    timed(job);
+    job->add_option("id", *id, "Job id")->required();
+    job->callback([=, &out] {
+      *chosen = [=, &out] {
+        nlohmann::json detail;
+        int rc = request([id](ApiClient& a) { return a.Get("/v1/jobs/" + *id); },
+                         [&detail](const nlohmann::json& b) { detail = b; });
+        if (rc != 0 || *output == "json") return rc;
+        return request(
+            [id](ApiClient& a) { return a.Get("/v1/jobs/" + *id + "/events"); },
+            [&out, &detail, utc](const nlohmann::json& b) { PrintJob(out, detail, b, CurrentTimeStyle(*utc)); });
+      };
+    });
+  }
 
   auto explain = std::make_shared<std::string>();
-  CLI::App* queue = app.add_subcommand("queue", "The queue in order, with why each job waits");
-  timed(queue);
-  queue->add_option("--explain", *explain, "Only this job, in full");
-  queue->callback([=, &out, &err] {
-    *chosen = [=, &out, &err] {
-      // A job that does not exist (or is another team's) is an error, not "not waiting".
-      if (!explain->empty() && ResolveClientConfig(*cfg).ok()) {
-        auto job = ApiClient(*cfg).Get("/v1/jobs/" + *explain);
-        if (job && job->status == 404) {
-          err << "gantry: " << DescribeError(*job) << "\n";
-          return 1;
+  if (wants("queue")) {
+    CLI::App* queue = app.add_subcommand("queue", "The queue in order, with why each job waits");
+    timed(queue);
+    queue->add_option("--explain", *explain, "Only this job, in full");
+    queue->callback([=, &out, &err] {
+      *chosen = [=, &out, &err] {
+        // A job that does not exist (or is another team's) is an error, not "not waiting".
+        if (!explain->empty() && ResolveClientConfig(*cfg).ok()) {
+          auto job = ApiClient(*cfg).Get("/v1/jobs/" + *explain);
+          if (job && job->status == 404) {
+            err << "gantry: " << DescribeError(*job) << "\n";
+            return 1;
+          }
         }
-      }
-      return request(
-          [](ApiClient& a) { return a.Get("/v1/queue"); },
-          [&out, explain, utc](const nlohmann::json& b) { PrintQueue(out, b, *explain, CurrentTimeStyle(*utc)); });
-    };
-  });
+        return request(
+            [](ApiClient& a) { return a.Get("/v1/queue"); },
+            [&out, explain, utc](const nlohmann::json& b) { PrintQueue(out, b, *explain, CurrentTimeStyle(*utc)); });
+      };
+    });
+  }
 
   auto ids = std::make_shared<std::vector<std::string>>();
-  CLI::App* cancel = app.add_subcommand("cancel", "Cancel jobs (running ones get SIGTERM, then SIGKILL)");
-  common(cancel);
-  cancel->add_option("ids", *ids, "Job ids")->required();
-  cancel->callback([=, &out] {
-    *chosen = [=, &out] {
-      int rc = 0;
-      for (const std::string& i : *ids) {
-        rc |= request([i](ApiClient& a) { return a.Delete("/v1/jobs/" + i); },
-                      [&out](const nlohmann::json& b) {
-                        out << fmt::format("job {}: {}\n", b.value("id", ""), b.value("state", ""));
-                      });
-      }
-      return rc;
-    };
-  });
+  if (wants("cancel")) {
+    CLI::App* cancel = app.add_subcommand("cancel", "Cancel jobs (running ones get SIGTERM, then SIGKILL)");
+    common(cancel);
+    cancel->add_option("ids", *ids, "Job ids")->required();
+    cancel->callback([=, &out] {
+      *chosen = [=, &out] {
+        int rc = 0;
+        for (const std::string& i : *ids) {
+          rc |= request([i](ApiClient& a) { return a.Delete("/v1/jobs/" + i); },
+                        [&out](const nlohmann::json& b) {
+                          out << fmt::format("job {}: {}\n", b.value("id", ""), b.value("state", ""));
+                        });
+        }
+        return rc;
+      };
+    });
+  }
 
-  CLI::App* nodes = app.add_subcommand("nodes", "Nodes, their GPUs and what runs on them");
-  common(nodes);
-  nodes->callback([=, &out] {
-    *chosen = [=, &out] {
-      return request([](ApiClient& a) { return a.Get("/v1/nodes"); },
-                     [&out](const nlohmann::json& b) { PrintNodes(out, b); });
-    };
-  });
+  if (wants("nodes")) {
+    CLI::App* nodes = app.add_subcommand("nodes", "Nodes, their GPUs and what runs on them");
+    common(nodes);
+    nodes->callback([=, &out] {
+      *chosen = [=, &out] {
+        return request([](ApiClient& a) { return a.Get("/v1/nodes"); },
+                       [&out](const nlohmann::json& b) { PrintNodes(out, b); });
+      };
+    });
+  }
 
-  CLI::App* pools =
-      app.add_subcommand("pools", "Node pools: nodes busy, idle and asked for, and the autoscaler's hooks");
-  common(pools);
-  pools->callback([=, &out] {
-    *chosen = [=, &out] {
-      return request([](ApiClient& a) { return a.Get("/v1/pools"); },
-                     [&out](const nlohmann::json& b) { PrintPools(out, b); });
-    };
-  });
+  if (wants("pools")) {
+    CLI::App* pools =
+        app.add_subcommand("pools", "Node pools: nodes busy, idle and asked for, and the autoscaler's hooks");
+    common(pools);
+    pools->callback([=, &out] {
+      *chosen = [=, &out] {
+        return request([](ApiClient& a) { return a.Get("/v1/pools"); },
+                       [&out](const nlohmann::json& b) { PrintPools(out, b); });
+      };
+    });
+  }
 
   for (bool drain : {true, false}) {
+    if (!wants(drain ? "drain" : "undrain")) continue;
     auto target = std::make_shared<std::string>();
     CLI::App* c = app.add_subcommand(drain ? "drain" : "undrain",
                                      drain ? "Stop placing jobs on a node (NODE) or one GPU (NODE:GPU); admins"
@@ -209,55 +227,62 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     });
   }
 
-  CLI::App* status = app.add_subcommand("status", "Cluster summary: GPUs by type, utilization, queue");
-  common(status);
-  status->callback([=, &out] {
-    *chosen = [=, &out] {
-      return request([](ApiClient& a) { return a.Get("/v1/cluster"); },
-                     [&out](const nlohmann::json& b) { PrintCluster(out, b); });
-    };
-  });
+  if (wants("status")) {
+    CLI::App* status = app.add_subcommand("status", "Cluster summary: GPUs by type, utilization, queue");
+    common(status);
+    status->callback([=, &out] {
+      *chosen = [=, &out] {
+        return request([](ApiClient& a) { return a.Get("/v1/cluster"); },
+                       [&out](const nlohmann::json& b) { PrintCluster(out, b); });
+      };
+    });
+  }
 
   auto audit_limit = std::make_shared<int>(50);
-  CLI::App* audit = app.add_subcommand("audit", "Who changed what, newest first (admins)");
-  timed(audit);
-  audit->add_option("--limit", *audit_limit, "Records");
-  audit->callback([=, &out] {
-    *chosen = [=, &out] {
-      return request([audit_limit](ApiClient& a) { return a.Get(fmt::format("/v1/audit?limit={}", *audit_limit)); },
-                     [&out, utc](const nlohmann::json& b) { PrintAudit(out, b, CurrentTimeStyle(*utc)); });
-    };
-  });
+  if (wants("audit")) {
+    CLI::App* audit = app.add_subcommand("audit", "Who changed what, newest first (admins)");
+    timed(audit);
+    audit->add_option("--limit", *audit_limit, "Records");
+    audit->callback([=, &out] {
+      *chosen = [=, &out] {
+        return request([audit_limit](ApiClient& a) { return a.Get(fmt::format("/v1/audit?limit={}", *audit_limit)); },
+                       [&out, utc](const nlohmann::json& b) { PrintAudit(out, b, CurrentTimeStyle(*utc)); });
+      };
+    });
+  }
 
   // token: make a user's token and its users.yaml entry (the token is shown once).
   auto tu = std::make_shared<std::array<std::string, 5>>();  // user, team, role, node, pool
   (*tu)[2] = "user";
-  CLI::App* token = app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
-  token->add_option("--user", (*tu)[0], "User name")->required();
-  token->add_option("--team", (*tu)[1], "Team")->required();
-  token->add_option("--role", (*tu)[2], "user, team-admin, admin or agent (a node agent)")
-      ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
-  token->add_option("--node", (*tu)[3], "The one node an agent token speaks for (--role agent)");
-  token->add_option("--pool", (*tu)[4], "Or: the node pool whose autoscaled nodes it speaks for (--role agent)")
-      ->excludes("--node");
-  token->callback([=, &out] {
-    bool bound = !(*tu)[3].empty() || !(*tu)[4].empty();
-    if (((*tu)[2] == "agent") != bound) {
-      throw CLI::ValidationError("--node",
-                                 "an agent token names its one node (--node ID) or its pool (--pool NAME); "
-                                 "other roles have neither");
-    }
-    *chosen = [=, &out] {
-      std::string t = NewToken();
-      std::string node = !(*tu)[3].empty() ? ", node: " + (*tu)[3] : !(*tu)[4].empty() ? ", pool: " + (*tu)[4] : "";
-      out << "token (give it to " << (*tu)[0] << "; it is not stored anywhere): " << t << "\n"
-          << "users.yaml entry:\n"
-          << fmt::format("  - {{name: {}, team: {}, role: {}{}, token_sha256: {}}}\n", (*tu)[0], (*tu)[1], (*tu)[2],
-                         node, Sha256Hex(t));
-      return 0;
-    };
-  });
-  ClientPlumbing plumbing{common, request, chosen, cfg, output, cmds->command};
+  if (wants("token")) {
+    CLI::App* token =
+        app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
+    token->add_option("--user", (*tu)[0], "User name")->required();
+    token->add_option("--team", (*tu)[1], "Team")->required();
+    token->add_option("--role", (*tu)[2], "user, team-admin, admin or agent (a node agent)")
+        ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
+    token->add_option("--node", (*tu)[3], "The one node an agent token speaks for (--role agent)");
+    token->add_option("--pool", (*tu)[4], "Or: the node pool whose autoscaled nodes it speaks for (--role agent)")
+        ->excludes("--node");
+    token->callback([=, &out] {
+      bool bound = !(*tu)[3].empty() || !(*tu)[4].empty();
+      if (((*tu)[2] == "agent") != bound) {
+        throw CLI::ValidationError("--node",
+                                   "an agent token names its one node (--node ID) or its pool (--pool NAME); "
+                                   "other roles have neither");
+      }
+      *chosen = [=, &out] {
+        std::string t = NewToken();
+        std::string node = !(*tu)[3].empty() ? ", node: " + (*tu)[3] : !(*tu)[4].empty() ? ", pool: " + (*tu)[4] : "";
+        out << "token (give it to " << (*tu)[0] << "; it is not stored anywhere): " << t << "\n"
+            << "users.yaml entry:\n"
+            << fmt::format("  - {{name: {}, team: {}, role: {}{}, token_sha256: {}}}\n", (*tu)[0], (*tu)[1], (*tu)[2],
+                           node, Sha256Hex(t));
+        return 0;
+      };
+    });
+  }
+  ClientPlumbing plumbing{common, request, chosen, cfg, output, cmds->command, wants};
   AddBillingCommands(app, out, plumbing);
   AddJobEditCommands(app, out, plumbing);
   AddRunCommands(app, out, err, plumbing);

@@ -20,7 +20,9 @@ struct ClientCommands {
   // never options, whatever comes before.
   std::shared_ptr<std::vector<std::string>> command = std::make_shared<std::vector<std::string>>();
 };
-std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err);
+// With `only` set, only the client command of that name (if it is one) is added.
+std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err,
+                                                  const std::string& only = "");
 
 // Splits argv at its first "--": returns the arguments before it (what the option parser
 // sees) and puts the words after it in `after`. CLI11 would otherwise let an option that

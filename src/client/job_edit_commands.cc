@@ -47,6 +47,7 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
   auto request = p.request;
   auto chosen = p.chosen;
   for (const char* verb : {"hold", "release"}) {
+    if (!p.wants(verb)) continue;
     auto ids = std::make_shared<std::vector<std::string>>();
     bool hold = std::string(verb) == "hold";
     CLI::App* c = app.add_subcommand(verb, hold ? "Keep pending jobs out of the queue until released"
@@ -65,6 +66,7 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
     });
   }
 
+  if (!p.wants("update")) return;
   auto ids = std::make_shared<std::vector<std::string>>();
   auto f = std::make_shared<UpdateFlags>();
   CLI::App* update = app.add_subcommand(

@@ -223,99 +223,106 @@ void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const C
   auto cfg = p.cfg;
   auto chosen = p.chosen;
   auto command = p.command;
+  const auto& wants = p.wants;
 
   auto rf = std::make_shared<SubmitFlags>();
-  CLI::App* run = app.add_subcommand(
-      "run", "Submit a job, print its output as it runs, exit with its exit code (like srun); Ctrl-C cancels it");
-  p.common(run);
-  AddSubmitOptions(run, *rf);
-  run->callback([=, &out, &err] {
-    *chosen = [=, &out, &err]() -> int {
-      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
-        err << "gantry: " << s.ToString() << "\n";
-        return 2;
-      }
-      SubmitFlags f = *rf;
-      if (!command->empty()) f.command = *command;
-      if (f.command.empty() && f.file.empty() && f.profile.empty()) {
-        err << "gantry: run: command: give the command after --, e.g. gantry run -g 1 -- python train.py\n";
-        return 2;
-      }
-      auto spec = BuildSpec(f, *cfg);
-      if (!spec) {
-        err << "gantry: " << spec.status().ToString() << "\n";
-        return 2;
-      }
-      std::error_code ec;
-      if (!(*spec)["working_dir"]) (*spec)["working_dir"] = std::filesystem::current_path(ec).string();
-      YAML::Emitter e;
-      e << *spec;
-      ApiClient api(*cfg);
-      auto a = PostJob(api, "/v1/jobs", e.c_str(), RandomKey());
-      if (!a || a->status >= 300) {
-        err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
-        return 1;
-      }
-      std::string id = a->body.value("id", "");
-      err << "gantry: job " << id << " submitted (" << a->body.value("state", "") << ")\n";
-      InterruptCounter interrupts;
-      return FollowJob(api, id, {{{"stdout", &out}, {"stderr", &err}}, true, true}, err);
-    };
-  });
+  if (wants("run")) {
+    CLI::App* run = app.add_subcommand(
+        "run", "Submit a job, print its output as it runs, exit with its exit code (like srun); Ctrl-C cancels it");
+    p.common(run);
+    AddSubmitOptions(run, *rf);
+    run->callback([=, &out, &err] {
+      *chosen = [=, &out, &err]() -> int {
+        if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+          err << "gantry: " << s.ToString() << "\n";
+          return 2;
+        }
+        SubmitFlags f = *rf;
+        if (!command->empty()) f.command = *command;
+        if (f.command.empty() && f.file.empty() && f.profile.empty()) {
+          err << "gantry: run: command: give the command after --, e.g. gantry run -g 1 -- python train.py\n";
+          return 2;
+        }
+        auto spec = BuildSpec(f, *cfg);
+        if (!spec) {
+          err << "gantry: " << spec.status().ToString() << "\n";
+          return 2;
+        }
+        std::error_code ec;
+        if (!(*spec)["working_dir"]) (*spec)["working_dir"] = std::filesystem::current_path(ec).string();
+        YAML::Emitter e;
+        e << *spec;
+        ApiClient api(*cfg);
+        auto a = PostJob(api, "/v1/jobs", e.c_str(), RandomKey());
+        if (!a || a->status >= 300) {
+          err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+          return 1;
+        }
+        std::string id = a->body.value("id", "");
+        err << "gantry: job " << id << " submitted (" << a->body.value("state", "") << ")\n";
+        InterruptCounter interrupts;
+        return FollowJob(api, id, {{{"stdout", &out}, {"stderr", &err}}, true, true}, err);
+      };
+    });
+  }
 
   auto wait_ids = std::make_shared<std::vector<std::string>>();
   auto timeout = std::make_shared<std::string>();
-  CLI::App* wait =
-      app.add_subcommand("wait", "Block until jobs (or whole arrays) end; non-zero if one did not succeed");
-  p.common(wait);
-  wait->add_option("ids", *wait_ids, "Job ids (an array's id waits for all its tasks)")->required();
-  wait->add_option("--timeout", *timeout, "Give up after this long (exit 124), e.g. 2h; a bare number is minutes");
-  wait->callback([=, &out, &err] {
-    *chosen = [=, &out, &err]() -> int {
-      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
-        err << "gantry: " << s.ToString() << "\n";
-        return 2;
-      }
-      DurationMs limit = 0;
-      if (!timeout->empty()) {
-        auto d = ParseJobTime(*timeout);
-        if (!d) {
-          err << "gantry: --timeout: " << d.status().message() << "\n";
+  if (wants("wait")) {
+    CLI::App* wait =
+        app.add_subcommand("wait", "Block until jobs (or whole arrays) end; non-zero if one did not succeed");
+    p.common(wait);
+    wait->add_option("ids", *wait_ids, "Job ids (an array's id waits for all its tasks)")->required();
+    wait->add_option("--timeout", *timeout, "Give up after this long (exit 124), e.g. 2h; a bare number is minutes");
+    wait->callback([=, &out, &err] {
+      *chosen = [=, &out, &err]() -> int {
+        if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+          err << "gantry: " << s.ToString() << "\n";
           return 2;
         }
-        limit = *d;
-      }
-      ApiClient api(*cfg);
-      return WaitForJobs(api, *wait_ids, limit, out, err);
-    };
-  });
+        DurationMs limit = 0;
+        if (!timeout->empty()) {
+          auto d = ParseJobTime(*timeout);
+          if (!d) {
+            err << "gantry: --timeout: " << d.status().message() << "\n";
+            return 2;
+          }
+          limit = *d;
+        }
+        ApiClient api(*cfg);
+        return WaitForJobs(api, *wait_ids, limit, out, err);
+      };
+    });
+  }
 
   auto id = std::make_shared<std::string>();
   auto follow = std::make_shared<bool>(false);
   auto use_stderr = std::make_shared<bool>(false);
   auto rank = std::make_shared<int>(-1);
   auto run_number = std::make_shared<int>(0);
-  CLI::App* logs = app.add_subcommand("logs", "A job's output (-f: until it ends, exiting with its status)");
-  p.common(logs);
-  logs->add_option("id", *id, "Job id")->required();
-  logs->add_flag("-f,--follow", *follow, "Keep printing until the job ends; exit with its exit code");
-  logs->add_flag("--stderr", *use_stderr, "The error stream instead of stdout");
-  logs->add_option("--rank", *rank, "One rank of a multi-node job (default: all, each line after [rank N])")
-      ->check(CLI::Range(0, 65535));
-  logs->add_option("--run", *run_number, "One run of a job that was requeued or retried (default: the latest)")
-      ->check(CLI::Range(1, 1 << 30));
-  logs->callback([=, &out, &err] {
-    *chosen = [=, &out, &err]() -> int {
-      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
-        err << "gantry: " << s.ToString() << "\n";
-        return 2;
-      }
-      ApiClient api(*cfg);
-      // The chosen stream goes to stdout either way, so `gantry logs --stderr 7 > err.txt` works.
-      return FollowJob(api, *id, {{{*use_stderr ? "stderr" : "stdout", &out}}, *follow, false, *rank, *run_number},
-                       err);
-    };
-  });
+  if (wants("logs")) {
+    CLI::App* logs = app.add_subcommand("logs", "A job's output (-f: until it ends, exiting with its status)");
+    p.common(logs);
+    logs->add_option("id", *id, "Job id")->required();
+    logs->add_flag("-f,--follow", *follow, "Keep printing until the job ends; exit with its exit code");
+    logs->add_flag("--stderr", *use_stderr, "The error stream instead of stdout");
+    logs->add_option("--rank", *rank, "One rank of a multi-node job (default: all, each line after [rank N])")
+        ->check(CLI::Range(0, 65535));
+    logs->add_option("--run", *run_number, "One run of a job that was requeued or retried (default: the latest)")
+        ->check(CLI::Range(1, 1 << 30));
+    logs->callback([=, &out, &err] {
+      *chosen = [=, &out, &err]() -> int {
+        if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+          err << "gantry: " << s.ToString() << "\n";
+          return 2;
+        }
+        ApiClient api(*cfg);
+        // The chosen stream goes to stdout either way, so `gantry logs --stderr 7 > err.txt` works.
+        return FollowJob(api, *id, {{{*use_stderr ? "stderr" : "stdout", &out}}, *follow, false, *rank, *run_number},
+                         err);
+      };
+    });
+  }
 }
 
 }  // namespace gantry

@@ -147,48 +147,52 @@ void AddSubmitCommand(CLI::App& app, std::ostream& out, std::ostream& err, const
   auto chosen = p.chosen;
   auto command = p.command;
   auto output = p.output;
+  const auto& wants = p.wants;
   auto sf = std::make_shared<SubmitFlags>();
   auto dry_run = std::make_shared<bool>(false);
-  CLI::App* submit = app.add_subcommand("submit", "Submit a job (flags, -f job.yaml, --profile, or --jobs-file)");
-  p.common(submit);
-  AddSubmitOptions(submit, *sf);
-  submit->add_option("--jobs-file", sf->jobs_file, "One job per line: priority,script,conda_env,arguments,allowed_gpus")
-      ->check(CLI::ExistingFile);
-  submit->add_option("--idempotency-key", sf->key, "Retries with the same key never make two jobs");
-  submit->add_flag("--dry-run", *dry_run, "Check and say where it would run now; submit nothing");
-  submit->callback([=, &out, &err] {
-    *chosen = [=, &out, &err]() -> int {
-      if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
-        err << "gantry: " << s.ToString() << "\n";
-        return 2;
-      }
-      SubmitFlags f = *sf;
-      if (!command->empty()) {
-        if (!f.command.empty()) {
-          err << "gantry: command: give it once, after -- (found '" << f.command.front() << "' before --)\n";
+  if (wants("submit")) {
+    CLI::App* submit = app.add_subcommand("submit", "Submit a job (flags, -f job.yaml, --profile, or --jobs-file)");
+    p.common(submit);
+    AddSubmitOptions(submit, *sf);
+    submit
+        ->add_option("--jobs-file", sf->jobs_file, "One job per line: priority,script,conda_env,arguments,allowed_gpus")
+        ->check(CLI::ExistingFile);
+    submit->add_option("--idempotency-key", sf->key, "Retries with the same key never make two jobs");
+    submit->add_flag("--dry-run", *dry_run, "Check and say where it would run now; submit nothing");
+    submit->callback([=, &out, &err] {
+      *chosen = [=, &out, &err]() -> int {
+        if (Status s = ResolveClientConfig(*cfg); !s.ok()) {
+          err << "gantry: " << s.ToString() << "\n";
           return 2;
         }
-        f.command = *command;
-      }
-      auto specs = CollectSpecs(f, *cfg);
-      if (!specs) {
-        err << "gantry: " << specs.status().ToString() << "\n";
-        return 2;
-      }
-      ApiClient api(*cfg);
-      if (!*dry_run) return Submit(api, f, *specs, *output == "json", out, err);
-      auto a = api.Post("/v1/jobs/batch?dry_run=true", BatchBody(*specs), "application/yaml");
-      if (!a || a->status != 200) {
-        err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
-        return 1;
-      }
-      if (*output == "json") {
-        out << a->body.dump(2) << "\n";
-        return 0;
-      }
-      return PrintVerdicts(out, a->body, *specs) > 0 ? 1 : 0;
-    };
-  });
+        SubmitFlags f = *sf;
+        if (!command->empty()) {
+          if (!f.command.empty()) {
+            err << "gantry: command: give it once, after -- (found '" << f.command.front() << "' before --)\n";
+            return 2;
+          }
+          f.command = *command;
+        }
+        auto specs = CollectSpecs(f, *cfg);
+        if (!specs) {
+          err << "gantry: " << specs.status().ToString() << "\n";
+          return 2;
+        }
+        ApiClient api(*cfg);
+        if (!*dry_run) return Submit(api, f, *specs, *output == "json", out, err);
+        auto a = api.Post("/v1/jobs/batch?dry_run=true", BatchBody(*specs), "application/yaml");
+        if (!a || a->status != 200) {
+          err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+          return 1;
+        }
+        if (*output == "json") {
+          out << a->body.dump(2) << "\n";
+          return 0;
+        }
+        return PrintVerdicts(out, a->body, *specs) > 0 ? 1 : 0;
+      };
+    });
+  }
 }
 
 }  // namespace gantry

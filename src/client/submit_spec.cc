@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 #include <openssl/rand.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -79,7 +81,9 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
 
 std::string RandomKey() {
   unsigned char b[12];
-  RAND_bytes(b, sizeof(b));
+  // The kernel's generator: OpenSSL's would first set up its DRBG, a third of a quick
+  // command's start.
+  if (getrandom(b, sizeof(b), 0) != static_cast<ssize_t>(sizeof(b)) && RAND_bytes(b, sizeof(b)) != 1) std::abort();
   std::string k;
   for (unsigned char c : b) k += fmt::format("{:02x}", c);
   return k;

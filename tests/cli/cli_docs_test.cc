@@ -34,6 +34,27 @@ TEST(CliDocs, HelpNamesACommandAndShowsItsExamples) {
   EXPECT_NE(out.find("gantry help COMMAND"), std::string::npos) << out;
 }
 
+// `gantry CMD ...` defines CMD's flags alone (a quick start); what a user sees is the same
+// as with every command defined.
+TEST(CliDocs, ACommandNamedFirstParsesAsWithEveryCommandDefined) {
+  int rc = 0;
+  EXPECT_EQ(Gantry("--version", &rc), "gantry 0.1.0\n");
+  EXPECT_EQ(rc, 0);
+  std::string out = Gantry("jobs --help", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("--since"), std::string::npos) << out;
+  EXPECT_EQ(out.find("--hold-gpus"), std::string::npos) << out;  // submit's, not jobs'
+  out = Gantry("jobs --nosuch", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("not expected: --nosuch"), std::string::npos) << out;
+  out = Gantry("submt -g 1", &rc);  // not a command
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("gantry: no command 'submt' (gantry help lists them)"), std::string::npos) << out;
+  out = Gantry("sim --help", &rc);  // a daemon command: gantryd answers
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(out.find("--trace"), std::string::npos) << out;
+}
+
 // Asks the generated bash function for the words that complete `line`.
 std::string Complete(const std::string& words, int cword) {
   std::string out;
