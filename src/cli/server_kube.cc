@@ -47,8 +47,8 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
   http.agent_token_plausible = [](std::string_view token) {
     return KubeAgentVerifier::LooksLikeJwt(std::string(token));
   };
-  http.verify_agent_token = [verifier](const std::string& token) -> Expected<Actor> {
-    auto id = verifier->Verify(token);
+  http.verify_agent_token = [verifier](const std::string& token, const std::string& client) -> Expected<Actor> {
+    auto id = verifier->Verify(token, client);
     if (!id) return id.status();
     Actor agent;
     agent.user = "kube:" + id->pod;

@@ -37,7 +37,7 @@ int64_t JwtExpiry(const std::string& token) {
   return IntAt(nlohmann::json::parse(text, nullptr, false), "exp");
 }
 
-Expected<KubeAgentIdentity> KubeAgentVerifier::Verify(const std::string& token) {
+Expected<KubeAgentIdentity> KubeAgentVerifier::Verify(const std::string& token, const std::string& client) {
   if (!LooksLikeJwt(token)) return Status(StatusCode::kUnauthenticated, "not a Kubernetes service account token");
   using SteadyClock = std::chrono::steady_clock;
   const std::string key = Sha256Hex(token);
@@ -58,15 +58,20 @@ Expected<KubeAgentIdentity> KubeAgentVerifier::Verify(const std::string& token) 
       return Status(StatusCode::kUnavailable, "the Kubernetes API server is slow to check agent tokens: try again");
     }
   }
-  if (static_cast<int>(in_flight_.size()) >= kMaxReviewing) {
+  auto mine = client_reviewing_.find(client);
+  const bool client_busy = mine != client_reviewing_.end() && mine->second >= kMaxReviewingPerClient;
+  if (client_busy || static_cast<int>(in_flight_.size()) >= kMaxReviewing) {
     if (const auto* known = stale()) return *known;
-    return Status(StatusCode::kUnavailable, "too many agent tokens being checked at once: try again");
+    return Status(StatusCode::kUnavailable, client_busy ? "an agent token from this address is being checked: try again"
+                                                        : "too many agent tokens being checked at once: try again");
   }
   in_flight_.insert(key);
+  ++client_reviewing_[client];
   lock.unlock();
   Expected<KubeAgentIdentity> answer = Review(token);
   lock.lock();
   in_flight_.erase(key);
+  if (--client_reviewing_[client] == 0) client_reviewing_.erase(client);
   reviewed_.notify_all();
   if (!answer && answer.status().code() == StatusCode::kUnavailable) {
     if (const auto* known = stale()) return *known;  // the API server is down: the token stays trusted

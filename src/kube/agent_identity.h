@@ -57,10 +57,12 @@ class KubeAgentVerifier {
   // running pod with a node), kUnavailable when it cannot be asked now (the caller may try
   // again). Answers are kept by the token's SHA-256: a verified one for `valid_for` (never
   // past the token's own expiry), a refused one for `refused_for`. One review per token at
-  // a time (others wait for it), and at most two at once; while the API server cannot
-  // answer, or is being asked, a token verified before keeps its node until it expires, so
-  // an API outage or a flood of made-up tokens does not cut working agents off.
-  Expected<KubeAgentIdentity> Verify(const std::string& token);
+  // a time (others wait for it), one per `client` (the caller's address) at a time, and at
+  // most kMaxReviewing at once, so a flood of made-up tokens from one address holds one
+  // review and never the others' (its next ones get kUnavailable at once); while the API
+  // server cannot answer, or is being asked, a token verified before keeps its node until
+  // it expires, so an API outage does not cut working agents off.
+  Expected<KubeAgentIdentity> Verify(const std::string& token, const std::string& client = "");
 
  private:
   Expected<KubeAgentIdentity> Review(const std::string& token);
@@ -75,9 +77,11 @@ class KubeAgentVerifier {
   std::mutex mu_;
   std::condition_variable reviewed_;
   std::map<std::string, Cached> cache_;
-  std::set<std::string> in_flight_;  // tokens (hashes) under review
+  std::set<std::string> in_flight_;              // tokens (hashes) under review
+  std::map<std::string, int> client_reviewing_;  // reviews in flight per client address
   static constexpr size_t kMaxCached = 20000;
-  static constexpr int kMaxReviewing = 2;
+  static constexpr int kMaxReviewing = 8;
+  static constexpr int kMaxReviewingPerClient = 1;
 };
 
 }  // namespace gantry

@@ -250,7 +250,7 @@ std::optional<Actor> HttpApi::Caller(const httplib::Request& req, bool may_ask) 
       !options_.agent_token_plausible || !options_.agent_token_plausible(token)) {
     return std::nullopt;
   }
-  auto agent = options_.verify_agent_token(token);
+  auto agent = options_.verify_agent_token(token, req.remote_addr);
   if (!agent) {
     t_token_refusal = agent.status().message();
     t_token_unchecked = agent.status().code() == StatusCode::kUnavailable;

@@ -38,7 +38,7 @@ struct HttpOptions {
   // I/O (on the event loop), whether a token may be one, so its body is read; `verify`
   // gives the agent it speaks for or why not (on a worker; it may ask the API server).
   std::function<bool(std::string_view token)> agent_token_plausible;
-  std::function<Expected<Actor>(const std::string& token)> verify_agent_token;
+  std::function<Expected<Actor>(const std::string& token, const std::string& client_address)> verify_agent_token;
   int max_poll_s = 25;  // longest long poll an agent may ask for
 };
 
