@@ -69,7 +69,7 @@ def main():
         daemon_version = timed_calls([daemon, "--version"], env, args.calls) if os.path.exists(daemon) else None
         submit = timed_calls([gantry, "submit", "-g", "1", "--", "true"], env, args.calls)
         t0 = time.perf_counter()
-        subprocess.run(["bash", "-c", f'for i in $(seq {args.calls}); do "$0" submit -g 1 -- true >/dev/null; done',
+        subprocess.run(["bash", "-c", f'for i in $(seq {args.calls}); do "$0" submit -g 1 -- true >/dev/null 2>&1; done',
                         gantry], env=env, check=True)
         loop_s = time.perf_counter() - t0
         print(f"binary: {gantry} ({libraries(gantry)} shared libraries"

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "net/httplib_connection.h"
 #include "protocol/order_wire.h"
 #include "protocol/spec_json.h"
 
@@ -19,14 +20,24 @@ namespace {
 // Each request tries every server once (following what standbys say); the loops wait and
 // try again themselves.
 constexpr std::chrono::milliseconds kOneRound{0};
+// A report is answered at once; one not answered in this long is sent again.
+constexpr std::chrono::seconds kReportTimeout{5};
 
-void Configure(httplib::Client& client, const ServerConnectionOptions& o) {
-  client.set_tcp_nodelay(true);
-  client.set_keep_alive(true);
-  if (!o.ca_cert.empty()) client.set_ca_cert_path(o.ca_cert.c_str());
+// Connections with the agent's CA and `read_timeout` (a long poll's wait and more).
+HttpConnector Connector(const ServerConnectionOptions& o, std::chrono::seconds read_timeout) {
+  HttpConnectionOptions options;
+  options.ca_cert = o.ca_cert;
+  options.read_timeout = read_timeout;
+  return [options](const std::string& url) { return ConnectAnyScheme(url, options); };
 }
 
 }  // namespace
+
+HttpRequest ServerConnection::Request(std::string method, std::string path, std::string body) {
+  HttpRequest q{std::move(method), std::move(path), {}, std::move(body), "application/json"};
+  q.headers.emplace("Authorization", "Bearer " + Token());
+  return q;
+}
 
 std::string ServerConnection::Token() {
   std::string rotated = token_file_ ? token_file_->Current() : "";
@@ -49,24 +60,15 @@ ServerConnection::ServerConnection(ServerConnectionOptions options, std::ostream
     : options_(std::move(options)),
       err_(err),
       token_file_(options_.token_file.empty() ? nullptr : std::make_unique<TokenFile>(options_.token_file)),
-      poller_(options_.servers,
-              [this](httplib::Client& c) {
-                Configure(c, options_);
-                c.set_read_timeout(options_.poll_wait_s + 10);
-              }),
-      reporter_(options_.servers, [this](httplib::Client& c) { Configure(c, options_); }) {}
+      poller_(options_.servers, Connector(options_, std::chrono::seconds(options_.poll_wait_s + 10))),
+      reporter_(options_.servers, Connector(options_, kReportTimeout)) {}
 
 bool ServerConnection::Register(const Registration& registration) {
   std::string body = RegistrationToJson(registration).dump(-1, ' ', false, kReplaceBadUtf8);
   for (int attempt = 0; !stop_; ++attempt) {
-    auto r = poller_.Send(
-        [&](httplib::Client& c) {
-          c.set_bearer_token_auth(Token());
-          return c.Post("/v1/agent/register", body, "application/json");
-        },
-        true, kOneRound);
-    if (r && r->status == 200) {
-      nlohmann::json answer = nlohmann::json::parse(r->body, nullptr, false);
+    auto r = poller_.Send(Request("POST", "/v1/agent/register", body), true, kOneRound);
+    if (r && r.status == 200) {
+      nlohmann::json answer = nlohmann::json::parse(r.body, nullptr, false);
       if (!session_.empty()) {  // the first registration is the caller's to report
         err_ << "gantry agent: registered again, with " << poller_.current() << " (a restart or a take-over); "
              << registration.runs.size() << " run(s) still here reported for adoption" << std::endl;
@@ -75,14 +77,14 @@ bool ServerConnection::Register(const Registration& registration) {
       acked_ = answer.value("ack", uint64_t{0});
       return true;
     }
-    if (r && r->status < 500 && r->status != 404) {
-      err_ << "gantry agent: registration refused: " << r->status << " " << r->body << "\n";
+    if (r && r.status < 500 && r.status != 404) {
+      err_ << "gantry agent: registration refused: " << r.status << " " << r.body << "\n";
       return false;
     }
     if (attempt % 10 == 0) {
       // A standby's 503 names the leader; a pool's scale-up that has not printed this node
       // yet says so.
-      std::string why = r ? fmt::format("not registered yet ({} {})", r->status, r->body) : "no server reachable";
+      std::string why = r ? fmt::format("not registered yet ({} {})", r.status, r.body) : "no server reachable";
       err_ << "gantry agent: " << why << " at " << fmt::format("{}", fmt::join(poller_.urls(), ", ")) << "; retrying\n";
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -95,22 +97,17 @@ void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
   while (!stop_) {
     const std::string path = fmt::format("/v1/agent/orders?node={}&session={}&ack={}&wait={}", options_.node_id,
                                          session_, acked_, options_.poll_wait_s);
-    auto r = poller_.Send(
-        [&](httplib::Client& c) {
-          c.set_bearer_token_auth(Token());
-          return c.Get(path);
-        },
-        true, kOneRound);
-    if (r && (r->status == 404 || r->status == 409)) {  // a restarted or new leader: register again
+    auto r = poller_.Send(Request("GET", path, ""), true, kOneRound);
+    if (r && (r.status == 404 || r.status == 409)) {  // a restarted or new leader: register again
       Register(registration());
       continue;
     }
-    if (!r || r->status != 200) {  // no leader reachable yet, or a refusal: not a busy loop
-      if (r && r->status != 503) err_ << "gantry agent: orders refused: " << r->status << " " << r->body << "\n";
+    if (!r || r.status != 200) {  // no leader reachable yet, or a refusal: not a busy loop
+      if (r && r.status != 503) err_ << "gantry agent: orders refused: " << r.status << " " << r.body << "\n";
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+    nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);
     for (const auto& order : FieldOr(body, "orders", EmptyList())) {
       uint64_t seq = order.value("seq", uint64_t{0});
       if (seq <= acked_) continue;  // applied already; its acknowledgement was lost
@@ -146,13 +143,8 @@ void ServerConnection::SendReports(ReportOutbox& outbox, LogShipper& logs) {
     nlohmann::json body = AgentReportToJson(report);
     body["logs"] = std::move(shipped);
     const std::string text = body.dump(-1, ' ', false, kReplaceBadUtf8);
-    auto r = reporter_.Send(
-        [&](httplib::Client& c) {
-          c.set_bearer_token_auth(Token());
-          return c.Post("/v1/agent/report", text, "application/json");
-        },
-        true, kOneRound);
-    if (r && r->status == 200) {
+    auto r = reporter_.Send(Request("POST", "/v1/agent/report", text), true, kOneRound);
+    if (r && r.status == 200) {
       logs.Acknowledge(body["logs"]);
       if (!held.events.empty()) outbox.Return(std::move(held));
     } else {

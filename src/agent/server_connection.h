@@ -63,6 +63,8 @@ class ServerConnection {
   std::atomic<bool> stop_{false};
   // The token to send now (options' token, or token_file's content as it is now).
   std::string Token();
+  // A JSON request carrying the token.
+  HttpRequest Request(std::string method, std::string path, std::string body);
   std::string session_;  // the poller's, from the latest registration
   uint64_t acked_ = 0;   // the last order taken
 };

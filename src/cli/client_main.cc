@@ -1,8 +1,9 @@
-// gantry: the command users type. It links the API client alone (no store, database
-// drivers, agent or container code), so a `gantry submit` in a shell loop starts in a few
-// milliseconds. The daemon commands (server, agent, gpus, sim, demo) and the job shim are
-// gantryd's: this process becomes it (exec), found beside this binary, with the same
-// arguments. Both define every command, so help, completion and man pages are whole here.
+// gantry: the command users type. It links the API client alone over plain HTTP (no TLS
+// library, store, database drivers, agent or container code), so a `gantry submit` in a
+// shell loop starts in about 2 ms. The daemon commands (server, agent, gpus, sim, demo), the
+// job shim and calls to an https:// server are gantryd's: this process becomes it (exec),
+// found beside this binary, with the same arguments. Both define every command, so help,
+// completion and man pages are whole here.
 #include <unistd.h>
 
 #include <csignal>
@@ -36,15 +37,14 @@ int main(int argc, char** argv) {
     std::cout << gantry::kVersionLine << "\n";
     return 0;
   }
-  // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
-  // writes without MSG_NOSIGNAL).
+  // A server that answers early and closes must not kill a client with SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<gantry::CommandLine> line = gantry::CommandLine::ForClient(argc, argv);
   if (int rc = line->Parse(argc, argv); rc >= 0) return rc;
-  if (line->daemon.chosen()) return ExecDaemon(argv);
+  if (line->daemon.chosen() || line->ClientWantsTls()) return ExecDaemon(argv);
   int rc = line->RunClientOrDocs();
   // Done: the output is flushed and nothing else is left to clean up, so skip the exit
-  // handlers (OpenSSL's cleanup alone is a tenth of a quick command's work).
+  // handlers.
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);

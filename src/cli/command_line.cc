@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/cli_docs.h"
+#include "client/http_client.h"
 #include "sim/policy.h"
 
 namespace gantry {
@@ -42,7 +43,8 @@ void AddJobRunnerFlags(CLI::App* cmd, JobRunnerFlags& runner) {
 }  // namespace
 
 bool IsDaemonCommand(const std::string& name) {
-  return name == "server" || name == "agent" || name == "gpus" || name == "sim" || name == "demo" || name == "job-shim";
+  return name == "server" || name == "agent" || name == "gpus" || name == "sim" || name == "demo" || name == "token" ||
+         name == "job-shim";
 }
 
 void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
@@ -209,6 +211,24 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
   gpus_cmd->add_option("--measure", gpus.measure_s, "Poll for this many seconds and report the CPU it costs");
   gpus_cmd->add_option("--interval", gpus.interval_s, "Seconds between readings while measuring")
       ->check(CLI::Range(0.01, 60.0));
+
+  TokenCommandOptions& token = c.token;
+  c.token_cmd = app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
+  c.token_cmd->add_option("--user", token.user, "User name")->required();
+  c.token_cmd->add_option("--team", token.team, "Team")->required();
+  c.token_cmd->add_option("--role", token.role, "user, team-admin, admin or agent (a node agent)")
+      ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
+  c.token_cmd->add_option("--node", token.node, "The one node an agent token speaks for (--role agent)");
+  c.token_cmd->add_option("--pool", token.pool, "Or: the node pool whose autoscaled nodes it speaks for (--role agent)")
+      ->excludes("--node");
+  c.token_cmd->callback([&token] {
+    bool bound = !token.node.empty() || !token.pool.empty();
+    if ((token.role == "agent") != bound) {
+      throw CLI::ValidationError("--node",
+                                 "an agent token names its one node (--node ID) or its pool (--pool NAME); "
+                                 "other roles have neither");
+    }
+  });
 }
 
 CommandLine::CommandLine(const std::string& only) {
@@ -246,6 +266,12 @@ int CommandLine::Parse(int argc, char** argv) {
     return app_.exit(e);
   }
   return -1;
+}
+
+bool CommandLine::ClientWantsTls() const {
+  if (!client_->chosen()) return false;
+  ClientConfig config = *client_->config;
+  return ResolveClientConfig(config).ok() && WantsTls(config);
 }
 
 int CommandLine::RunClientOrDocs() {

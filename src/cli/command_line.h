@@ -15,6 +15,7 @@
 #include "cli/gpus_command.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
+#include "cli/token_command.h"
 #include "client/commands.h"
 
 namespace gantry {
@@ -30,14 +31,18 @@ struct DaemonCommands {
   bool no_fsync = false;      // server --no-fsync
   AgentOptions agent;
   GpusCommandOptions gpus;
+  TokenCommandOptions token;
   CLI::App* demo_cmd = nullptr;
   CLI::App* sim_cmd = nullptr;
   CLI::App* server_cmd = nullptr;
   CLI::App* agent_cmd = nullptr;
   CLI::App* gpus_cmd = nullptr;
+  CLI::App* token_cmd = nullptr;
 
   // Whether the parsed command line chose one of these commands (none when not defined).
-  bool chosen() const { return demo_cmd && (*demo_cmd || *sim_cmd || *server_cmd || *agent_cmd || *gpus_cmd); }
+  bool chosen() const {
+    return demo_cmd && (*demo_cmd || *sim_cmd || *server_cmd || *agent_cmd || *gpus_cmd || *token_cmd);
+  }
 };
 
 // Adds the daemon commands and their flags to `app`, their values going to `c`.
@@ -59,6 +64,9 @@ class CommandLine {
   int Parse(int argc, char** argv);
   // Runs the chosen client or docs command: its exit status, -1 when neither was chosen.
   int RunClientOrDocs();
+  // Whether the chosen client command goes to an https:// server (the lean `gantry`, which
+  // has no TLS, then hands it to gantryd).
+  bool ClientWantsTls() const;
   DaemonCommands daemon;
 
  private:

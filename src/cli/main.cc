@@ -6,6 +6,8 @@
 
 #include "agent/process.h"
 #include "cli/command_line.h"
+#include "client/http_client.h"
+#include "net/httplib_connection.h"
 
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
@@ -13,11 +15,13 @@ int main(int argc, char** argv) {
   // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
   // writes without MSG_NOSIGNAL). After the shim: jobs keep the default.
   signal(SIGPIPE, SIG_IGN);
+  gantry::SetTlsConnector(gantry::ConnectWithHttplib);  // the client commands' https:// calls
   gantry::CommandLine line;
   if (int rc = line.Parse(argc, argv); rc >= 0) return rc;
   gantry::DaemonCommands& c = line.daemon;
   if (*c.agent_cmd) return gantry::RunAgent(c.agent, std::cout, std::cerr);
   if (*c.gpus_cmd) return gantry::RunGpusCommand(c.gpus, std::cout, std::cerr);
+  if (*c.token_cmd) return gantry::RunTokenCommand(c.token, std::cout);
   if (*c.server_cmd) {
     c.server.sync_full = !c.no_fsync;
     c.server.open_metrics = !c.metrics_auth;

@@ -2,7 +2,6 @@
 #include "client/commands.h"
 
 #include <fmt/format.h>
-#include <openssl/rand.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -42,6 +41,8 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   auto output = std::make_shared<std::string>("text");
   auto chosen = std::make_shared<std::function<int()>>();
   cmds->run = [chosen] { return *chosen ? (*chosen)() : -1; };
+  cmds->chosen = [chosen] { return static_cast<bool>(*chosen); };
+  cmds->config = cfg;
 
   auto common = [&, cfg, output](CLI::App* c) {
     c->add_option(
@@ -251,37 +252,6 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     });
   }
 
-  // token: make a user's token and its users.yaml entry (the token is shown once).
-  auto tu = std::make_shared<std::array<std::string, 5>>();  // user, team, role, node, pool
-  (*tu)[2] = "user";
-  if (wants("token")) {
-    CLI::App* token =
-        app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
-    token->add_option("--user", (*tu)[0], "User name")->required();
-    token->add_option("--team", (*tu)[1], "Team")->required();
-    token->add_option("--role", (*tu)[2], "user, team-admin, admin or agent (a node agent)")
-        ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
-    token->add_option("--node", (*tu)[3], "The one node an agent token speaks for (--role agent)");
-    token->add_option("--pool", (*tu)[4], "Or: the node pool whose autoscaled nodes it speaks for (--role agent)")
-        ->excludes("--node");
-    token->callback([=, &out] {
-      bool bound = !(*tu)[3].empty() || !(*tu)[4].empty();
-      if (((*tu)[2] == "agent") != bound) {
-        throw CLI::ValidationError("--node",
-                                   "an agent token names its one node (--node ID) or its pool (--pool NAME); "
-                                   "other roles have neither");
-      }
-      *chosen = [=, &out] {
-        std::string t = NewToken();
-        std::string node = !(*tu)[3].empty() ? ", node: " + (*tu)[3] : !(*tu)[4].empty() ? ", pool: " + (*tu)[4] : "";
-        out << "token (give it to " << (*tu)[0] << "; it is not stored anywhere): " << t << "\n"
-            << "users.yaml entry:\n"
-            << fmt::format("  - {{name: {}, team: {}, role: {}{}, token_sha256: {}}}\n", (*tu)[0], (*tu)[1], (*tu)[2],
-                           node, Sha256Hex(t));
-        return 0;
-      };
-    });
-  }
   ClientPlumbing plumbing{common, request, chosen, cfg, output, cmds->command, wants};
   AddBillingCommands(app, out, plumbing);
   AddJobEditCommands(app, out, plumbing);

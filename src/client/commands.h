@@ -1,5 +1,5 @@
 // The client subcommands of `gantry` (submit, jobs, job, queue, cancel, nodes, drain,
-// undrain, status, logs, audit, token; usage, report, budgets, alerts): each one request or a few, printed as a table,
+// undrain, status, logs, audit; usage, report, budgets, alerts): each one request or a few, printed as a table,
 // or as the server's JSON with -o json.
 #pragma once
 
@@ -14,8 +14,13 @@ namespace gantry {
 
 // Adds the client subcommands to `app`. After parsing, `run()` runs the chosen one (and
 // returns its exit status) or returns -1 when none of them was chosen.
+struct ClientConfig;
 struct ClientCommands {
   std::function<int()> run;
+  // Whether a client command was chosen (run() then runs it).
+  std::function<bool()> chosen;
+  // The server, token and CA the flags gave (ResolveClientConfig fills in the rest).
+  std::shared_ptr<ClientConfig> config;
   // The words after the first "--" on the command line (SplitAtDashes): a job's command,
   // never options, whatever comes before.
   std::shared_ptr<std::vector<std::string>> command = std::make_shared<std::vector<std::string>>();

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -15,6 +15,7 @@
 #include "core/config_dir.h"
 #include "core/yaml_util.h"
 #include "net/leader_follower.h"
+#include "net/plain_http_connection.h"
 
 namespace gantry {
 
@@ -50,18 +51,9 @@ Expected<std::string> TokenFromFile(const std::string& path, const std::string& 
   return token;
 }
 
-// Why a request got no answer, in words.
-std::string Unreachable(httplib::Error e) {
-  switch (e) {
-    case httplib::Error::Connection: return "connection refused or unreachable";
-    case httplib::Error::ConnectionTimeout: return "no connection within 5 s";
-    case httplib::Error::Read: return "the connection broke while reading the answer";
-    case httplib::Error::Write: return "the connection broke while sending the request";
-    case httplib::Error::SSLConnection: return "the TLS handshake failed";
-    case httplib::Error::SSLServerVerification:
-      return "the server's certificate is not trusted (set ca_cert in the config or GANTRY_CA_CERT)";
-    default: return httplib::to_string(e);
-  }
+TlsConnector& Tls() {
+  static TlsConnector connector;
+  return connector;
 }
 
 }  // namespace
@@ -113,70 +105,73 @@ Status ResolveClientConfig(ClientConfig& c) {
   return Status::Ok();
 }
 
-ApiClient::ApiClient(const ClientConfig& config) : server_(config.server) {
+bool WantsTls(const ClientConfig& c) {
+  auto urls = ParseServerList(c.server, "server");
+  return urls &&
+         std::any_of(urls->begin(), urls->end(), [](const std::string& u) { return u.rfind("https://", 0) == 0; });
+}
+
+void SetTlsConnector(TlsConnector connector) { Tls() = std::move(connector); }
+
+ApiClient::ApiClient(const ClientConfig& config) : server_(config.server), token_(config.token) {
   auto urls = ParseServerList(config.server, "server");
   if (!urls) bad_server_ = urls.status().ToString();
-  servers_ = std::make_unique<LeaderFollower>(urls ? *urls : std::vector<std::string>{}, [config](httplib::Client& c) {
-    c.set_keep_alive(true);
-    c.set_tcp_nodelay(true);
-    c.set_connection_timeout(5);
-    c.set_read_timeout(60);
-    if (!config.token.empty()) c.set_bearer_token_auth(config.token);
-    if (!config.ca_cert.empty()) c.set_ca_cert_path(config.ca_cert.c_str());
-  });
+  HttpConnectionOptions options;
+  options.ca_cert = config.ca_cert;
+  servers_ = std::make_unique<LeaderFollower>(
+      urls ? *urls : std::vector<std::string>{}, [options](const std::string& url) -> std::unique_ptr<HttpConnection> {
+        if (url.rfind("https://", 0) != 0) return ConnectPlainHttp(url, options);
+        if (Tls()) return Tls()(url, options);
+        return FailingConnection("this program has no TLS for https:// servers: run the command with gantryd");
+      });
 }
 
 ApiClient::~ApiClient() = default;
 
 namespace {
 
-Expected<HttpAnswer> ToAnswer(const httplib::Result& r, const std::string& server) {
+Expected<HttpAnswer> ToAnswer(HttpResponse r, const std::string& server) {
   if (!r) {
     const bool several = server.find(',') != std::string::npos;
     return Status::Invalid("server",
                            fmt::format("cannot reach {}{}: {}{} (is `gantry server` running? set --server "
                                        "or GANTRY_SERVER)",
-                                       several ? "any of " : "", server, Unreachable(r.error()),
-                                       MayHaveArrived(r.error()) ? "; the request may have been applied" : ""));
+                                       several ? "any of " : "", server, DescribeFailure(r),
+                                       MayHaveArrived(r.failure) ? "; the request may have been applied" : ""));
   }
   HttpAnswer a;
-  a.status = r->status;
-  a.text = r->body;
-  for (const auto& [k, v] : r->headers) a.headers[k] = v;
-  if (r->get_header_value("Content-Type").find("json") != std::string::npos) {
-    a.body = nlohmann::json::parse(r->body, nullptr, false);
-  }
+  a.status = r.status;
+  for (const auto& [k, v] : r.headers) a.headers.emplace(k, v);
+  if (r.Header("Content-Type").find("json") != std::string::npos)
+    a.body = nlohmann::json::parse(r.body, nullptr, false);
+  a.text = std::move(r.body);
   return a;
 }
 
 }  // namespace
 
-Expected<HttpAnswer> ApiClient::Send(const std::function<httplib::Result(httplib::Client&)>& request, bool resend) {
+Expected<HttpAnswer> ApiClient::Send(HttpRequest request, bool resend) {
   if (!bad_server_.empty()) return Status::Invalid("server", bad_server_);
+  if (!token_.empty()) request.headers.emplace("Authorization", "Bearer " + token_);
   return ToAnswer(servers_->Send(request, resend, std::chrono::seconds(kFailoverWaitS)), server_);
 }
 
 // Reads are sent again after a broken connection; a write only under an Idempotency-Key,
 // which makes the server apply it once however often it arrives.
-Expected<HttpAnswer> ApiClient::Get(const std::string& path) {
-  return Send([&](httplib::Client& c) { return c.Get(path); }, true);
-}
+Expected<HttpAnswer> ApiClient::Get(const std::string& path) { return Send({"GET", path, {}, "", ""}, true); }
 
 Expected<HttpAnswer> ApiClient::Post(const std::string& path, const std::string& body, const std::string& content_type,
                                      const std::map<std::string, std::string>& headers) {
-  httplib::Headers h(headers.begin(), headers.end());
-  return Send([&](httplib::Client& c) { return c.Post(path, h, body, content_type); },
+  return Send({"POST", path, HttpHeaders(headers.begin(), headers.end()), body, content_type},
               headers.count("Idempotency-Key") > 0);
 }
 
 Expected<HttpAnswer> ApiClient::Patch(const std::string& path, const std::string& body,
                                       const std::string& content_type) {
-  return Send([&](httplib::Client& c) { return c.Patch(path, body, content_type); }, false);
+  return Send({"PATCH", path, {}, body, content_type}, false);
 }
 
-Expected<HttpAnswer> ApiClient::Delete(const std::string& path) {
-  return Send([&](httplib::Client& c) { return c.Delete(path); }, false);
-}
+Expected<HttpAnswer> ApiClient::Delete(const std::string& path) { return Send({"DELETE", path, {}, "", ""}, false); }
 
 std::string DescribeError(const HttpAnswer& a) {
   if (a.body.is_object() && a.body.contains("error")) {

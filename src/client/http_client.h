@@ -13,11 +13,8 @@
 
 #include "core/encoding.h"
 #include "core/status.h"
+#include "net/http_exchange.h"
 
-namespace httplib {
-class Client;
-class Result;
-}  // namespace httplib
 namespace gantry {
 class LeaderFollower;
 }
@@ -35,6 +32,17 @@ struct ClientConfig {
 // Fills what the flags left empty from the environment, the config file and defaults
 // (http://127.0.0.1:8080; the standalone admin token file when readable).
 Status ResolveClientConfig(ClientConfig& c);
+
+// Whether any of the configured servers is https:// (the lean `gantry` hands such calls to
+// gantryd, which has TLS).
+bool WantsTls(const ClientConfig& c);
+
+// The transport for https:// servers. http:// ones always take the plain transport; https
+// needs one set here (gantryd sets cpp-httplib's); without it an https request fails
+// saying so.
+using TlsConnector =
+    std::function<std::unique_ptr<HttpConnection>(const std::string& url, const HttpConnectionOptions& options)>;
+void SetTlsConnector(TlsConnector connector);
 
 struct HttpAnswer {
   int status = 0;
@@ -59,10 +67,11 @@ class ApiClient {
   Expected<HttpAnswer> Delete(const std::string& path);
 
  private:
-  Expected<HttpAnswer> Send(const std::function<httplib::Result(httplib::Client&)>& request, bool resend);
+  Expected<HttpAnswer> Send(HttpRequest request, bool resend);
 
   std::unique_ptr<LeaderFollower> servers_;
-  std::string server_;      // as the user gave it, for messages
+  std::string server_;  // as the user gave it, for messages
+  std::string token_;
   std::string bad_server_;  // why --server could not be read, reported on the first request
 };
 

@@ -2,11 +2,11 @@
 #include "client/submit_spec.h"
 
 #include <fmt/format.h>
-#include <openssl/rand.h>
 #include <sys/random.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -81,9 +81,13 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
 
 std::string RandomKey() {
   unsigned char b[12];
-  // The kernel's generator: OpenSSL's would first set up its DRBG, a third of a quick
-  // command's start.
-  if (getrandom(b, sizeof(b), 0) != static_cast<ssize_t>(sizeof(b)) && RAND_bytes(b, sizeof(b)) != 1) std::abort();
+  // The kernel's generator (OpenSSL's would load libcrypto and set up its DRBG: most of a
+  // quick command's start). 12 bytes come whole; only a signal can interrupt the call.
+  ssize_t got = -1;
+  do {
+    got = getrandom(b, sizeof(b), 0);
+  } while (got < 0 && errno == EINTR);
+  if (got != static_cast<ssize_t>(sizeof(b))) std::abort();
   std::string k;
   for (unsigned char c : b) k += fmt::format("{:02x}", c);
   return k;

@@ -1,4 +1,5 @@
-// Tokens, their hashes and Base64, through OpenSSL's libcrypto.
+// Tokens, their hashes and Base64, through OpenSSL's libcrypto (the text checks are in
+// text_encoding.cc, so a binary that needs only them does not load it).
 #include "core/encoding.h"
 
 #include <fmt/format.h>
@@ -46,37 +47,6 @@ bool Base64Decode(const std::string& text, std::string* bytes) {
   size_t padding = text.empty() ? 0 : (text.back() == '=') + (text.size() > 1 && text[text.size() - 2] == '=');
   bytes->resize(static_cast<size_t>(n) - padding);
   return true;
-}
-
-long InvalidUtf8At(const std::string& text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    unsigned char c = s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > n) return static_cast<long>(i);
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return static_cast<long>(i);
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    static constexpr uint32_t kMinOf[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinOf[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return static_cast<long>(i);
-    i += len;
-  }
-  return -1;
-}
-
-std::string UrlEncode(const std::string& value) {
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
 }
 
 }  // namespace gantry

@@ -1,6 +1,7 @@
 // Small encodings both sides of the API share: token hashes (users.yaml keeps SHA-256 of
 // each token, never the token), fresh random tokens, and Base64 for bytes inside JSON (log
-// chunks).
+// chunks). The hashes, tokens and Base64 load OpenSSL (encoding.cc); the text checks below
+// do not (text_encoding.cc).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// LeaderFollower: the candidate list, one HTTP client per address, and the rounds.
+// LeaderFollower: the candidate list, one connection per address, and the rounds.
 #include "net/leader_follower.h"
 
 #include <fmt/format.h>
@@ -43,6 +43,7 @@ Expected<std::vector<std::string>> ParseServerList(const std::string& list, cons
     while (url.size() > scheme_end + 3 && url.back() == '/') url.pop_back();
     if (!PlausibleAuthority(url.substr(scheme_end + 3)))
       return Status::Invalid(field, fmt::format("'{}' is not a server address (host or host:port)", url));
+    if (auto parts = SplitServerAddress(url); !parts) return Status::Invalid(field, parts.status().message());
     if (std::find(urls.begin(), urls.end(), url) == urls.end()) urls.push_back(url);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -50,21 +51,7 @@ Expected<std::vector<std::string>> ParseServerList(const std::string& list, cons
   return urls;
 }
 
-bool MayHaveArrived(httplib::Error error) {
-  switch (error) {
-    case httplib::Error::Connection:
-    case httplib::Error::ConnectionTimeout:
-    case httplib::Error::BindIPAddress:
-    case httplib::Error::SSLConnection:
-    case httplib::Error::SSLLoadingCerts:
-    case httplib::Error::SSLServerVerification:
-    case httplib::Error::UnsupportedMultipartBoundaryChars:
-    case httplib::Error::Compression: return false;
-    default: return true;
-  }
-}
-
-std::string LeaderFromAnswer(const httplib::Response& answer, bool* standby) {
+std::string LeaderFromAnswer(const HttpResponse& answer, bool* standby) {
   *standby = false;
   if (answer.status != 503) return "";
   nlohmann::json body = nlohmann::json::parse(answer.body, nullptr, false);
@@ -75,19 +62,16 @@ std::string LeaderFromAnswer(const httplib::Response& answer, bool* standby) {
   return e["leader"].get<std::string>();
 }
 
-LeaderFollower::LeaderFollower(std::vector<std::string> urls, std::function<void(httplib::Client&)> configure)
-    : urls_(std::move(urls)), configure_(std::move(configure)) {
+LeaderFollower::LeaderFollower(std::vector<std::string> urls, HttpConnector connect)
+    : urls_(std::move(urls)), connect_(std::move(connect)) {
   if (urls_.empty()) urls_.push_back("http://127.0.0.1:8080");
 }
 
 LeaderFollower::~LeaderFollower() = default;
 
-httplib::Client& LeaderFollower::ClientFor(const std::string& url) {
-  auto& c = clients_[url];
-  if (!c) {
-    c = std::make_unique<httplib::Client>(url);
-    if (configure_) configure_(*c);
-  }
+HttpConnection& LeaderFollower::ConnectionTo(const std::string& url) {
+  auto& c = connections_[url];
+  if (!c) c = connect_(url);
   return *c;
 }
 
@@ -97,21 +81,21 @@ void LeaderFollower::MoveTo(const std::string& url) {
   current_ = static_cast<size_t>(it - urls_.begin());
 }
 
-httplib::Result LeaderFollower::Send(const Request& request, bool resend, std::chrono::milliseconds wait) {
+HttpResponse LeaderFollower::Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + wait;
   bool standby_seen = false;
-  httplib::Result last(nullptr, httplib::Error::Unknown);
+  HttpResponse last;
   for (;;) {
     // One round: as many tries as there are addresses, following what standbys say.
     for (size_t tries = 0; tries < urls_.size(); ++tries) {
       const std::string url = urls_[current_];
-      httplib::Result r = request(ClientFor(url));
-      if (!r && MayHaveArrived(r.error()) && !resend) return r;
+      HttpResponse r = ConnectionTo(url).Send(request);
+      if (!r && MayHaveArrived(r.failure) && !resend) return r;
       std::string leader;
       bool standby = false;
       if (r) {
-        leader = LeaderFromAnswer(*r, &standby);
+        leader = LeaderFromAnswer(r, &standby);
         if (!standby) return r;
         standby_seen = true;
       }

@@ -5,16 +5,14 @@
 // CLI both use it, so a take-over needs no change on either side.
 #pragma once
 
-#include <httplib.h>
-
 #include <chrono>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "net/http_exchange.h"
 
 namespace gantry {
 
@@ -22,20 +20,15 @@ namespace gantry {
 // Empty entries, or an address with spaces or shell syntax, are an error naming `field`.
 Expected<std::vector<std::string>> ParseServerList(const std::string& list, const std::string& field);
 
-// Whether a request that got no answer may still have reached the server (the connection
-// broke while sending or reading): such a request is sent again only when that is safe.
-bool MayHaveArrived(httplib::Error error);
-
 // The leader's URL from a standby's answer (503, {"error": {"leader": URL}}); "" for any
 // other answer. `*standby` says whether it was a standby's answer at all.
-std::string LeaderFromAnswer(const httplib::Response& answer, bool* standby);
+std::string LeaderFromAnswer(const HttpResponse& answer, bool* standby);
 
 class LeaderFollower {
  public:
-  using Request = std::function<httplib::Result(httplib::Client&)>;
-
-  // `configure` sets up each new client (token, timeouts, CA). One thread at a time.
-  LeaderFollower(std::vector<std::string> urls, std::function<void(httplib::Client&)> configure);
+  // `connect` makes the connection to each address (its transport, timeouts, CA). One
+  // thread at a time.
+  LeaderFollower(std::vector<std::string> urls, HttpConnector connect);
   ~LeaderFollower();
 
   // Sends `request` to the server believed to lead and returns the first answer that is
@@ -45,21 +38,21 @@ class LeaderFollower {
   // A lone address that cannot be reached is reported at once unless a standby answered:
   // nothing then says another server will. `resend` false: a request that may have
   // reached a server is returned as it failed, not sent again.
-  httplib::Result Send(const Request& request, bool resend, std::chrono::milliseconds wait);
+  HttpResponse Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait);
 
   // The server last sent to, and all the addresses known (given, and learnt from standbys).
   const std::string& current() const { return urls_[current_]; }
   const std::vector<std::string>& urls() const { return urls_; }
 
  private:
-  httplib::Client& ClientFor(const std::string& url);
+  HttpConnection& ConnectionTo(const std::string& url);
   // Makes `url` the current one, adding it to the list when it was not there.
   void MoveTo(const std::string& url);
 
   std::vector<std::string> urls_;
   size_t current_ = 0;
-  std::function<void(httplib::Client&)> configure_;
-  std::map<std::string, std::unique_ptr<httplib::Client>> clients_;
+  HttpConnector connect_;
+  std::map<std::string, std::unique_ptr<HttpConnection>> connections_;
 };
 
 }  // namespace gantry

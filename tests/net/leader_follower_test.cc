@@ -1,10 +1,12 @@
-// LeaderFollower against real HTTP servers on loopback: it reads a server list (refusing
+// LeaderFollower against real HTTP servers on loopback, over each transport (the plain one
+// the CLI uses, cpp-httplib's the agent uses for TLS): it reads a server list (refusing
 // what is not an address), goes to the leader a standby names, moves past a server that
 // does not answer, waits out a take-over, and sends a write again after a broken
 // connection only when told it is safe.
 #include "net/leader_follower.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +15,8 @@
 #include <thread>
 
 #include "loopback.h"
+#include "net/httplib_connection.h"
+#include "net/plain_http_connection.h"
 
 namespace gantry::testing {
 namespace {
@@ -58,15 +62,22 @@ void Standby(httplib::Response& r, const std::string& leader) {
 // An address where nothing listens.
 std::string DeadAddress() { return "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()); }
 
-LeaderFollower Follow(std::vector<std::string> urls) {
-  return LeaderFollower(std::move(urls), [](httplib::Client& c) {
-    c.set_connection_timeout(2);
-    c.set_read_timeout(5);
-  });
-}
+// Each test runs over both transports.
+class LeaderFollowerOver : public ::testing::TestWithParam<std::string> {
+ protected:
+  LeaderFollower Follow(std::vector<std::string> urls) {
+    HttpConnectionOptions options;
+    options.connect_timeout = std::chrono::seconds(2);
+    options.read_timeout = std::chrono::seconds(5);
+    if (GetParam() == "httplib")
+      return LeaderFollower(std::move(urls),
+                            [options](const std::string& u) { return ConnectWithHttplib(u, options); });
+    return LeaderFollower(std::move(urls), [options](const std::string& u) { return ConnectPlainHttp(u, options); });
+  }
+};
 
-httplib::Result GetJobs(LeaderFollower& f, bool resend = true, milliseconds wait = milliseconds(0)) {
-  return f.Send([](httplib::Client& c) { return c.Get("/v1/jobs"); }, resend, wait);
+HttpResponse GetJobs(LeaderFollower& f, bool resend = true, milliseconds wait = milliseconds(0)) {
+  return f.Send({"GET", "/v1/jobs", {}, "", ""}, resend, wait);
 }
 
 TEST(ServerList, ReadsAddressesAndRefusesWhatIsNotOne) {
@@ -80,31 +91,31 @@ TEST(ServerList, ReadsAddressesAndRefusesWhatIsNotOne) {
   }
 }
 
-TEST(LeaderFollower, GoesToTheLeaderAStandbyNamesAndStaysThere) {
+TEST_P(LeaderFollowerOver, GoesToTheLeaderAStandbyNamesAndStaysThere) {
   Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("leader", "text/plain"); });
   Endpoint standby([&](const httplib::Request&, httplib::Response& r) { Standby(r, leader.url()); });
   auto f = Follow({standby.url()});  // the leader is not even in the list
   for (int i = 0; i < 3; ++i) {
     auto r = GetJobs(f);
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200);
-    EXPECT_EQ(r->body, "leader");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "leader");
   }
   EXPECT_EQ(f.current(), leader.url());
   EXPECT_EQ(standby.hits(), 1) << "once the leader is known, the standby is not asked again";
   EXPECT_EQ(leader.hits(), 3);
 }
 
-TEST(LeaderFollower, MovesPastAServerThatDoesNotAnswer) {
+TEST_P(LeaderFollowerOver, MovesPastAServerThatDoesNotAnswer) {
   Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("leader", "text/plain"); });
   auto f = Follow({DeadAddress(), leader.url()});
   auto r = GetJobs(f);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->body, "leader");
+  EXPECT_EQ(r.body, "leader");
   EXPECT_EQ(f.current(), leader.url());
 }
 
-TEST(LeaderFollower, WaitsOutATakeOver) {
+TEST_P(LeaderFollowerOver, WaitsOutATakeOver) {
   // The leader is gone; the standby leads after its lease (here: its third request).
   std::atomic<int> asked{0};
   Endpoint standby([&](const httplib::Request&, httplib::Response& r) {
@@ -114,8 +125,8 @@ TEST(LeaderFollower, WaitsOutATakeOver) {
   auto f = Follow({DeadAddress(), standby.url()});
   auto r = GetJobs(f, true, milliseconds(10'000));
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(r->body, "new leader");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "new leader");
   EXPECT_EQ(asked, 3);
   // Out of time, the last answer comes back as it was: the standby's 503.
   std::atomic<int> never{0};
@@ -123,30 +134,22 @@ TEST(LeaderFollower, WaitsOutATakeOver) {
   auto g = Follow({idle.url()});
   auto refused = GetJobs(g, true, milliseconds(1500));
   ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused.status, 503);
   EXPECT_GE(never, 2) << "a lone standby is asked again: a leader will come";
 }
 
-TEST(LeaderFollower, ALoneServerThatCannotBeReachedIsReportedNotWaitedFor) {
+TEST_P(LeaderFollowerOver, ALoneServerThatCannotBeReachedIsReportedNotWaitedFor) {
   auto f = Follow({DeadAddress()});
   auto r = GetJobs(f, true, milliseconds(60'000));
   EXPECT_FALSE(r);
-  EXPECT_EQ(r.error(), httplib::Error::Connection);
+  EXPECT_EQ(r.failure, HttpFailure::kConnect);
 }
 
 // A server that reads a request and closes without an answer: it may have applied it.
 class Breaker {
  public:
   Breaker() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    listen(fd_, 8);
-    socklen_t len = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] {
       for (;;) {
         int c = accept(fd_, nullptr, nullptr);
@@ -172,23 +175,25 @@ class Breaker {
   std::atomic<int> requests_{0};
 };
 
-TEST(LeaderFollower, AWriteThatMayHaveArrivedIsSentAgainOnlyWhenThatIsSafe) {
+TEST_P(LeaderFollowerOver, AWriteThatMayHaveArrivedIsSentAgainOnlyWhenThatIsSafe) {
   Breaker breaker;
   Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("taken", "text/plain"); });
-  auto post = [](httplib::Client& c) { return c.Post("/v1/jobs/7/cancel", "", "text/plain"); };
+  HttpRequest post{"POST", "/v1/jobs/7/cancel", {}, "", "text/plain"};
   auto unsafe = Follow({breaker.url(), leader.url()});
   auto r = unsafe.Send(post, false, milliseconds(5000));
   EXPECT_FALSE(r);
-  EXPECT_TRUE(MayHaveArrived(r.error()));
+  EXPECT_TRUE(MayHaveArrived(r.failure));
   EXPECT_EQ(breaker.requests(), 1);
   EXPECT_EQ(leader.hits(), 0) << "not sent twice: it may have been applied";
 
   auto safe = Follow({breaker.url(), leader.url()});  // say, a submit under an Idempotency-Key
   r = safe.Send(post, true, milliseconds(5000));
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->body, "taken");
+  EXPECT_EQ(r.body, "taken");
   EXPECT_EQ(leader.hits(), 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, LeaderFollowerOver, ::testing::Values("plain", "httplib"));
 
 }  // namespace
 }  // namespace gantry::testing

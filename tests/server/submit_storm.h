@@ -5,8 +5,6 @@
 // the agent and the CLI do). For the kill -9 tests.
 #pragma once
 
-#include <httplib.h>
-
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "net/leader_follower.h"
+#include "net/plain_http_connection.h"
 
 namespace gantry::testing {
 
@@ -66,21 +65,21 @@ class SubmitStorm {
         std::lock_guard<std::mutex> lock(mu_);
         at = addresses_;
       }
-      LeaderFollower servers(at, [this](httplib::Client& c) {
-        c.set_bearer_token_auth(token_);
-        c.set_connection_timeout(0, 200000);
-      });
-      auto r = servers.Send(
-          [&](httplib::Client& c) {
-            return c.Post("/v1/jobs", {{"Idempotency-Key", key}}, body, "application/json");
-          },
-          true, std::chrono::milliseconds(0));
-      if (r && (r->status == 201 || r->status == 200)) {
+      HttpConnectionOptions options;
+      options.connect_timeout = std::chrono::milliseconds(200);
+      LeaderFollower servers(at, [options](const std::string& url) { return ConnectPlainHttp(url, options); });
+      HttpRequest post{"POST",
+                       "/v1/jobs",
+                       {{"Idempotency-Key", key}, {"Authorization", "Bearer " + token_}},
+                       body,
+                       "application/json"};
+      auto r = servers.Send(post, true, std::chrono::milliseconds(0));
+      if (r && (r.status == 201 || r.status == 200)) {
         std::lock_guard<std::mutex> lock(mu_);
         acknowledged_.insert(key);
         return;
       }
-      if (r && r->status < 500) {
+      if (r && r.status < 500) {
         refused_++;
         return;
       }

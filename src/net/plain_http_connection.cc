@@ -1,0 +1,178 @@
+// PlainHttpConnection: Boost.Beast requests on one TCP stream, each step run to its end
+// (or its timeout) on a private io_context, so the caller sees a plain blocking call.
+#include "net/plain_http_connection.h"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cerrno>
+#include <chrono>
+#include <optional>
+
+namespace gantry {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// The largest answer taken (a queue of 100,000 jobs as JSON is about 50 MB).
+constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{1} << 30;
+constexpr std::uint32_t kMaxAnswerHeaderBytes = 64 * 1024;
+
+// The request target as sent: control characters, spaces and bytes past ASCII
+// percent-encoded (an id with a line break cannot add a header or a second request).
+std::string EncodeTarget(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (c <= 0x20 || c >= 0x7f) {
+      out += fmt::format("%{:02X}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// A header value is sent only without line breaks or NULs.
+bool SafeHeaderValue(const std::string& v) { return v.find_first_of(std::string("\r\n\0", 3)) == std::string::npos; }
+
+class PlainHttpConnection final : public HttpConnection {
+ public:
+  PlainHttpConnection(ServerAddress address, HttpConnectionOptions options)
+      : address_(std::move(address)), options_(std::move(options)), host_header_(HostAndPort(address_)) {}
+
+  HttpResponse Send(const HttpRequest& request) override {
+    HttpResponse r;
+    if (stream_ && ClosedByServer()) stream_.reset();
+    if (!stream_ && !Connect(r)) return r;
+
+    auto verb = http::string_to_verb(request.method);
+    http::request<http::string_body> q{verb, EncodeTarget(address_.prefix + request.path), 11};
+    q.set(http::field::host, host_header_);
+    for (const auto& [name, value] : request.headers) {
+      if (!SafeHeaderValue(name) || !SafeHeaderValue(value) || name.find(':') != std::string::npos) {
+        r.failure = HttpFailure::kUnsupported;
+        r.failure_detail = fmt::format("the {} header holds a line break or a NUL: not sent", name);
+        return r;
+      }
+      q.insert(name, value);
+    }
+    if (verb != http::verb::get || !request.body.empty()) {
+      if (!request.content_type.empty()) q.set(http::field::content_type, request.content_type);
+      q.body() = request.body;
+      q.prepare_payload();
+    }
+    beast::error_code ec;
+    stream_->expires_after(options_.read_timeout);
+    http::async_write(*stream_, q, [&ec](beast::error_code e, std::size_t) { ec = e; });
+    RunToEnd();
+    if (ec) return Broken(HttpFailure::kWrite, ec);
+
+    // An interim answer (100 Continue and the like) is skipped; the deadline covers them all.
+    std::optional<http::response_parser<http::string_body>> parser;
+    do {
+      parser.emplace();
+      parser->body_limit(kMaxAnswerBytes);
+      parser->header_limit(kMaxAnswerHeaderBytes);
+      // The header first: a Content-Length past the limit is refused before the body is
+      // read (Beast 1.74 reserves the length it is told before checking its own limit).
+      http::async_read_header(*stream_, buffer_, *parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+      RunToEnd();
+      if (ec) return Broken(HttpFailure::kRead, ec);
+      if (auto length = parser->content_length(); length && *length > kMaxAnswerBytes) {
+        return Broken(HttpFailure::kRead,
+                      fmt::format("an answer of {} bytes is past the body limit of {}", *length, kMaxAnswerBytes));
+      }
+      http::async_read(*stream_, buffer_, *parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+      RunToEnd();
+      if (ec) return Broken(HttpFailure::kRead, ec);
+    } while (parser->get().result_int() >= 100 && parser->get().result_int() < 200);
+
+    http::response<http::string_body>& answer = parser->get();
+    r.status = static_cast<int>(answer.result_int());
+    for (const auto& field : answer) r.headers.emplace(std::string(field.name_string()), std::string(field.value()));
+    r.body = std::move(answer.body());
+    // Bytes past the answer were never asked for: the connection is not used again, so they
+    // can never be read as the next request's answer.
+    if (!answer.keep_alive() || buffer_.size() > 0) stream_.reset();
+    return r;
+  }
+
+ private:
+  // Runs the queued operation until it completes or its stream's timer closes it.
+  void RunToEnd() {
+    io_.restart();
+    io_.run();
+  }
+
+  bool Connect(HttpResponse& r) {
+    buffer_.clear();
+    tcp::resolver resolver(io_);
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(address_.host, std::to_string(address_.port), ec);
+    if (ec) {
+      r.failure = HttpFailure::kConnect;
+      r.failure_detail = fmt::format("cannot resolve {}: {}", address_.host, ec.message());
+      return false;
+    }
+    stream_.emplace(io_);
+    stream_->expires_after(options_.connect_timeout);
+    stream_->async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
+    RunToEnd();
+    if (ec) {
+      r.failure = ec == beast::error::timeout ? HttpFailure::kConnectTimeout : HttpFailure::kConnect;
+      r.failure_detail = ec.message();
+      stream_.reset();
+      return false;
+    }
+    stream_->socket().set_option(tcp::no_delay(true), ec);
+    return true;
+  }
+
+  // Whether the server closed the kept connection since the last answer (its idle
+  // timeout): a request is then sent on a new one instead of failing on the old.
+  bool ClosedByServer() {
+    char byte;
+    ssize_t n = ::recv(stream_->socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+  }
+
+  HttpResponse Broken(HttpFailure failure, const beast::error_code& ec) { return Broken(failure, ec.message()); }
+  HttpResponse Broken(HttpFailure failure, std::string why) {
+    stream_.reset();
+    HttpResponse r;
+    r.failure = failure;
+    r.failure_detail = std::move(why);
+    return r;
+  }
+
+  ServerAddress address_;
+  HttpConnectionOptions options_;
+  std::string host_header_;
+  asio::io_context io_{1};
+  std::optional<beast::tcp_stream> stream_;
+  beast::flat_buffer buffer_;
+};
+
+}  // namespace
+
+std::unique_ptr<HttpConnection> ConnectPlainHttp(const std::string& url, const HttpConnectionOptions& options) {
+  auto address = SplitServerAddress(url);
+  if (!address) return FailingConnection(address.status().message());
+  if (address->scheme != "http")
+    return FailingConnection(fmt::format("{}: this transport speaks plain http:// only", url));
+  return std::make_unique<PlainHttpConnection>(std::move(*address), options);
+}
+
+}  // namespace gantry
