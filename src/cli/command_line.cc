@@ -168,6 +168,10 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
       ->check(CLI::Range(0.1, 3600.0));
   server_cmd->add_option("--kube-node-selector", server.kube.node_selector,
                          "Label selector of the Node objects that are Gantry's (default: all)");
+  server_cmd->add_option("--kube-service", server.kube.service,
+                         "[NAMESPACE/]NAME of the selector-less Service whose Endpoints the leader points at itself");
+  server_cmd->add_option("--kube-pod-ip", server.kube.pod_ip,
+                         "This pod's IP for --kube-service (default: $POD_IP, else the --listen host)");
   server_cmd->add_flag("--no-fsync", no_fsync,
                        "Commit without waiting for the disk (SQLite: no fsync; PostgreSQL: synchronous_commit off): "
                        "survives a crash of gantry, not of the machine");

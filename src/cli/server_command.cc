@@ -390,6 +390,9 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   auto bound = api.Bind(host, port);
   if (!bound) return fail(bound.status(), 2);
   std::string address = fmt::format("{}://{}:{}", hopts->tls ? "https" : "http", host, *bound);
+  if (kube) {
+    if (Status s = kube->PublishLeader(o.kube, host, *bound, err); !s.ok()) return fail(s, 2);
+  }
   if (lease) lease->SetUrl(o.public_url.empty() ? address : o.public_url).ok();
   out << "gantry server listening on " << address << " (store " << RedactDbUrl(db) << ", remote jobs' logs in "
       << data_dir << "/logs)" << std::endl;

@@ -17,6 +17,9 @@ struct KubeServerOptions {
   std::string agents = "gantry-system/gantry-agent";  // NAMESPACE/SERVICEACCOUNT of the agents' DaemonSet
   std::string node_selector;                          // which Node objects are Gantry's ("": all)
   double token_cache_s = 60;                          // a verified agent token is trusted this long
+  // The Service ([NAMESPACE/]NAME) whose Endpoints the leader points at itself ("": none),
+  // and this pod's IP (default: $POD_IP, else the --listen host).
+  std::string service, pod_ip;
   bool enabled() const { return in_cluster || !api.empty(); }
 };
 

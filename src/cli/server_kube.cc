@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace gantry {
 
 KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector,
@@ -16,7 +18,44 @@ KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const 
             controller.ApplyKubeNodes(nodes);
           }) {}
 
-KubeServerSide::~KubeServerSide() { nodes_.Stop(); }
+KubeServerSide::~KubeServerSide() {
+  endpoints_.reset();
+  nodes_.Stop();
+}
+
+namespace {
+
+// A namespace or Service name as Kubernetes allows them (RFC 1123 label): it goes into a URL.
+bool DnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+}
+
+}  // namespace
+
+Status KubeServerSide::PublishLeader(const KubeServerOptions& o, const std::string& host, int port, std::ostream& err) {
+  if (o.service.empty()) return Status::Ok();
+  LeaderAddress a;
+  a.port = port;
+  size_t slash = o.service.find('/');
+  a.ns = slash == std::string::npos ? config_.ns : o.service.substr(0, slash);
+  a.service = slash == std::string::npos ? o.service : o.service.substr(slash + 1);
+  if (!DnsLabel(a.ns) || !DnsLabel(a.service))
+    return Status::Invalid(
+        "--kube-service", "expected [NAMESPACE/]NAME (NAMESPACE is needed outside a cluster), got '" + o.service + "'");
+  const char* env_ip = std::getenv("POD_IP");
+  a.ip = !o.pod_ip.empty() ? o.pod_ip : env_ip && *env_ip ? env_ip : host;
+  if (a.ip.empty() || a.ip == "0.0.0.0" || a.ip == "::" ||
+      a.ip.find_first_not_of("0123456789abcdefABCDEF.:") != std::string::npos)
+    return Status::Invalid("--kube-pod-ip",
+                           "this pod's IP is needed (set POD_IP from status.podIP), got '" + a.ip + "'");
+  if (a.ip.rfind("127.", 0) == 0 || a.ip == "::1")
+    return Status::Invalid("--kube-pod-ip",
+                           "'" + a.ip + "' is a loopback address, which Endpoints may not hold (set POD_IP)");
+  endpoints_ = std::make_unique<LeaderEndpoints>(config_, a, err);
+  endpoints_->Start();
+  return Status::Ok();
+}
 
 Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServerOptions& o, Controller& controller,
                                                                 HttpOptions& http) {

@@ -1,6 +1,7 @@
 // What the server does on Kubernetes: node agents may register with their pod's projected
 // service-account token (checked by TokenReview, kube/agent_identity.h), and the cluster's
-// Node objects' labels, taints, cordons and deletions reach Gantry's nodes (kube/node_sync.h).
+// Node objects' labels, taints, cordons and deletions reach Gantry's nodes (kube/node_sync.h),
+// and the leader is where the Service sends traffic (kube/leader_endpoints.h).
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "cli/server_command.h"
 #include "core/status.h"
 #include "kube/agent_identity.h"
+#include "kube/leader_endpoints.h"
 #include "kube/node_sync.h"
 #include "server/controller.h"
 #include "server/http_api.h"
@@ -23,12 +25,16 @@ class KubeServerSide {
                                                          HttpOptions& http);
   ~KubeServerSide();
   std::string Describe() const;
+  // With --kube-service: points the Service's Endpoints at this leader (`host` and `port`
+  // where it listens) and keeps them there.
+  Status PublishLeader(const KubeServerOptions& options, const std::string& host, int port, std::ostream& err);
 
  private:
   KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector, Controller& controller);
   KubeConfig config_;
   KubeAgentVerifier verifier_;
   NodeSync nodes_;
+  std::unique_ptr<LeaderEndpoints> endpoints_;
 };
 
 }  // namespace gantry

@@ -51,13 +51,16 @@ class StandbyResponder {
       }
       res.set_content(std::move(w).str(), "text/plain; version=0.0.4");
     });
-    // Alive, but not ready: an orchestrator keeps a standby running and sends it no traffic
-    // (Kubernetes: the liveness probe on /livez passes; the readiness probe on /readyz, like
-    // /healthz, gets 503).
-    server_->Get("/livez", [this](const httplib::Request&, httplib::Response& res) {
+    // Alive and ready to answer (with the leader's URL): Kubernetes' liveness and readiness
+    // probes pass, so a Deployment of a leader and a standby is Available and can roll; its
+    // Service sends traffic to the leader alone through the Endpoints the leader writes
+    // (kube/leader_endpoints.h). /healthz stays 503: a load balancer's check finds the leader.
+    auto alive = [this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
       res.set_content(nlohmann::json{{"status", "standby"}, {"leader", leader_}}.dump(), "application/json");
-    });
+    };
+    server_->Get("/livez", alive);
+    server_->Get("/readyz", alive);
     const std::string any = R"(.*)";
     server_->Get(any, answer);
     server_->Post(any, answer);

@@ -401,8 +401,8 @@ void HttpApi::Routes() {
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  // For orchestrators: ready for traffic (this server leads; a standby answers 503), and
-  // alive (a standby answers 200 too).
+  // For orchestrators: alive and ready (a standby answers both too, with "standby": on
+  // Kubernetes the Service's Endpoints, which the leader writes, keep its traffic away).
   s.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"leader"})", "application/json");
   });

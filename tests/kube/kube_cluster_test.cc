@@ -4,6 +4,7 @@
 // labels, taints, cordons and deletions reach Gantry's nodes through its watch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -50,9 +51,14 @@ TEST_F(KubeManifests, EveryObjectAppliesServerSideAndIsWhatTheDocsSay) {
   EXPECT_EQ(controller["readinessProbe"]["httpGet"]["path"], "/readyz");
   EXPECT_EQ(controller["livenessProbe"]["httpGet"]["path"], "/livez");
   EXPECT_TRUE(controller["resources"].contains("requests"));
-  EXPECT_EQ(kube_.Api("GET", "/api/v1/namespaces/gantry-system/services/gantry")
-                .second["metadata"]["annotations"]["prometheus.io/scrape"],
-            "true");
+  const nlohmann::json service = kube_.Api("GET", "/api/v1/namespaces/gantry-system/services/gantry").second;
+  EXPECT_EQ(service["metadata"]["annotations"]["prometheus.io/scrape"], "true");
+  // No selector: the leader writes its address into the Endpoints object the manifests make.
+  EXPECT_FALSE(service["spec"].contains("selector")) << service.dump();
+  EXPECT_EQ(kube_.Api("GET", "/api/v1/namespaces/gantry-system/endpoints/gantry").first, 200);
+  const nlohmann::json args = controller["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--kube-service=gantry"), args.end()) << args.dump();
+  EXPECT_EQ(controller["env"][1]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
   EXPECT_EQ(kube_.Api("GET", "/api/v1/namespaces/gantry-system/configmaps/gantry-grafana-dashboard").first, 200);
   // The controller's configuration starts as the project's defaults (config/).
   for (const char* f : {"gpu_types.yaml", "health.yaml", "scheduler_config.yaml", "team_quotas.yaml"}) {

@@ -1,7 +1,8 @@
 // The controller with its Kubernetes settings, two replicas on one PostgreSQL as the
-// Deployment runs them: leadership stays in the database, only the leader is ready (the
-// Service's readiness probe) while the standby is alive (the liveness probe), and only the
-// leader watches the Nodes; after a take-over the new leader does.
+// Deployment runs them: leadership stays in the database, both are alive and ready (the
+// probes), the Service's Endpoints hold the leader's address alone (the leader writes
+// them, and writes them again when someone else did), and only the leader watches the
+// Nodes; after a take-over the new leader does both.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -25,7 +26,19 @@ std::string LabelOn(const std::string& address, const std::string& key) {
   return "";
 }
 
-TEST_F(KubeController, LeadsThroughPostgresOnlyTheLeaderIsReadyAndWatchesNodes) {
+// The port the gantry Service's Endpoints send to (0: none).
+int EndpointsPort(const ScratchKube& kube) {
+  auto [status, ep] = kube.Api("GET", "/api/v1/namespaces/gantry-system/endpoints/gantry");
+  if (status != 200 || !ep.contains("subsets") || ep["subsets"].size() != 1) return 0;
+  const nlohmann::json& subset = ep["subsets"][0];
+  if (subset["addresses"].size() != 1 || subset["addresses"][0].value("ip", "") != "10.0.0.5") return 0;
+  if (subset["ports"].size() != 1 || subset["ports"][0].value("name", "") != "http") return 0;
+  return subset["ports"][0].value("port", 0);
+}
+
+int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
+
+TEST_F(KubeController, LeadsThroughPostgresTheServiceSendsToTheLeaderAndItWatchesNodes) {
   std::string dir = TempPath("kube-controller");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -33,7 +46,8 @@ TEST_F(KubeController, LeadsThroughPostgresOnlyTheLeaderIsReadyAndWatchesNodes) 
       << kube_.TokenFor("gantry-system", "gantry-controller", "https://kubernetes.default.svc");
   Pair p("kube-controller",
          {"--kube-api", kube_.url(), "--kube-ca", kube_.ca(), "--kube-token-file", dir + "/controller-token",
-          "--kube-node-selector", "nvidia.com/gpu.present=true", "--node-timeout", "30"});
+          "--kube-node-selector", "nvidia.com/gpu.present=true", "--node-timeout", "30", "--kube-service",
+          "gantry-system/gantry", "--kube-pod-ip", "10.0.0.5"});
   ASSERT_FALSE(p.pg.url().empty());
   p.a.Start();
   p.b.Launch();
@@ -42,9 +56,16 @@ TEST_F(KubeController, LeadsThroughPostgresOnlyTheLeaderIsReadyAndWatchesNodes) 
   httplib::Client leader(p.a.address()), waiting(standby);
   EXPECT_EQ(leader.Get("/readyz")->status, 200);
   EXPECT_EQ(leader.Get("/livez")->status, 200);
-  EXPECT_EQ(waiting.Get("/readyz")->status, 503);
+  EXPECT_EQ(waiting.Get("/readyz")->status, 200) << "a Deployment of a leader and a standby is Available";
+  EXPECT_EQ(Json(waiting.Get("/readyz"))["status"], "standby");
   EXPECT_EQ(waiting.Get("/livez")->status, 200);
   EXPECT_EQ(waiting.Get("/healthz")->status, 503);  // as on bare metal: a load balancer's check finds the leader
+  // The Service's traffic goes to the leader alone.
+  EXPECT_TRUE(Eventually([&] { return EndpointsPort(kube_) == PortOf(p.a.address()); }))
+      << kube_.Api("GET", "/api/v1/namespaces/gantry-system/endpoints/gantry").second.dump();
+  // An operator's re-apply (or anyone) that empties them: the leader writes them again.
+  ASSERT_EQ(kube_.Api("PATCH", "/api/v1/namespaces/gantry-system/endpoints/gantry", {{"subsets", nullptr}}).first, 200);
+  EXPECT_TRUE(Eventually([&] { return EndpointsPort(kube_) == PortOf(p.a.address()); }, 15));
 
   AgentProcess agent(p.a.dir(), "node-a", "1xH100-80GB");  // its config is the servers' (users.yaml's token)
   agent.Start(p.server_list());
@@ -60,6 +81,8 @@ TEST_F(KubeController, LeadsThroughPostgresOnlyTheLeaderIsReadyAndWatchesNodes) 
   EXPECT_TRUE(Eventually([&] { return LabelOn(p.b.address(), "team") == "vision"; }, 15))
       << ReadFileNoThrow(p.b.dir() + "/server.log").value_or("");
   EXPECT_EQ(httplib::Client(p.b.address()).Get("/readyz")->status, 200);
+  EXPECT_TRUE(Eventually([&] { return EndpointsPort(kube_) == PortOf(p.b.address()); }, 15))
+      << "after the take-over the Service sends to the new leader";
 }
 
 }  // namespace

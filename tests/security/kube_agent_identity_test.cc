@@ -2,7 +2,10 @@
 // checked by the API server (TokenReview) and the pod it is bound to: such a token speaks
 // for its pod's node and no other. The attacks: another node's id, a token of another
 // namespace's account of the same name, the agents' token for another audience, a token
-// bound to no pod, a pod that is gone, a JWT-shaped forgery, and a user's token.
+// bound to no pod, a pod that is gone, a JWT-shaped forgery, and a user's token. And the
+// controller's own account, which writes the leader's address into its Service's
+// Endpoints: a compromised controller may move that one Service and change no pod (the
+// privileged agents' pods live in its namespace) and no other Service.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -135,6 +138,43 @@ TEST_F(KubeAgentIdentity, AnAgentRegistersWithItsTokenFileAndFollowsItsRotation)
     EXPECT_NE(e.value("outcome", ""), "unauthenticated") << e.dump();
   }
   EXPECT_TRUE(up());
+}
+
+TEST_F(KubeAgentIdentity, TheControllerMayPointItsOwnServiceAndNothingElse) {
+  auto can = [this](const std::string& what) {
+    std::string out;
+    kube_.Kubectl("auth can-i " + what + " -n gantry-system --as=system:serviceaccount:gantry-system:gantry-controller",
+                  &out);
+    return out.rfind("yes", 0) == 0;
+  };
+  EXPECT_TRUE(can("update endpoints/gantry"));
+  EXPECT_TRUE(can("patch endpoints/gantry"));
+  for (const char* refused :
+       {"update endpoints/other", "patch endpoints/kubernetes", "create endpoints", "delete endpoints/gantry",
+        "patch pods", "update pods", "create pods", "update services", "patch endpointslices.discovery.k8s.io"}) {
+    EXPECT_FALSE(can(refused)) << refused;
+  }
+  // And for real, with the controller's token: another Service's Endpoints stay as they are.
+  ASSERT_EQ(kube_
+                .Api("POST", "/api/v1/namespaces/gantry-system/endpoints",
+                     {{"metadata", {{"name", "other"}}}, {"subsets", nlohmann::json::array()}})
+                .first,
+            201);
+  std::string token = kube_.TokenFor("gantry-system", "gantry-controller", "https://kubernetes.default.svc");
+  httplib::Client c(kube_.url());
+  c.set_ca_cert_path(kube_.ca().c_str());
+  c.enable_server_certificate_verification(true);
+  c.set_bearer_token_auth(token);
+  auto moved = c.Patch("/api/v1/namespaces/gantry-system/endpoints/other",
+                       R"({"subsets": [{"addresses": [{"ip": "10.9.9.9"}], "ports": [{"port": 80}]}]})",
+                       "application/merge-patch+json");
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->status, 403) << moved->body;
+  auto own = c.Patch("/api/v1/namespaces/gantry-system/endpoints/gantry",
+                     R"({"subsets": [{"addresses": [{"ip": "10.9.9.9"}], "ports": [{"name": "http", "port": 8080}]}]})",
+                     "application/merge-patch+json");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, 200) << own->body;
 }
 
 }  // namespace
