@@ -172,6 +172,8 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
                          "[NAMESPACE/]NAME of the selector-less Service whose Endpoints the leader points at itself");
   server_cmd->add_option("--kube-pod-ip", server.kube.pod_ip,
                          "This pod's IP for --kube-service (default: $POD_IP, else the --listen host)");
+  server_cmd->add_option("--kube-pod-name", server.kube.pod_name,
+                         "This pod's name, the leader's address's targetRef in --kube-service (default: $POD_NAME)");
   server_cmd->add_flag("--no-fsync", no_fsync,
                        "Commit without waiting for the disk (SQLite: no fsync; PostgreSQL: synchronous_commit off): "
                        "survives a crash of gantry, not of the machine");

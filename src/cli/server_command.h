@@ -18,8 +18,8 @@ struct KubeServerOptions {
   std::string node_selector;                          // which Node objects are Gantry's ("": all)
   double token_cache_s = 60;                          // a verified agent token is trusted this long
   // The Service ([NAMESPACE/]NAME) whose Endpoints the leader points at itself ("": none),
-  // and this pod's IP (default: $POD_IP, else the --listen host).
-  std::string service, pod_ip;
+  // this pod's IP (default: $POD_IP, else the --listen host) and name (default: $POD_NAME).
+  std::string service, pod_ip, pod_name;
   bool enabled() const { return in_cluster || !api.empty(); }
 };
 

@@ -52,6 +52,10 @@ Status KubeServerSide::PublishLeader(const KubeServerOptions& o, const std::stri
   if (a.ip.rfind("127.", 0) == 0 || a.ip == "::1")
     return Status::Invalid("--kube-pod-ip",
                            "'" + a.ip + "' is a loopback address, which Endpoints may not hold (set POD_IP)");
+  const char* env_name = std::getenv("POD_NAME");
+  a.pod = !o.pod_name.empty() ? o.pod_name : env_name ? env_name : "";
+  if (a.pod.size() > 253 || a.pod.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos)
+    return Status::Invalid("--kube-pod-name", "'" + a.pod + "' is not a pod's name");
   endpoints_ = std::make_unique<LeaderEndpoints>(config_, a, err);
   endpoints_->Start();
   return Status::Ok();

@@ -9,8 +9,11 @@
 namespace gantry {
 
 nlohmann::json LeaderSubsets(const LeaderAddress& a) {
+  nlohmann::json address = {{"ip", a.ip}};
+  // The pod behind the address: `kubectl port-forward pod/NAME` reaches the leader by it.
+  if (!a.pod.empty()) address["targetRef"] = {{"kind", "Pod"}, {"namespace", a.ns}, {"name", a.pod}};
   return nlohmann::json::array(
-      {{{"addresses", {{{"ip", a.ip}}}}, {"ports", {{{"name", a.port_name}, {"port", a.port}, {"protocol", "TCP"}}}}}});
+      {{{"addresses", {address}}, {"ports", {{{"name", a.port_name}, {"port", a.port}, {"protocol", "TCP"}}}}}});
 }
 
 LeaderEndpoints::LeaderEndpoints(KubeConfig config, LeaderAddress address, std::ostream& err)

@@ -19,6 +19,7 @@ struct LeaderAddress {
   std::string ns;                  // the Service's namespace
   std::string service;             // the Service's (and its Endpoints object's) name
   std::string ip;                  // this pod's IP
+  std::string pod;                 // and its name, for the address's targetRef ("": none)
   int port = 0;                    // where this server listens
   std::string port_name = "http";  // the Service port's name, which the endpoint port must carry
 };

@@ -2,6 +2,7 @@
 // examples, bash completion that completes commands and each command's flags, and man
 // pages that groff reads without a warning.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -53,6 +54,25 @@ TEST(CliDocs, ACommandNamedFirstParsesAsWithEveryCommandDefined) {
   out = Gantry("sim --help", &rc);  // a daemon command: gantryd answers
   EXPECT_EQ(rc, 0);
   EXPECT_NE(out.find("--trace"), std::string::npos) << out;
+}
+
+TEST(CliDocs, TheLeanClientAloneSaysWhatAnHttpsCallOrADaemonCommandNeeds) {
+  // gantry copied somewhere without gantryd beside it or on PATH.
+  std::string dir = ::testing::TempDir() + "gantry-lean-client-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(GANTRY_BINARY, dir + "/gantry");
+  std::string env = "env -i PATH=/usr/bin:/bin GANTRY_TOKEN=t " + dir + "/gantry ";
+  std::string out;
+  EXPECT_EQ(RunCommand(env + "queue --server https://127.0.0.1:1 2>&1", &out), 127) << out;
+  EXPECT_NE(out.find("calls to an https:// server are made by gantryd"), std::string::npos) << out;
+  EXPECT_NE(out.find("install it beside gantry"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(env + "token --user a --team b 2>&1", &out), 127) << out;
+  EXPECT_NE(out.find("token is run by gantryd"), std::string::npos) << out;
+  // Plain HTTP needs nothing else: an unreachable server is its own error.
+  EXPECT_EQ(RunCommand(env + "queue --server http://127.0.0.1:1 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("connection refused or unreachable"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
 }
 
 // Asks the generated bash function for the words that complete `line`.

@@ -40,7 +40,8 @@ TEST_F(KubeManifests, EveryObjectAppliesServerSideAndIsWhatTheDocsSay) {
   for (const nlohmann::json& v : pod["volumes"]) {
     if (!v.contains("projected")) continue;
     const nlohmann::json& sa = v["projected"]["sources"][0]["serviceAccountToken"];
-    projected = sa["audience"] == "gantry" && sa["expirationSeconds"] == 3600;
+    // Root's alone (0400): jobs run in the agent's container under their teams' accounts.
+    projected = sa["audience"] == "gantry" && sa["expirationSeconds"] == 3600 && v["projected"]["defaultMode"] == 0400;
   }
   EXPECT_TRUE(projected) << pod.dump();
 
@@ -59,6 +60,11 @@ TEST_F(KubeManifests, EveryObjectAppliesServerSideAndIsWhatTheDocsSay) {
   const nlohmann::json args = controller["args"];
   EXPECT_NE(std::find(args.begin(), args.end(), "--kube-service=gantry"), args.end()) << args.dump();
   EXPECT_EQ(controller["env"][1]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+  EXPECT_EQ(controller["env"][2]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.name");
+  EXPECT_EQ(dep["spec"]["strategy"]["type"], "Recreate") << "a new server migrates the schema: never beside an old one";
+  EXPECT_EQ(kube_.Api("GET", "/api/v1/namespaces/gantry-system")
+                .second["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+            "privileged");
   EXPECT_EQ(kube_.Api("GET", "/api/v1/namespaces/gantry-system/configmaps/gantry-grafana-dashboard").first, 200);
   // The controller's configuration starts as the project's defaults (config/).
   for (const char* f : {"gpu_types.yaml", "health.yaml", "scheduler_config.yaml", "team_quotas.yaml"}) {

@@ -32,6 +32,8 @@ int EndpointsPort(const ScratchKube& kube) {
   if (status != 200 || !ep.contains("subsets") || ep["subsets"].size() != 1) return 0;
   const nlohmann::json& subset = ep["subsets"][0];
   if (subset["addresses"].size() != 1 || subset["addresses"][0].value("ip", "") != "10.0.0.5") return 0;
+  // The pod, so that `kubectl port-forward pod/NAME` finds the leader (docs/KUBERNETES.md).
+  if (subset["addresses"][0]["targetRef"].value("name", "") != "gantry-controller-0") return 0;
   if (subset["ports"].size() != 1 || subset["ports"][0].value("name", "") != "http") return 0;
   return subset["ports"][0].value("port", 0);
 }
@@ -47,7 +49,7 @@ TEST_F(KubeController, LeadsThroughPostgresTheServiceSendsToTheLeaderAndItWatche
   Pair p("kube-controller",
          {"--kube-api", kube_.url(), "--kube-ca", kube_.ca(), "--kube-token-file", dir + "/controller-token",
           "--kube-node-selector", "nvidia.com/gpu.present=true", "--node-timeout", "30", "--kube-service",
-          "gantry-system/gantry", "--kube-pod-ip", "10.0.0.5"});
+          "gantry-system/gantry", "--kube-pod-ip", "10.0.0.5", "--kube-pod-name", "gantry-controller-0"});
   ASSERT_FALSE(p.pg.url().empty());
   p.a.Start();
   p.b.Launch();
