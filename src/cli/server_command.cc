@@ -414,6 +414,12 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   if (local.monitor) local.monitor->Stop();
   if (local.agent) local.agent->Shutdown();
   controller.Stop();
+  if (lease) {
+    // Nothing more is written: hand the lead over now instead of after the lease (a
+    // restart, an upgrade or a drain would otherwise leave no leader for its length).
+    keeper.reset();
+    if (Status s = lease->Release(); !s.ok()) err << "gantry server: " << s.ToString() << "\n";
+  }
   out << "gantry server stopped" << std::endl;
   return 0;
 }

@@ -95,6 +95,20 @@ Expected<bool> LeaderLease::Renew() {
   }
 }
 
+Status LeaderLease::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    pqxx::work tx(Connected().c);
+    tx.exec_params(
+        "UPDATE leader SET expires_at = now() - interval '1 second' WHERE id = 1 AND holder = $1 AND term = $2", me_,
+        term_);
+    tx.commit();
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Internal("lease release: " + FirstLine(e.what()));
+  }
+}
+
 Status LeaderLease::SetUrl(std::string url) {
   std::lock_guard<std::mutex> lock(mu_);
   url_ = std::move(url);

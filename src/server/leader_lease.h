@@ -43,6 +43,9 @@ class LeaderLease {
   Expected<bool> Renew();
   // Where clients reach this server, once it is known (a server on port 0 learns it late).
   Status SetUrl(std::string url);
+  // Gives the row up at a clean stop (its writes done): a standby takes over at its next
+  // campaign instead of waiting out the lease. Only this term's row is touched.
+  Status Release();
 
   int64_t term() const { return term_; }
   int64_t takeovers() const { return takeovers_; }  // as the last campaign saw it

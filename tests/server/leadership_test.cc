@@ -165,6 +165,22 @@ TEST(HighAvailability, AStandbyRefusesWithTheLeadersUrlAndTakesOverAfterAKillNin
   EXPECT_EQ(JobNames(p.b.address()).size(), 20u);
 }
 
+TEST(HighAvailability, ALeaderStoppedCleanlyHandsOverWithoutWaitingOutItsLease) {
+  // A 60 s lease: a restart, an upgrade or a node drain (SIGTERM) must not leave the
+  // cluster without a leader that long.
+  Pair p("ha-release", {}, "60");
+  ASSERT_FALSE(p.pg.url().empty());
+  p.a.Start();
+  p.b.Launch();
+  ASSERT_FALSE(StandbyAddress(p.b).empty()) << "see " << p.b.dir() << "/server.log";
+  ASSERT_EQ(SubmitTo(p.a.address(), "before-the-restart")->status, 201);
+  ASSERT_TRUE(p.a.TerminateWithin(20));
+  p.b.WaitReady(20);  // well inside the lease the old leader would otherwise hold
+  ASSERT_FALSE(p.b.address().empty()) << "the standby waited out the lease";
+  EXPECT_EQ(JobNames(p.b.address()), std::set<std::string>{"before-the-restart"});
+  EXPECT_NE(Metrics(p.b.address()).find("\ngantry_leader_term 2\n"), std::string::npos);
+}
+
 TEST(HighAvailability, ALeaderPausedPastItsLeaseNeverWritesAfterTheTakeOver) {
   Pair p("ha-pause");
   ASSERT_FALSE(p.pg.url().empty());
