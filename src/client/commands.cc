@@ -129,11 +129,11 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     job->callback([=, &out] {
       *chosen = [=, &out] {
         nlohmann::json detail;
-        int rc = request([id](ApiClient& a) { return a.Get("/v1/jobs/" + *id); },
+        int rc = request([id](ApiClient& a) { return a.Get("/v1/jobs/" + UrlEncode(*id)); },
                          [&detail](const nlohmann::json& b) { detail = b; });
         if (rc != 0 || *output == "json") return rc;
         return request(
-            [id](ApiClient& a) { return a.Get("/v1/jobs/" + *id + "/events"); },
+            [id](ApiClient& a) { return a.Get("/v1/jobs/" + UrlEncode(*id) + "/events"); },
             [&out, &detail, utc](const nlohmann::json& b) { PrintJob(out, detail, b, CurrentTimeStyle(*utc)); });
       };
     });
@@ -148,7 +148,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
       *chosen = [=, &out, &err] {
         // A job that does not exist (or is another team's) is an error, not "not waiting".
         if (!explain->empty() && ResolveClientConfig(*cfg).ok()) {
-          auto job = ApiClient(*cfg).Get("/v1/jobs/" + *explain);
+          auto job = ApiClient(*cfg).Get("/v1/jobs/" + UrlEncode(*explain));
           if (job && job->status == 404) {
             err << "gantry: " << DescribeError(*job) << "\n";
             return 1;
@@ -170,7 +170,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
       *chosen = [=, &out] {
         int rc = 0;
         for (const std::string& i : *ids) {
-          rc |= request([i](ApiClient& a) { return a.Delete("/v1/jobs/" + i); },
+          rc |= request([i](ApiClient& a) { return a.Delete("/v1/jobs/" + UrlEncode(i)); },
                         [&out](const nlohmann::json& b) {
                           out << fmt::format("job {}: {}\n", b.value("id", ""), b.value("state", ""));
                         });
@@ -216,9 +216,9 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
         std::string node = *target, gpu;
         if (size_t colon = target->rfind(':'); colon != std::string::npos) {
           node = target->substr(0, colon);
-          gpu = "?gpu=" + target->substr(colon + 1);
+          gpu = "?gpu=" + UrlEncode(target->substr(colon + 1));
         }
-        std::string path = fmt::format("/v1/nodes/{}/{}{}", node, drain ? "drain" : "undrain", gpu);
+        std::string path = fmt::format("/v1/nodes/{}/{}{}", UrlEncode(node), drain ? "drain" : "undrain", gpu);
         return request([path](ApiClient& a) { return a.Post(path, "", "application/json"); },
                        [&out, target, drain](const nlohmann::json& b) {
                          out << fmt::format("{} {} (node state {})\n", *target, drain ? "drained" : "undrained",

@@ -8,6 +8,8 @@
 #include <ostream>
 #include <vector>
 
+#include "core/encoding.h"
+
 namespace gantry {
 
 namespace {
@@ -58,8 +60,11 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
       *chosen = [=, &out] {
         int rc = 0;
         for (const std::string& id : *ids) {
-          rc |= request([&](ApiClient& a) { return a.Post(fmt::format("/v1/jobs/{}/{}", id, verb), "", "text/plain"); },
-                        [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
+          rc |= request(
+              [&](ApiClient& a) {
+                return a.Post(fmt::format("/v1/jobs/{}/{}", UrlEncode(id), verb), "", "text/plain");
+              },
+              [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
         }
         return rc;
       };
@@ -91,8 +96,9 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
       }
       int rc = 0;
       for (const std::string& id : *ids) {
-        rc |= request([&](ApiClient& a) { return a.Patch("/v1/jobs/" + id, changes.dump(), "application/json"); },
-                      [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
+        rc |= request(
+            [&](ApiClient& a) { return a.Patch("/v1/jobs/" + UrlEncode(id), changes.dump(), "application/json"); },
+            [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
       }
       return rc;
     };

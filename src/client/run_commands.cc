@@ -17,6 +17,7 @@
 
 #include "client/submit_spec.h"
 #include "core/duration.h"
+#include "core/encoding.h"
 
 namespace gantry {
 
@@ -100,8 +101,8 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
     for (size_t s = 0; s < o.streams.size() && !restarted; ++s) {
       for (int rank = std::max(o.rank, 0); rank < (o.rank >= 0 ? o.rank + 1 : ranks) && !restarted; ++rank) {
         LogCursor& c = cursors[{s, rank}];
-        std::string path = fmt::format("/v1/jobs/{}/logs?stream={}&offset={}&rank={}{}", id, o.streams[s].first,
-                                       c.offset, rank, run > 0 ? fmt::format("&run={}", run) : "");
+        std::string path = fmt::format("/v1/jobs/{}/logs?stream={}&offset={}&rank={}{}", UrlEncode(id),
+                                       o.streams[s].first, c.offset, rank, run > 0 ? fmt::format("&run={}", run) : "");
         auto a = api.Get(path);
         if (!a || a->status != 200) {
           err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
@@ -147,7 +148,7 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
         return 130;
       }
       handled = pressed;
-      auto c = api.Delete("/v1/jobs/" + id);
+      auto c = api.Delete("/v1/jobs/" + UrlEncode(id));
       err << "gantry: cancelling job " << id
           << (c && c->status < 300 ? " (Ctrl-C again to stop waiting)" : ": " + (c ? DescribeError(*c) : "")) << "\n";
     }
@@ -156,7 +157,7 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
   flush();
   for (const auto& [stream, to] : o.streams) *to << std::flush;
   if (!o.follow) return 0;
-  auto job = api.Get("/v1/jobs/" + id);
+  auto job = api.Get("/v1/jobs/" + UrlEncode(id));
   if (!job || job->status != 200) return 1;
   return ExitStatusOf(job->body);
 }
@@ -187,7 +188,7 @@ int WaitForJobs(ApiClient& api, const std::vector<std::string>& ids, DurationMs 
   while (pending > 0) {
     for (size_t i = 0; i < ids.size(); ++i) {
       if (done[i]) continue;
-      auto a = api.Get("/v1/jobs/" + ids[i]);
+      auto a = api.Get("/v1/jobs/" + UrlEncode(ids[i]));
       if (!a || a->status != 200) {
         err << "gantry: " << ids[i] << ": " << (a ? DescribeError(*a) : a.status().message()) << "\n";
         return 1;

@@ -20,6 +20,16 @@ std::string HttpResponse::Header(const std::string& name) const {
 
 bool MayHaveArrived(HttpFailure failure) { return failure == HttpFailure::kWrite || failure == HttpFailure::kRead; }
 
+Status CheckHeaders(const HttpRequest& request) {
+  const std::string breaks("\r\n\0", 3);
+  for (const auto& [name, value] : request.headers) {
+    if (name.find_first_of(breaks) != std::string::npos || value.find_first_of(breaks) != std::string::npos ||
+        name.find(':') != std::string::npos)
+      return Status::Invalid(name, fmt::format("the {} header holds a line break or a NUL: not sent", name));
+  }
+  return Status::Ok();
+}
+
 std::string DescribeFailure(const HttpResponse& r) {
   switch (r.failure) {
     case HttpFailure::kNone: return "answered";

@@ -56,6 +56,10 @@ struct HttpResponse {
 // broke while sending or reading): such a request is sent again only when that is safe.
 bool MayHaveArrived(HttpFailure failure);
 
+// Refuses a request whose header names or values hold a line break or a NUL (or a name
+// a colon): sent, they would add headers or end the request early. Both transports check.
+Status CheckHeaders(const HttpRequest& request);
+
 // Why a request got no answer, in words a user can act on.
 std::string DescribeFailure(const HttpResponse& r);
 

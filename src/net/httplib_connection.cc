@@ -39,6 +39,12 @@ class HttplibConnection final : public HttpConnection {
   }
 
   HttpResponse Send(const HttpRequest& q) override {
+    HttpResponse r;
+    if (Status s = CheckHeaders(q); !s.ok()) {  // cpp-httplib 0.11 would write them as they are
+      r.failure = HttpFailure::kUnsupported;
+      r.failure_detail = s.message();
+      return r;
+    }
     httplib::Headers headers(q.headers.begin(), q.headers.end());
     const std::string path = prefix_ + q.path;
     httplib::Result result = [&] {
@@ -48,7 +54,6 @@ class HttplibConnection final : public HttpConnection {
       if (q.method == "PUT") return client_.Put(path, headers, q.body, q.content_type);
       return client_.Delete(path, headers, q.body, q.content_type);
     }();
-    HttpResponse r;
     if (!result) {
       r.failure = FailureOf(result.error());
       r.failure_detail = httplib::to_string(result.error());

@@ -75,9 +75,24 @@ HttpConnection& LeaderFollower::ConnectionTo(const std::string& url) {
   return *c;
 }
 
+bool MayFollowLeader(const std::string& leader, const std::string& from) {
+  auto parsed = ParseServerList(leader, "leader");
+  if (!parsed || parsed->size() != 1 || (*parsed)[0] != leader) return false;
+  return from.rfind("https://", 0) != 0 || leader.rfind("https://", 0) == 0;
+}
+
+bool LeaderFollower::Followable(const std::string& leader, const std::string& from) const {
+  if (!MayFollowLeader(leader, from)) return false;
+  const bool known = std::find(urls_.begin(), urls_.end(), leader) != urls_.end();
+  return known || learned_ < kMaxLearned;
+}
+
 void LeaderFollower::MoveTo(const std::string& url) {
   auto it = std::find(urls_.begin(), urls_.end(), url);
-  if (it == urls_.end()) it = urls_.insert(urls_.end(), url);
+  if (it == urls_.end()) {
+    it = urls_.insert(urls_.end(), url);
+    ++learned_;
+  }
   current_ = static_cast<size_t>(it - urls_.begin());
 }
 
@@ -100,7 +115,7 @@ HttpResponse LeaderFollower::Send(const HttpRequest& request, bool resend, std::
         standby_seen = true;
       }
       last = std::move(r);
-      if (!leader.empty() && leader != url) {
+      if (!leader.empty() && leader != url && Followable(leader, url)) {
         MoveTo(leader);
       } else {
         current_ = (current_ + 1) % urls_.size();

@@ -24,6 +24,11 @@ Expected<std::vector<std::string>> ParseServerList(const std::string& list, cons
 // other answer. `*standby` says whether it was a standby's answer at all.
 std::string LeaderFromAnswer(const HttpResponse& answer, bool* standby);
 
+// Whether a standby's word (`leader`, answered by the server at `from`) is taken: an
+// address like the ones a user gives (ParseServerList's), and never https to plain http
+// (the token would travel in clear).
+bool MayFollowLeader(const std::string& leader, const std::string& from);
+
 class LeaderFollower {
  public:
   // `connect` makes the connection to each address (its transport, timeouts, CA). One
@@ -48,6 +53,12 @@ class LeaderFollower {
   HttpConnection& ConnectionTo(const std::string& url);
   // Makes `url` the current one, adding it to the list when it was not there.
   void MoveTo(const std::string& url);
+  // Whether a standby's `leader` (answered by `from`) is followed: MayFollowLeader, and at
+  // most kMaxLearned addresses not given.
+  bool Followable(const std::string& leader, const std::string& from) const;
+  // Addresses learnt from standbys at most: a chain of made-up leaders ends.
+  static constexpr size_t kMaxLearned = 8;
+  size_t learned_ = 0;
 
   std::vector<std::string> urls_;
   size_t current_ = 0;

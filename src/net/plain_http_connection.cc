@@ -26,9 +26,13 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// The largest answer taken (a queue of 100,000 jobs as JSON is about 50 MB).
-constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{1} << 30;
+// The largest answer taken, framing included (a queue of 100,000 jobs as JSON is about 50
+// MB; parsed, JSON takes up to 18 times its text).
+constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{128} << 20;
 constexpr std::uint32_t kMaxAnswerHeaderBytes = 64 * 1024;
+// What the read buffer may hold unparsed (a header, one chunk-size line).
+constexpr std::size_t kMaxUnparsedBytes = 1 << 20;
+constexpr int kMaxInterimAnswers = 8;
 
 // The request target as sent: control characters, spaces and bytes past ASCII
 // percent-encoded (an id with a line break cannot add a header or a second request).
@@ -44,9 +48,6 @@ std::string EncodeTarget(const std::string& path) {
   return out;
 }
 
-// A header value is sent only without line breaks or NULs.
-bool SafeHeaderValue(const std::string& v) { return v.find_first_of(std::string("\r\n\0", 3)) == std::string::npos; }
-
 class PlainHttpConnection final : public HttpConnection {
  public:
   PlainHttpConnection(ServerAddress address, HttpConnectionOptions options)
@@ -60,14 +61,12 @@ class PlainHttpConnection final : public HttpConnection {
     auto verb = http::string_to_verb(request.method);
     http::request<http::string_body> q{verb, EncodeTarget(address_.prefix + request.path), 11};
     q.set(http::field::host, host_header_);
-    for (const auto& [name, value] : request.headers) {
-      if (!SafeHeaderValue(name) || !SafeHeaderValue(value) || name.find(':') != std::string::npos) {
-        r.failure = HttpFailure::kUnsupported;
-        r.failure_detail = fmt::format("the {} header holds a line break or a NUL: not sent", name);
-        return r;
-      }
-      q.insert(name, value);
+    if (Status s = CheckHeaders(request); !s.ok()) {
+      r.failure = HttpFailure::kUnsupported;
+      r.failure_detail = s.message();
+      return r;
     }
+    for (const auto& [name, value] : request.headers) q.insert(name, value);
     if (verb != http::verb::get || !request.body.empty()) {
       if (!request.content_type.empty()) q.set(http::field::content_type, request.content_type);
       q.body() = request.body;
@@ -79,25 +78,42 @@ class PlainHttpConnection final : public HttpConnection {
     RunToEnd();
     if (ec) return Broken(HttpFailure::kWrite, ec);
 
-    // An interim answer (100 Continue and the like) is skipped; the deadline covers them all.
+    // The answer, read a piece at a time against one budget of bytes and one deadline:
+    // interim answers (100 Continue), chunk-size lines, extensions and trailers all count,
+    // and a line that never ends stops at the buffer's cap.
+    const auto deadline = std::chrono::steady_clock::now() + options_.read_timeout;
+    std::uint64_t budget = kMaxAnswerBytes;
     std::optional<http::response_parser<http::string_body>> parser;
-    do {
+    for (int interim = 0;; ++interim) {
+      if (interim > kMaxInterimAnswers) return Broken(HttpFailure::kRead, "too many interim (1xx) answers");
       parser.emplace();
       parser->body_limit(kMaxAnswerBytes);
       parser->header_limit(kMaxAnswerHeaderBytes);
-      // The header first: a Content-Length past the limit is refused before the body is
-      // read (Beast 1.74 reserves the length it is told before checking its own limit).
-      http::async_read_header(*stream_, buffer_, *parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
-      RunToEnd();
-      if (ec) return Broken(HttpFailure::kRead, ec);
-      if (auto length = parser->content_length(); length && *length > kMaxAnswerBytes) {
-        return Broken(HttpFailure::kRead,
-                      fmt::format("an answer of {} bytes is past the body limit of {}", *length, kMaxAnswerBytes));
+      bool header_checked = false;
+      while (!parser->is_done()) {
+        if (std::chrono::steady_clock::now() > deadline)
+          return Broken(HttpFailure::kRead, "the read timeout passed before the whole answer came");
+        std::size_t got = 0;
+        http::async_read_some(*stream_, buffer_, *parser, [&ec, &got](beast::error_code e, std::size_t n) {
+          ec = e;
+          got = n;
+        });
+        RunToEnd();
+        if (ec) return Broken(HttpFailure::kRead, ec);
+        if (got > budget) return Broken(HttpFailure::kRead, fmt::format("an answer past {} bytes", kMaxAnswerBytes));
+        budget -= got;
+        // A Content-Length past the limit is refused before the body is read (Beast 1.74
+        // reserves the length it is told before checking its own limit).
+        if (!header_checked && parser->is_header_done()) {
+          header_checked = true;
+          if (auto length = parser->content_length(); length && *length > kMaxAnswerBytes)
+            return Broken(HttpFailure::kRead,
+                          fmt::format("an answer of {} bytes is past the body limit of {}", *length, kMaxAnswerBytes));
+        }
       }
-      http::async_read(*stream_, buffer_, *parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
-      RunToEnd();
-      if (ec) return Broken(HttpFailure::kRead, ec);
-    } while (parser->get().result_int() >= 100 && parser->get().result_int() < 200);
+      const unsigned status = parser->get().result_int();
+      if (status < 100 || status >= 200) break;
+    }
 
     http::response<http::string_body>& answer = parser->get();
     r.status = static_cast<int>(answer.result_int());
@@ -162,7 +178,7 @@ class PlainHttpConnection final : public HttpConnection {
   std::string host_header_;
   asio::io_context io_{1};
   std::optional<beast::tcp_stream> stream_;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_{kMaxUnparsedBytes};
 };
 
 }  // namespace

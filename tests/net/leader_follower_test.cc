@@ -91,6 +91,31 @@ TEST(ServerList, ReadsAddressesAndRefusesWhatIsNotOne) {
   }
 }
 
+TEST(ServerList, AStandbysLeaderIsTakenOnlyAsAnAddressAndNeverFromHttpsToHttp) {
+  EXPECT_TRUE(MayFollowLeader("http://b:8080", "http://a:8080"));
+  EXPECT_TRUE(MayFollowLeader("https://b:8443", "http://a:8080"));
+  EXPECT_TRUE(MayFollowLeader("https://b:8443", "https://a:8443"));
+  EXPECT_FALSE(MayFollowLeader("http://b:8080", "https://a:8443")) << "the token would travel in clear";
+  for (const char* bad :
+       {"", "b:8080", "ftp://b", "http://b:8080,http://c:8080", "http://b c:80", "http://b:99999", "http://b:8080/"}) {
+    EXPECT_FALSE(MayFollowLeader(bad, "http://a:8080")) << bad;
+  }
+}
+
+TEST_P(LeaderFollowerOver, AChainOfMadeUpLeadersEnds) {
+  // Each answer names a new leader: the same server under a new path.
+  std::atomic<int> n{0};
+  std::string self;
+  Endpoint chain([&](const httplib::Request&, httplib::Response& r) { Standby(r, self + "/p" + std::to_string(++n)); });
+  self = chain.url();
+  auto f = Follow({chain.url()});
+  auto r = GetJobs(f, true, milliseconds(1500));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_LE(f.urls().size(), 9u) << "at most eight addresses learnt from standbys";
+  EXPECT_LT(chain.hits(), 40);
+}
+
 TEST_P(LeaderFollowerOver, GoesToTheLeaderAStandbyNamesAndStaysThere) {
   Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("leader", "text/plain"); });
   Endpoint standby([&](const httplib::Request&, httplib::Response& r) { Standby(r, leader.url()); });

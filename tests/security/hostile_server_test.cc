@@ -22,8 +22,9 @@ namespace {
 
 // A raw TCP server on loopback: reads one request per connection, then writes `answer`
 // (`later` on the connections after the first, when given) and then, by `after`: closes,
-// drips one more byte every 50 ms until the client goes away, or holds the connection open.
-enum class After { kClose, kDrip, kHold };
+// drips one more byte every 50 ms until the client goes away, holds the connection open, or
+// sends `later` again and again as fast as it can until the client goes away.
+enum class After { kClose, kDrip, kHold, kFlood };
 class HostileServer {
  public:
   HostileServer(std::string answer, After after, std::string later = "")
@@ -33,9 +34,12 @@ class HostileServer {
       for (;;) {
         int c = accept(fd_, nullptr, nullptr);
         if (c < 0) return;
-        const std::string& answer = connections_++ > 0 && !later_.empty() ? later_ : answer_;
+        const bool again = after_ != After::kFlood && connections_++ > 0 && !later_.empty();
+        const std::string& answer = again ? later_ : answer_;
         char buf[4096];
         if (read(c, buf, sizeof(buf)) > 0) send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+        while (after_ == After::kFlood && !stop_ && send(c, later_.data(), later_.size(), MSG_NOSIGNAL) > 0) {
+        }
         while (after_ == After::kDrip && !stop_ && send(c, "x", 1, MSG_NOSIGNAL) == 1) {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
@@ -103,10 +107,30 @@ TEST(HostileServer, AnAnswerThatNeverComesEndsAtTheReadTimeout) {
 TEST(HostileServer, AnAnswerDrippedForeverEndsAtTheReadTimeout) {
   // Chunked, one byte of a never-ending chunk every 50 ms: each read makes progress, so
   // only a deadline on the whole answer (not on each read) ends it.
-  HostileServer s("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffff\r\n", After::kDrip);
+  HostileServer s("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffff\r\n", After::kDrip);
   HttpResponse r = SendTo(s);
   EXPECT_EQ(r.failure, HttpFailure::kRead);
   EXPECT_NE(r.failure_detail.find("timeout"), std::string::npos) << r.failure_detail;
+}
+
+// Parts of an answer no body limit covers: a chunk-size line or extension that never ends,
+// trailers without end, interim answers without end. Each ends the request (before the
+// read budget and buffer caps, each of these grew the client by gigabytes until the kernel
+// killed it, or spun a core past the deadline).
+TEST(HostileServer, EndlessChunkLinesTrailersAndInterimAnswersEndTheRequest) {
+  const std::string chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  struct Case {
+    const char* what;
+    std::string first, flood;
+  };
+  for (const Case& c : {Case{"an endless chunk extension", chunked + "1;", std::string(64 * 1024, 'a')},
+                        Case{"an endless chunk-size line", chunked, std::string(64 * 1024, '0')},
+                        Case{"endless trailers", chunked + "0\r\n", "X-Trailer: v\r\n"},
+                        Case{"endless interim answers", "", "HTTP/1.1 100 Continue\r\n\r\n"}}) {
+    HostileServer s(c.first, After::kFlood, c.flood);
+    HttpResponse r = SendTo(s);
+    EXPECT_EQ(r.failure, HttpFailure::kRead) << c.what << ": " << r.status;
+  }
 }
 
 TEST(HostileServer, BytesPastAnAnswerAreNeverReadAsTheNextAnswer) {

@@ -167,5 +167,29 @@ TEST_F(WorkflowCli, ErrorsSayWhatIsWrong) {
   EXPECT_NE(out.find("no job 999"), std::string::npos) << out;
 }
 
+TEST_F(WorkflowCli, AnIdIsOneIdNeverAnotherPathOrQuery) {
+  auto gantry = [&](const std::string& args) {
+    std::string out;
+    RunCommand(fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} {} 2>&1", server_->address(), kAliceToken,
+                           GANTRY_BINARY, args),
+               &out);
+    return out;
+  };
+  gantry("submit -g 2 -t T4 --estimate 1h -- sleep 600");               // takes both T4s
+  std::string out = gantry("submit -g 2 -t T4 --estimate 1m -- true");  // so this one waits
+  std::string id = JobIdIn(out);
+  ASSERT_FALSE(id.empty()) << out;
+  out = gantry("hold " + id);
+  ASSERT_TRUE(Json(server_->Client(kAliceToken).Get("/v1/jobs/" + id)).contains("held")) << id << ": " << out;
+  // Sent raw, '4/release#' would be POST /v1/jobs/4/release (and '#' ends the path): the
+  // hold of a made-up id must not become a release, nor '4?' a cancel of job 4.
+  gantry("hold '" + id + "/release#'");
+  gantry("cancel '" + id + "?'");
+  gantry("release '" + id + "%3F'");
+  nlohmann::json job = Json(server_->Client(kAliceToken).Get("/v1/jobs/" + id));
+  EXPECT_EQ(job["state"], "pending") << job.dump();
+  EXPECT_TRUE(job.contains("held")) << job.dump();
+}
+
 }  // namespace
 }  // namespace gantry::testing
