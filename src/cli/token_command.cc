@@ -1,7 +1,7 @@
 // `gantry token`: a fresh random token and the SHA-256 users.yaml keeps of it.
 #include "cli/token_command.h"
 
-#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <ostream>
 
@@ -11,11 +11,17 @@ namespace gantry {
 
 int RunTokenCommand(const TokenCommandOptions& o, std::ostream& out) {
   std::string token = NewToken();
-  std::string bound = !o.node.empty() ? ", node: " + o.node : !o.pool.empty() ? ", pool: " + o.pool : "";
+  // The entry is emitted, not pasted together: a name with ", role: admin" or a line break
+  // in it stays one quoted value of its field.
+  YAML::Emitter entry;
+  entry << YAML::Flow << YAML::BeginMap;
+  entry << YAML::Key << "name" << YAML::Value << o.user << YAML::Key << "team" << YAML::Value << o.team;
+  entry << YAML::Key << "role" << YAML::Value << o.role;
+  if (!o.node.empty()) entry << YAML::Key << "node" << YAML::Value << o.node;
+  if (!o.pool.empty()) entry << YAML::Key << "pool" << YAML::Value << o.pool;
+  entry << YAML::Key << "token_sha256" << YAML::Value << Sha256Hex(token) << YAML::EndMap;
   out << "token (give it to " << o.user << "; it is not stored anywhere): " << token << "\n"
-      << "users.yaml entry:\n"
-      << fmt::format("  - {{name: {}, team: {}, role: {}{}, token_sha256: {}}}\n", o.user, o.team, o.role, bound,
-                     Sha256Hex(token));
+      << "users.yaml entry:\n  - " << entry.c_str() << "\n";
   return 0;
 }
 

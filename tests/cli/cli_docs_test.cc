@@ -3,6 +3,7 @@
 // pages that groff reads without a warning.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 
@@ -73,6 +74,17 @@ TEST(CliDocs, TheLeanClientAloneSaysWhatAnHttpsCallOrADaemonCommandNeeds) {
   EXPECT_EQ(RunCommand(env + "queue --server http://127.0.0.1:1 2>&1", &out), 1) << out;
   EXPECT_NE(out.find("connection refused or unreachable"), std::string::npos) << out;
   std::filesystem::remove_all(dir);
+}
+
+TEST(CliDocs, TokensUsersYamlLineIsOneEntryWhateverTheNamesHold) {
+  int rc = 0;
+  std::string out = Gantry("token --user 'eve, role: admin, token_sha256: x}\n  - {name: eve2' --team vision", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::string entries = "users:\n" + out.substr(out.find("users.yaml entry:\n") + 18);
+  YAML::Node users = YAML::Load(entries)["users"];
+  ASSERT_EQ(users.size(), 1u) << entries;
+  EXPECT_EQ(users[0]["name"].as<std::string>(), "eve, role: admin, token_sha256: x}\n  - {name: eve2");
+  EXPECT_EQ(users[0]["role"].as<std::string>(), "user");
 }
 
 // Asks the generated bash function for the words that complete `line`.
