@@ -94,7 +94,12 @@ Status ResolveClientConfig(ClientConfig& c) {
     if (!token) return token.status();
     from_token_file = *token;
   }
-  pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token, FirstLine(DefaultDataDir() + "/admin.token")});
+  // The standalone server's admin token, from an absolute path only: with HOME unset the
+  // default data directory is relative, and a token planted in the caller's directory
+  // must not be sent.
+  const std::string admin_token = DefaultDataDir() + "/admin.token";
+  pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token,
+                 admin_token.front() == '/' ? FirstLine(admin_token) : std::string()});
   pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
   pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
   c.profiles = ExpandHome(c.profiles);

@@ -1,13 +1,17 @@
 // The CLI's own documentation, generated from its definitions: `gantry help CMD` with
 // examples, bash completion that completes commands and each command's flags, and man
 // pages that groff reads without a warning.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "command_util.h"
+#include "loopback.h"
 #include "test_util.h"
 
 namespace gantry::testing {
@@ -85,6 +89,37 @@ TEST(CliDocs, TokensUsersYamlLineIsOneEntryWhateverTheNamesHold) {
   ASSERT_EQ(users.size(), 1u) << entries;
   EXPECT_EQ(users[0]["name"].as<std::string>(), "eve, role: admin, token_sha256: x}\n  - {name: eve2");
   EXPECT_EQ(users[0]["role"].as<std::string>(), "user");
+}
+
+TEST(CliDocs, WithHomeUnsetNoTokenIsTakenFromTheCallersDirectory) {
+  // A directory someone else prepared, with a token where the default data directory would
+  // be relative to it, and a server that records what it is sent.
+  std::string dir = ::testing::TempDir() + "gantry-no-home-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir + "/.local/share/gantry");
+  std::ofstream(dir + "/.local/share/gantry/admin.token") << "gtk_planted_token\n";
+  int port = 0;
+  int fd = ListenOnLoopback(&port);
+  ASSERT_GE(fd, 0);
+  std::string request;
+  std::thread server([&] {
+    int c = accept(fd, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[8192];
+    ssize_t n = read(c, buf, sizeof(buf));
+    if (n > 0) request.assign(buf, static_cast<size_t>(n));
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    (void)!write(c, answer.data(), answer.size());
+    close(c);
+  });
+  std::string out;
+  RunCommand(fmt::format("cd {} && env -i PATH=/usr/bin:/bin {} queue --server http://127.0.0.1:{} 2>&1", dir,
+                         GANTRY_BINARY, port),
+             &out);
+  shutdown(fd, SHUT_RDWR);
+  close(fd);
+  server.join();
+  EXPECT_EQ(request.find("gtk_planted_token"), std::string::npos) << request;
+  std::filesystem::remove_all(dir);
 }
 
 // Asks the generated bash function for the words that complete `line`.
