@@ -30,6 +30,13 @@ Status CheckHeaders(const HttpRequest& request) {
   return Status::Ok();
 }
 
+HttpResponse NotSent(std::string why) {
+  HttpResponse r;
+  r.failure = HttpFailure::kUnsupported;
+  r.failure_detail = std::move(why);
+  return r;
+}
+
 std::string DescribeFailure(const HttpResponse& r) {
   switch (r.failure) {
     case HttpFailure::kNone: return "answered";
@@ -94,12 +101,7 @@ namespace {
 class FailingHttpConnection final : public HttpConnection {
  public:
   explicit FailingHttpConnection(std::string why) : why_(std::move(why)) {}
-  HttpResponse Send(const HttpRequest&) override {
-    HttpResponse r;
-    r.failure = HttpFailure::kUnsupported;
-    r.failure_detail = why_;
-    return r;
-  }
+  HttpResponse Send(const HttpRequest&) override { return NotSent(why_); }
 
  private:
   std::string why_;

@@ -60,6 +60,9 @@ bool MayHaveArrived(HttpFailure failure);
 // a colon): sent, they would add headers or end the request early. Both transports check.
 Status CheckHeaders(const HttpRequest& request);
 
+// The answer to a request a transport does not send: kUnsupported with `why`.
+HttpResponse NotSent(std::string why);
+
 // Why a request got no answer, in words a user can act on.
 std::string DescribeFailure(const HttpResponse& r);
 

@@ -39,12 +39,9 @@ class HttplibConnection final : public HttpConnection {
   }
 
   HttpResponse Send(const HttpRequest& q) override {
+    // cpp-httplib 0.11 would write them as they are.
+    if (Status s = CheckHeaders(q); !s.ok()) return NotSent(s.message());
     HttpResponse r;
-    if (Status s = CheckHeaders(q); !s.ok()) {  // cpp-httplib 0.11 would write them as they are
-      r.failure = HttpFailure::kUnsupported;
-      r.failure_detail = s.message();
-      return r;
-    }
     httplib::Headers headers(q.headers.begin(), q.headers.end());
     const std::string path = prefix_ + q.path;
     httplib::Result result = [&] {

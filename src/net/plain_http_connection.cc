@@ -54,6 +54,8 @@ class PlainHttpConnection final : public HttpConnection {
       : address_(std::move(address)), options_(std::move(options)), host_header_(HostAndPort(address_)) {}
 
   HttpResponse Send(const HttpRequest& request) override {
+    // Checked before any connection is opened: such a request is never sent.
+    if (Status s = CheckHeaders(request); !s.ok()) return NotSent(s.message());
     HttpResponse r;
     if (stream_ && ClosedByServer()) stream_.reset();
     if (!stream_ && !Connect(r)) return r;
@@ -61,11 +63,6 @@ class PlainHttpConnection final : public HttpConnection {
     auto verb = http::string_to_verb(request.method);
     http::request<http::string_body> q{verb, EncodeTarget(address_.prefix + request.path), 11};
     q.set(http::field::host, host_header_);
-    if (Status s = CheckHeaders(request); !s.ok()) {
-      r.failure = HttpFailure::kUnsupported;
-      r.failure_detail = s.message();
-      return r;
-    }
     for (const auto& [name, value] : request.headers) q.insert(name, value);
     if (verb != http::verb::get || !request.body.empty()) {
       if (!request.content_type.empty()) q.set(http::field::content_type, request.content_type);
