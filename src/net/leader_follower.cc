@@ -70,9 +70,12 @@ LeaderFollower::LeaderFollower(std::vector<std::string> urls, HttpConnector conn
 LeaderFollower::~LeaderFollower() = default;
 
 HttpConnection& LeaderFollower::ConnectionTo(const std::string& url) {
-  auto& c = connections_[url];
-  if (!c) c = connect_(url);
-  return *c;
+  if (!connection_ || connected_url_ != url) {
+    connection_.reset();  // closed before the next one opens
+    connection_ = connect_(url);
+    connected_url_ = url;
+  }
+  return *connection_;
 }
 
 bool MayFollowLeader(const std::string& leader, const std::string& from) {

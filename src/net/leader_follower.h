@@ -6,7 +6,6 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,7 +62,10 @@ class LeaderFollower {
   std::vector<std::string> urls_;
   size_t current_ = 0;
   HttpConnector connect_;
-  std::map<std::string, std::unique_ptr<HttpConnection>> connections_;
+  // One open connection, to the address asked last: one kept open to every standby and
+  // learnt address would hold a worker of each server for its keep-alive time.
+  std::string connected_url_;
+  std::unique_ptr<HttpConnection> connection_;
 };
 
 }  // namespace gantry

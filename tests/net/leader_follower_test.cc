@@ -23,10 +23,11 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// An HTTP server on a loopback port, stopped when the test ends.
+// An HTTP server on a loopback port with `workers` threads, stopped when the test ends.
 class Endpoint {
  public:
-  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler, size_t workers = 8) {
+    server_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
     server_.Get(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
       ++hits_;
       handler(q, r);
@@ -103,10 +104,13 @@ TEST(ServerList, AStandbysLeaderIsTakenOnlyAsAnAddressAndNeverFromHttpsToHttp) {
 }
 
 TEST_P(LeaderFollowerOver, AChainOfMadeUpLeadersEnds) {
-  // Each answer names a new leader: the same server under a new path.
+  // Each answer names a new leader: the same server under a new path. The server has two
+  // workers: a client that kept a connection open to each address it was sent to would
+  // hold both and wait for its third answer until its read timeout.
   std::atomic<int> n{0};
   std::string self;
-  Endpoint chain([&](const httplib::Request&, httplib::Response& r) { Standby(r, self + "/p" + std::to_string(++n)); });
+  Endpoint chain([&](const httplib::Request&, httplib::Response& r) { Standby(r, self + "/p" + std::to_string(++n)); },
+                 2);
   self = chain.url();
   auto f = Follow({chain.url()});
   auto r = GetJobs(f, true, milliseconds(1500));
