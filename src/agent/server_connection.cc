@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "net/httplib_connection.h"
+#include "net/tls_http_connection.h"
 #include "protocol/order_wire.h"
 #include "protocol/spec_json.h"
 

@@ -7,7 +7,7 @@
 #include "agent/process.h"
 #include "cli/command_line.h"
 #include "client/http_client.h"
-#include "net/httplib_connection.h"
+#include "net/tls_http_connection.h"
 
 int main(int argc, char** argv) {
   // The job shim is parsed by hand: everything after "--" is the job's argv, untouched.
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
   // writes without MSG_NOSIGNAL). After the shim: jobs keep the default.
   signal(SIGPIPE, SIG_IGN);
-  gantry::SetTlsConnector(gantry::ConnectWithHttplib);  // the client commands' https:// calls
+  gantry::SetTlsConnector(gantry::ConnectTls);  // the client commands' https:// calls
   gantry::CommandLine line;
   if (int rc = line.Parse(argc, argv); rc >= 0) return rc;
   gantry::DaemonCommands& c = line.daemon;

@@ -1,10 +1,11 @@
-// One HTTP request and its answer, apart from the library that carries them: the CLI's
-// plain-HTTP transport (plain_http_connection.h) and the TLS-capable one
-// (httplib_connection.h) both take an HttpRequest and give back an HttpResponse, so the
+// One HTTP request and its answer, apart from the stream that carries them: the CLI's
+// plain-HTTP transport (plain_http_connection.h) and the TLS one (tls_http_connection.h)
+// both take an HttpRequest and give back an HttpResponse, so the
 // leader-following rounds and the commands are written once.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -76,6 +77,10 @@ struct ServerAddress {
 Expected<ServerAddress> SplitServerAddress(const std::string& url);
 // "host:port", or "[v6]:port" (a Host header's form).
 std::string HostAndPort(const ServerAddress& a);
+
+// The largest answer either transport takes, framing included (a queue of 100,000 jobs as
+// JSON is about 50 MB; parsed, JSON takes up to 18 times its text).
+inline constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{128} << 20;
 
 // Options every connection to a server takes.
 struct HttpConnectionOptions {

@@ -1,181 +1,20 @@
-// PlainHttpConnection: Boost.Beast requests on one TCP stream, each step run to its end
-// (or its timeout) on a private io_context, so the caller sees a plain blocking call.
+// PlainHttpConnection: the shared Beast connection (beast_http_connection.h) over a bare
+// TCP stream.
 #include "net/plain_http_connection.h"
 
-#include <fmt/format.h>
-#include <sys/socket.h>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-#include <cerrno>
-#include <chrono>
-#include <optional>
+#include "net/beast_http_connection.h"
 
 namespace gantry {
 
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
-// The largest answer taken, framing included (a queue of 100,000 jobs as JSON is about 50
-// MB; parsed, JSON takes up to 18 times its text).
-constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{128} << 20;
-constexpr std::uint32_t kMaxAnswerHeaderBytes = 64 * 1024;
-// What the read buffer may hold unparsed (a header, one chunk-size line).
-constexpr std::size_t kMaxUnparsedBytes = 1 << 20;
-constexpr int kMaxInterimAnswers = 8;
-
-// The request target as sent: control characters, spaces and bytes past ASCII
-// percent-encoded (an id with a line break cannot add a header or a second request).
-std::string EncodeTarget(const std::string& path) {
-  std::string out;
-  for (unsigned char c : path) {
-    if (c <= 0x20 || c >= 0x7f) {
-      out += fmt::format("%{:02X}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-class PlainHttpConnection final : public HttpConnection {
+class PlainHttpConnection final : public beast_http::BeastHttpConnection<boost::beast::tcp_stream> {
  public:
-  PlainHttpConnection(ServerAddress address, HttpConnectionOptions options)
-      : address_(std::move(address)), options_(std::move(options)), host_header_(HostAndPort(address_)) {}
-
-  HttpResponse Send(const HttpRequest& request) override {
-    // Checked before any connection is opened: such a request is never sent.
-    if (Status s = CheckHeaders(request); !s.ok()) return NotSent(s.message());
-    HttpResponse r;
-    if (stream_ && ClosedByServer()) stream_.reset();
-    if (!stream_ && !Connect(r)) return r;
-
-    auto verb = http::string_to_verb(request.method);
-    http::request<http::string_body> q{verb, EncodeTarget(address_.prefix + request.path), 11};
-    q.set(http::field::host, host_header_);
-    for (const auto& [name, value] : request.headers) q.insert(name, value);
-    if (verb != http::verb::get || !request.body.empty()) {
-      if (!request.content_type.empty()) q.set(http::field::content_type, request.content_type);
-      q.body() = request.body;
-      q.prepare_payload();
-    }
-    beast::error_code ec;
-    stream_->expires_after(options_.read_timeout);
-    http::async_write(*stream_, q, [&ec](beast::error_code e, std::size_t) { ec = e; });
-    RunToEnd();
-    if (ec) return Broken(HttpFailure::kWrite, ec);
-
-    // The answer, read a piece at a time against one budget of bytes and one deadline:
-    // interim answers (100 Continue), chunk-size lines, extensions and trailers all count,
-    // and a line that never ends stops at the buffer's cap.
-    const auto deadline = std::chrono::steady_clock::now() + options_.read_timeout;
-    std::uint64_t budget = kMaxAnswerBytes;
-    std::optional<http::response_parser<http::string_body>> parser;
-    for (int interim = 0;; ++interim) {
-      if (interim > kMaxInterimAnswers) return Broken(HttpFailure::kRead, "too many interim (1xx) answers");
-      parser.emplace();
-      parser->body_limit(kMaxAnswerBytes);
-      parser->header_limit(kMaxAnswerHeaderBytes);
-      bool header_checked = false;
-      while (!parser->is_done()) {
-        if (std::chrono::steady_clock::now() > deadline)
-          return Broken(HttpFailure::kRead, "the read timeout passed before the whole answer came");
-        std::size_t got = 0;
-        http::async_read_some(*stream_, buffer_, *parser, [&ec, &got](beast::error_code e, std::size_t n) {
-          ec = e;
-          got = n;
-        });
-        RunToEnd();
-        if (ec) return Broken(HttpFailure::kRead, ec);
-        if (got > budget) return Broken(HttpFailure::kRead, fmt::format("an answer past {} bytes", kMaxAnswerBytes));
-        budget -= got;
-        // A Content-Length past the limit is refused before the body is read (Beast 1.74
-        // reserves the length it is told before checking its own limit).
-        if (!header_checked && parser->is_header_done()) {
-          header_checked = true;
-          if (auto length = parser->content_length(); length && *length > kMaxAnswerBytes)
-            return Broken(HttpFailure::kRead,
-                          fmt::format("an answer of {} bytes is past the body limit of {}", *length, kMaxAnswerBytes));
-        }
-      }
-      const unsigned status = parser->get().result_int();
-      if (status < 100 || status >= 200) break;
-    }
-
-    http::response<http::string_body>& answer = parser->get();
-    r.status = static_cast<int>(answer.result_int());
-    for (const auto& field : answer) r.headers.emplace(std::string(field.name_string()), std::string(field.value()));
-    r.body = std::move(answer.body());
-    // Bytes past the answer were never asked for: the connection is not used again, so they
-    // can never be read as the next request's answer.
-    if (!answer.keep_alive() || buffer_.size() > 0) stream_.reset();
-    return r;
-  }
+  using BeastHttpConnection::BeastHttpConnection;
 
  private:
-  // Runs the queued operation until it completes or its stream's timer closes it.
-  void RunToEnd() {
-    io_.restart();
-    io_.run();
-  }
-
-  bool Connect(HttpResponse& r) {
-    buffer_.clear();
-    tcp::resolver resolver(io_);
-    beast::error_code ec;
-    auto endpoints = resolver.resolve(address_.host, std::to_string(address_.port), ec);
-    if (ec) {
-      r.failure = HttpFailure::kConnect;
-      r.failure_detail = fmt::format("cannot resolve {}: {}", address_.host, ec.message());
-      return false;
-    }
-    stream_.emplace(io_);
-    stream_->expires_after(options_.connect_timeout);
-    stream_->async_connect(endpoints, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
-    RunToEnd();
-    if (ec) {
-      r.failure = ec == beast::error::timeout ? HttpFailure::kConnectTimeout : HttpFailure::kConnect;
-      r.failure_detail = ec.message();
-      stream_.reset();
-      return false;
-    }
-    stream_->socket().set_option(tcp::no_delay(true), ec);
-    return true;
-  }
-
-  // Whether the server closed the kept connection since the last answer (its idle
-  // timeout): a request is then sent on a new one instead of failing on the old.
-  bool ClosedByServer() {
-    char byte;
-    ssize_t n = ::recv(stream_->socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-  }
-
-  HttpResponse Broken(HttpFailure failure, const beast::error_code& ec) { return Broken(failure, ec.message()); }
-  HttpResponse Broken(HttpFailure failure, std::string why) {
-    stream_.reset();
-    HttpResponse r;
-    r.failure = failure;
-    r.failure_detail = std::move(why);
-    return r;
-  }
-
-  ServerAddress address_;
-  HttpConnectionOptions options_;
-  std::string host_header_;
-  asio::io_context io_{1};
-  std::optional<beast::tcp_stream> stream_;
-  beast::flat_buffer buffer_{kMaxUnparsedBytes};
+  boost::beast::tcp_stream NewStream() override { return boost::beast::tcp_stream(io_); }
+  boost::beast::error_code Secure(HttpResponse&) override { return {}; }
 };
 
 }  // namespace

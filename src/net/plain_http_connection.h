@@ -1,7 +1,7 @@
 // The transport for http:// servers: Boost.Beast over one keep-alive TCP connection, with
 // connect and read timeouts. It links neither OpenSSL nor libcpp-httplib, so the `gantry`
 // binary that uses it starts in about 2 ms (docs/BENCHMARKS.md, CLI start); https://
-// addresses are the TLS transport's (httplib_connection.h).
+// addresses are the TLS transport's (tls_http_connection.h).
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
 // LeaderFollower against real HTTP servers on loopback, over each transport (the plain one
-// the CLI uses, cpp-httplib's the agent uses for TLS): it reads a server list (refusing
+// the CLI uses, TLS as the agent and gantryd use it for https://): it reads a server list (refusing
 // what is not an address), goes to the leader a standby names, moves past a server that
 // does not answer, waits out a take-over, and sends a write again after a broken
 // connection only when told it is safe.
@@ -14,40 +14,50 @@
 #include <atomic>
 #include <thread>
 
-#include "loopback.h"
-#include "net/httplib_connection.h"
+#include "hostile_server.h"
 #include "net/plain_http_connection.h"
+#include "net/tls_http_connection.h"
 
 namespace gantry::testing {
 namespace {
 
 using std::chrono::milliseconds;
 
-// An HTTP server on a loopback port with `workers` threads, stopped when the test ends.
+// Whether the test runs over TLS (else plain HTTP): the transport's parameter.
+bool tls_endpoints = false;
+
+// An HTTP server (HTTPS when tls_endpoints) on a loopback port with `workers` threads,
+// stopped when the test ends.
 class Endpoint {
  public:
-  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler, size_t workers = 8) {
-    server_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-    server_.Get(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
+  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler, size_t workers = 8)
+      : tls_(tls_endpoints) {
+    const std::string& certs = SharedTestCertificates();
+    server_ =
+        tls_ ? std::make_unique<httplib::SSLServer>((certs + "/server.pem").c_str(), (certs + "/server.key").c_str())
+             : std::make_unique<httplib::Server>();
+    server_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    server_->Get(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
       ++hits_;
       handler(q, r);
     });
-    server_.Post(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
+    server_->Post(".*", [this, handler](const httplib::Request& q, httplib::Response& r) {
       ++hits_;
       handler(q, r);
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    port_ = server_->bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
   }
   ~Endpoint() {
-    server_.stop();
+    server_->stop();
     thread_.join();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_); }
   int hits() const { return hits_; }
 
  private:
-  httplib::Server server_;
+  bool tls_;
+  std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
   std::atomic<int> hits_{0};
@@ -61,18 +71,22 @@ void Standby(httplib::Response& r, const std::string& leader) {
 }
 
 // An address where nothing listens.
-std::string DeadAddress() { return "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()); }
+std::string DeadAddress() {
+  return (tls_endpoints ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(FreeLoopbackPort());
+}
 
 // Each test runs over both transports.
 class LeaderFollowerOver : public ::testing::TestWithParam<std::string> {
  protected:
+  void SetUp() override { tls_endpoints = GetParam() == "tls"; }
   LeaderFollower Follow(std::vector<std::string> urls) {
     HttpConnectionOptions options;
     options.connect_timeout = std::chrono::seconds(2);
     options.read_timeout = std::chrono::seconds(5);
-    if (GetParam() == "httplib")
-      return LeaderFollower(std::move(urls),
-                            [options](const std::string& u) { return ConnectWithHttplib(u, options); });
+    if (tls_endpoints) {
+      options.ca_cert = SharedTestCertificates() + "/ca.pem";
+      return LeaderFollower(std::move(urls), [options](const std::string& u) { return ConnectTls(u, options); });
+    }
     return LeaderFollower(std::move(urls), [options](const std::string& u) { return ConnectPlainHttp(u, options); });
   }
 };
@@ -174,38 +188,9 @@ TEST_P(LeaderFollowerOver, ALoneServerThatCannotBeReachedIsReportedNotWaitedFor)
   EXPECT_EQ(r.failure, HttpFailure::kConnect);
 }
 
-// A server that reads a request and closes without an answer: it may have applied it.
-class Breaker {
- public:
-  Breaker() {
-    fd_ = ListenOnLoopback(&port_);
-    thread_ = std::thread([this] {
-      for (;;) {
-        int c = accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        char buf[4096];
-        if (read(c, buf, sizeof(buf)) > 0) ++requests_;
-        close(c);
-      }
-    });
-  }
-  ~Breaker() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  int requests() const { return requests_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-  std::atomic<int> requests_{0};
-};
-
 TEST_P(LeaderFollowerOver, AWriteThatMayHaveArrivedIsSentAgainOnlyWhenThatIsSafe) {
-  Breaker breaker;
+  // A server that reads a request and closes without an answer: it may have applied it.
+  HostileServer breaker(tls_endpoints, "", After::kClose);
   Endpoint leader([](const httplib::Request&, httplib::Response& r) { r.set_content("taken", "text/plain"); });
   HttpRequest post{"POST", "/v1/jobs/7/cancel", {}, "", "text/plain"};
   auto unsafe = Follow({breaker.url(), leader.url()});
@@ -222,7 +207,7 @@ TEST_P(LeaderFollowerOver, AWriteThatMayHaveArrivedIsSentAgainOnlyWhenThatIsSafe
   EXPECT_EQ(leader.hits(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, LeaderFollowerOver, ::testing::Values("plain", "httplib"));
+INSTANTIATE_TEST_SUITE_P(Transports, LeaderFollowerOver, ::testing::Values("plain", "tls"));
 
 }  // namespace
 }  // namespace gantry::testing

@@ -17,6 +17,7 @@
 #include "command_util.h"
 #include "server/controller_harness.h"
 #include "server/server_process.h"
+#include "test_certificates.h"
 
 namespace gantry::testing {
 
@@ -116,21 +117,6 @@ std::string WaitUntil(F f, const std::string& want) {
 
 inline std::string JobField(httplib::Client& c, const std::string& id, const char* field) {
   return Json(c.Get("/v1/jobs/" + id)).value(field, "");
-}
-
-// A test CA (DIR/ca.pem) and a server certificate for 127.0.0.1 signed by it (DIR/server.pem,
-// DIR/server.key), EC P-256; the openssl commands' exit code, their output in `out`.
-inline int MakeTestCertificates(const std::string& dir, std::string* out) {
-  std::filesystem::create_directories(dir);
-  return RunCommand(
-      fmt::format("cd {} && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                  "-keyout ca.key -out ca.pem -days 2 -subj /CN=gantry-test-ca 2>&1 && "
-                  "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key "
-                  "-out server.csr -subj /CN=127.0.0.1 2>&1 && printf 'subjectAltName=IP:127.0.0.1' > ext && "
-                  "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-                  "-extfile ext -out server.pem 2>&1",
-                  dir),
-      out);
 }
 
 // Whether this process may switch users (the job-identity tests need a root agent).
