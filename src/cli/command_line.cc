@@ -241,7 +241,12 @@ CommandLine::CommandLine(const std::string& only) {
   app_.require_subcommand(1);
   app_.set_version_flag("--version", kVersionLine);
   if (only.empty()) DefineDaemonCommands(app_, daemon);
-  client_ = AddClientCommands(app_, std::cout, std::cerr, only);
+  // What the server sends is shown through TerminalSafe; a job's own output (logs, run)
+  // goes past it as it is (WriteRaw). As std::cerr, the error stream flushes the output
+  // before each write, so the two keep their order in one pipe.
+  safe_err_.tie(&safe_out_);
+  safe_err_.setf(std::ios::unitbuf);
+  client_ = AddClientCommands(app_, safe_out_, safe_err_, only);
   docs_ = AddCliDocs(app_, std::cout, std::cerr);  // after every other command
 }
 
@@ -281,7 +286,15 @@ bool CommandLine::ClientWantsTls() const {
 }
 
 int CommandLine::RunClientOrDocs() {
-  if (int rc = client_->run(); rc >= 0) return rc;
+  try {
+    if (int rc = client_->run(); rc >= 0) return rc;
+  } catch (const nlohmann::json::exception& e) {
+    // An answer of another shape than this client reads: another version's server, or
+    // something that is not a Gantry server at all.
+    safe_err_ << "gantry: the server's answer is not what this client reads (" << e.what()
+              << "); is the server the same version as this client (gantry --version)?\n";
+    return 1;
+  }
   return docs_();
 }
 

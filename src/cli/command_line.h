@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "cli/sim_command.h"
 #include "cli/token_command.h"
 #include "client/commands.h"
+#include "client/terminal_safe.h"
 
 namespace gantry {
 
@@ -71,6 +73,12 @@ class CommandLine {
 
  private:
   CLI::App app_{"Gantry: a GPU cluster manager for ML teams", "gantry"};
+  // The client commands' stdout and stderr, through which server-held text is shown
+  // TerminalSafe.
+  TerminalSafeBuffer safe_out_buffer_{std::cout.rdbuf()};
+  TerminalSafeBuffer safe_err_buffer_{std::cerr.rdbuf()};
+  std::ostream safe_out_{&safe_out_buffer_};
+  std::ostream safe_err_{&safe_err_buffer_};
   std::shared_ptr<ClientCommands> client_;
   std::function<int()> docs_;
 };

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "billing/report.h"
+#include "client/terminal_safe.h"
 
 namespace gantry {
 
@@ -175,7 +176,7 @@ void AddBillingCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
                          if (!rf->file.empty()) file.open(rf->file, std::ios::trunc);
                          std::ostream& o = rf->file.empty() ? out : file;
                          if (rf->format == "json") {
-                           o << b.dump(2) << "\n";
+                           o << JsonForTerminal(b) << "\n";
                          } else if (rf->format == "csv") {
                            o << ReportCsv(b);
                          } else if (rf->format == "html") {

@@ -18,6 +18,7 @@
 #include "client/run_commands.h"
 #include "client/submit_command.h"
 #include "client/tables.h"
+#include "client/terminal_safe.h"
 #include "core/encoding.h"
 #include "core/yaml_util.h"
 
@@ -70,7 +71,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
       return 1;
     }
     if (*output == "json") {
-      out << a->body.dump(2) << "\n";
+      out << JsonForTerminal(a->body) << "\n";
     } else {
       render(a->body);
     }

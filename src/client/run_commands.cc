@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/submit_spec.h"
+#include "client/terminal_safe.h"
 #include "core/duration.h"
 #include "core/encoding.h"
 
@@ -72,13 +73,14 @@ struct LogCursor {
 // Prints `text` to `to`, each whole line after `prefix` (none: as it comes).
 void PrintLines(std::ostream& to, const std::string& prefix, LogCursor& c, const std::string& text) {
   if (prefix.empty()) {
-    to << text;
+    WriteRaw(to, text);
     return;
   }
   c.partial += text;
   size_t start = 0;
   for (size_t nl; (nl = c.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    to << prefix << std::string_view(c.partial).substr(start, nl + 1 - start);
+    to << prefix;
+    WriteRaw(to, std::string_view(c.partial).substr(start, nl + 1 - start));
   }
   c.partial.erase(0, start);
 }
@@ -91,7 +93,10 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
   int run = o.run, ranks = 1, handled = 0;
   auto flush = [&] {  // lines cut short at the end (only prefixed output keeps them back)
     for (auto& [where, c] : cursors) {
-      if (!c.partial.empty()) *o.streams[where.first].second << fmt::format("[rank {}] {}\n", where.second, c.partial);
+      if (c.partial.empty()) continue;
+      std::ostream& to = *o.streams[where.first].second;
+      to << fmt::format("[rank {}] ", where.second);
+      WriteRaw(to, c.partial + "\n");
       c.partial.clear();
     }
   };

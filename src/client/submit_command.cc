@@ -12,6 +12,7 @@
 #include "client/jobs_file.h"
 #include "client/submit_spec.h"
 #include "client/tables.h"
+#include "client/terminal_safe.h"
 
 namespace gantry {
 
@@ -130,7 +131,7 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
     return 1;
   }
   if (json) {
-    out << a->body.dump(2) << "\n";
+    out << JsonForTerminal(a->body) << "\n";
   } else if (batch) {
     for (const auto& j : a->body["jobs"]) PrintSubmitted(out, j);
   } else {
@@ -186,7 +187,7 @@ void AddSubmitCommand(CLI::App& app, std::ostream& out, std::ostream& err, const
           return 1;
         }
         if (*output == "json") {
-          out << a->body.dump(2) << "\n";
+          out << JsonForTerminal(a->body) << "\n";
           return 0;
         }
         return PrintVerdicts(out, a->body, *specs) > 0 ? 1 : 0;

@@ -11,6 +11,12 @@
 
 namespace gantry::testing {
 
+// The id in the CLI's "submitted job 7 (...)" or "gantry: job 7 submitted" line.
+inline std::string JobIdIn(const std::string& out) {
+  size_t at = out.find("job ") + 4;
+  return out.substr(at, out.find(' ', at) - at);
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -13,12 +13,6 @@ namespace {
 
 using WorkflowCli = ServerTest;
 
-// The id in the CLI's "submitted job 7 (...)" or "gantry: job 7 submitted" line.
-std::string JobIdIn(const std::string& out) {
-  size_t at = out.find("job ") + 4;
-  return out.substr(at, out.find(' ', at) - at);
-}
-
 TEST_F(WorkflowCli, AnArrayThenAJobAfterIt) {
   int rc = 0;
   std::string out =
