@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <string>
@@ -20,9 +21,9 @@ namespace gantry::testing {
 
 // A raw TCP server on loopback (or TLS over it: `tls`, with the shared test certificate):
 // reads one request per connection, then writes `answer` (`later` on the connections after
-// the first, when given) and then, by `after`: closes, drips one more byte every 50 ms until
-// the client goes away, holds the connection open, or sends `later` again and again as fast
-// as it can until the client goes away.
+// the first, when given; a NUL in it splits it into separate writes) and then, by `after`: closes, drips one more byte
+// every 50 ms until the client goes away, holds the connection open, or sends `later` again and again as fast as it can
+// until the client goes away.
 enum class After { kClose, kDrip, kHold, kFlood };
 class HostileServer {
  public:
@@ -59,7 +60,11 @@ class HostileServer {
         char buf[4096];
         if ((tls ? SSL_read(tls, buf, sizeof(buf)) : read(c, buf, sizeof(buf))) > 0) {
           ++requests_;
-          if (!answer.empty()) write(answer);
+          // A NUL splits the answer into writes of their own (over TLS: records of their own).
+          for (size_t start = 0, end; start < answer.size(); start = end + 1) {
+            end = std::min(answer.find('\0', start), answer.size());
+            if (end > start) write(answer.substr(start, end - start));
+          }
         }
         while (after_ == After::kFlood && !stop_ && write(later_)) {
         }

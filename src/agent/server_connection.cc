@@ -68,7 +68,7 @@ bool ServerConnection::Register(const Registration& registration) {
   for (int attempt = 0; !stop_; ++attempt) {
     auto r = poller_.Send(Request("POST", "/v1/agent/register", body), true, kOneRound);
     if (r && r.status == 200) {
-      nlohmann::json answer = nlohmann::json::parse(r.body, nullptr, false);
+      nlohmann::json answer = ParseAnswerJson(r.body);
       if (!session_.empty()) {  // the first registration is the caller's to report
         err_ << "gantry agent: registered again, with " << poller_.current() << " (a restart or a take-over); "
              << registration.runs.size() << " run(s) still here reported for adoption" << std::endl;
@@ -107,7 +107,7 @@ void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);
+    nlohmann::json body = ParseAnswerJson(r.body);
     for (const auto& order : FieldOr(body, "orders", EmptyList())) {
       uint64_t seq = order.value("seq", uint64_t{0});
       if (seq <= acked_) continue;  // applied already; its acknowledgement was lost

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "client/local_listener.h"
 #include "core/config_dir.h"
 #include "core/yaml_util.h"
 #include "net/leader_follower.h"
@@ -49,6 +51,22 @@ Expected<std::string> TokenFromFile(const std::string& path, const std::string& 
   std::string token = FirstLine(path);
   if (token.empty()) return Status::Invalid(named_by, fmt::format("the token file {} is empty", path));
   return token;
+}
+
+// The standalone server's admin token, when no other was given: from an absolute path only
+// (with HOME unset the default data directory is relative, and a token planted in the
+// caller's directory must not be sent), and only to one loopback address where a server
+// of the token file's owner listens (not to another host, nor to whatever another local
+// user bound to 127.0.0.1:8080 while the server was down).
+std::string StandaloneAdminToken(const std::string& server) {
+  const std::string path = DefaultDataDir() + "/admin.token";
+  struct stat file;
+  if (path.front() != '/' || ::stat(path.c_str(), &file) != 0) return "";
+  auto servers = ParseServerList(server, "server");
+  if (!servers || servers->size() != 1) return "";
+  auto address = SplitServerAddress((*servers)[0]);
+  if (!address || !LoopbackListenerOwnedBy(address->host, address->port, file.st_uid)) return "";
+  return FirstLine(path);
 }
 
 TlsConnector& Tls() {
@@ -94,12 +112,8 @@ Status ResolveClientConfig(ClientConfig& c) {
     if (!token) return token.status();
     from_token_file = *token;
   }
-  // The standalone server's admin token, from an absolute path only: with HOME unset the
-  // default data directory is relative, and a token planted in the caller's directory
-  // must not be sent.
-  const std::string admin_token = DefaultDataDir() + "/admin.token";
-  pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token,
-                 admin_token.front() == '/' ? FirstLine(admin_token) : std::string()});
+  pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token});
+  if (c.token.empty()) c.token = StandaloneAdminToken(c.server);
   pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
   pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
   c.profiles = ExpandHome(c.profiles);
@@ -147,8 +161,7 @@ Expected<HttpAnswer> ToAnswer(HttpResponse r, const std::string& server) {
   HttpAnswer a;
   a.status = r.status;
   for (const auto& [k, v] : r.headers) a.headers.emplace(k, v);
-  if (r.Header("Content-Type").find("json") != std::string::npos)
-    a.body = nlohmann::json::parse(r.body, nullptr, false);
+  if (r.Header("Content-Type").find("json") != std::string::npos) a.body = ParseAnswerJson(r.body);
   a.text = std::move(r.body);
   return a;
 }

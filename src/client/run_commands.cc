@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <string_view>
@@ -19,6 +21,7 @@
 #include "client/terminal_safe.h"
 #include "core/duration.h"
 #include "core/encoding.h"
+#include "core/job.h"
 
 namespace gantry {
 
@@ -69,6 +72,17 @@ struct LogCursor {
   std::string partial;
   bool cut_told = false;
 };
+
+// The header `name` as a whole number within lo..hi, into `value`; false when it is missing,
+// not a number or out of range.
+bool HeaderNumber(const std::map<std::string, std::string>& headers, const char* name, int64_t lo, int64_t hi,
+                  int64_t* value) {
+  auto it = headers.find(name);
+  if (it == headers.end()) return false;
+  const std::string& text = it->second;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && end == text.data() + text.size() && *value >= lo && *value <= hi;
+}
 
 // Prints `text` to `to`, each whole line after `prefix` (none: as it comes).
 void PrintLines(std::ostream& to, const std::string& prefix, LogCursor& c, const std::string& text) {
@@ -126,7 +140,15 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
           quiet = false;
           break;
         }
-        ranks = std::max(ranks, std::atoi(a->headers["X-Log-Ranks"].c_str()));
+        // What the server says, within what a job can be: a made-up rank count or offset
+        // is an error, not two billion requests or an abort.
+        int64_t said_ranks = 0, next_offset = 0;
+        if (!HeaderNumber(a->headers, "X-Log-Ranks", 1, kMaxNodesPerJob, &said_ranks) ||
+            !HeaderNumber(a->headers, "X-Log-Offset", 0, std::numeric_limits<int64_t>::max(), &next_offset)) {
+          err << "gantry: the server's log answer is not one this client reads (X-Log-Ranks, X-Log-Offset)\n";
+          return 1;
+        }
+        ranks = std::max(ranks, static_cast<int>(said_ranks));
         if (!a->headers["X-Log-Cut"].empty() && !c.cut_told) {
           c.cut_told = true;
           err << fmt::format(
@@ -136,7 +158,7 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
         std::string prefix = o.rank < 0 && ranks > 1 ? fmt::format("[rank {}] ", rank) : "";
         PrintLines(*o.streams[s].second, prefix, c, a->text);
         *o.streams[s].second << std::flush;
-        c.offset = std::stoll(a->headers["X-Log-Offset"]);
+        c.offset = next_offset;
         // The state before this pass's first read: ended then, every byte was at the server
         // (it writes a job's output before it applies the exit), so this pass read it all.
         // A state from a later read could end the job between reads of two streams.

@@ -9,13 +9,35 @@ namespace gantry {
 
 namespace {
 
-// How byte `c` is shown when it is a control character; "" when it goes as it is.
-std::string Shown(unsigned char c) {
-  if (c == '\t' || c == '\n') return "";
+// How ASCII byte `c` is shown: ^X for a control character but tab and line feed, ^? for
+// DEL, else itself.
+std::string ShownAscii(unsigned char c) {
+  if (c == '\t' || c == '\n') return {static_cast<char>(c)};
   if (c < 0x20) return {'^', static_cast<char>(c + 0x40)};
   if (c == 0x7f) return "^?";
-  return "";
+  return {static_cast<char>(c)};
 }
+
+// The length of the UTF-8 sequence lead byte `c` starts; 0 when it starts none.
+size_t SequenceLength(unsigned char c) {
+  if (c >= 0xc2 && c <= 0xdf) return 2;
+  if (c >= 0xe0 && c <= 0xef) return 3;
+  if (c >= 0xf0 && c <= 0xf4) return 4;
+  return 0;
+}
+
+// Whether `c` may follow `lead` as its first continuation byte (no overlong form, no
+// surrogate, nothing past U+10FFFF).
+bool MayFollow(unsigned char lead, unsigned char c) {
+  if (c < 0x80 || c > 0xbf) return false;
+  if (lead == 0xe0) return c >= 0xa0;
+  if (lead == 0xed) return c <= 0x9f;
+  if (lead == 0xf0) return c >= 0x90;
+  if (lead == 0xf4) return c <= 0x8f;
+  return true;
+}
+
+std::string ShownInvalid(unsigned char c) { return fmt::format("<0x{:02X}>", c); }
 
 }  // namespace
 
@@ -27,26 +49,37 @@ std::string TerminalSafe(std::string_view text) {
   return shown.str();
 }
 
+bool TerminalSafeBuffer::Write(std::string_view s) {
+  return target_->sputn(s.data(), static_cast<std::streamsize>(s.size())) == static_cast<std::streamsize>(s.size());
+}
+
 void TerminalSafeBuffer::WriteHeld() {
-  if (after_c2_) target_->sputc('\xc2');
-  after_c2_ = false;
+  // A sequence cut short is not UTF-8: each of its bytes is shown.
+  std::string held = std::move(held_);
+  held_.clear();
+  for (unsigned char c : held) Write(ShownInvalid(c));
 }
 
 bool TerminalSafeBuffer::Put(unsigned char c) {
-  auto write = [this](std::string_view s) {
-    return target_->sputn(s.data(), static_cast<std::streamsize>(s.size())) == static_cast<std::streamsize>(s.size());
-  };
-  if (after_c2_) {
-    after_c2_ = false;
-    if (c >= 0x80 && c <= 0x9f) return write(fmt::format("<U+{:04X}>", c));
-    if (!write("\xc2")) return false;
-  }
-  if (c == 0xc2) {  // held back until the next byte says whether it leads a C1 control
-    after_c2_ = true;
+  if (held_.empty()) {
+    if (c < 0x80) return Write(ShownAscii(c));
+    if (SequenceLength(c) == 0) return Write(ShownInvalid(c));  // a stray continuation, C0, C1, F5..FF
+    held_.push_back(static_cast<char>(c));
     return true;
   }
-  if (std::string s = Shown(c); !s.empty()) return write(s);
-  return target_->sputc(static_cast<char>(c)) != traits_type::eof();
+  const auto lead = static_cast<unsigned char>(held_[0]);
+  const bool fits = held_.size() == 1 ? MayFollow(lead, c) : (c >= 0x80 && c <= 0xbf);
+  if (!fits) {  // the sequence ends early: its bytes are shown, and `c` starts afresh
+    WriteHeld();
+    return Put(c);
+  }
+  held_.push_back(static_cast<char>(c));
+  if (held_.size() < SequenceLength(lead)) return true;
+  std::string sequence = std::move(held_);
+  held_.clear();
+  // U+0080..U+009F, the C1 controls (0x9B is CSI to a terminal that reads them).
+  if (lead == 0xc2 && c <= 0x9f) return Write(fmt::format("<U+{:04X}>", c));
+  return Write(sequence);
 }
 
 TerminalSafeBuffer::int_type TerminalSafeBuffer::overflow(int_type c) {

@@ -13,7 +13,8 @@
 namespace gantry {
 
 // `text` with each C0 control but tab and line feed shown as ^X (ESC as ^[, CR as ^M),
-// DEL as ^?, and each C1 control in UTF-8 (U+0080..U+009F) as <U+00XX>.
+// DEL as ^?, each C1 control in UTF-8 (U+0080..U+009F) as <U+00XX>, and each byte that is
+// not part of well-formed UTF-8 (a lone 0x9B, an overlong C0 9B) as <0xNN>.
 std::string TerminalSafe(std::string_view text);
 
 // A stream buffer that writes to `target` what TerminalSafe makes of it, unbuffered, so
@@ -23,7 +24,7 @@ class TerminalSafeBuffer : public std::streambuf {
   explicit TerminalSafeBuffer(std::streambuf* target) : target_(target) {}
   ~TerminalSafeBuffer() override { WriteHeld(); }
   std::streambuf* target() const { return target_; }
-  // Writes a byte held back (a 0xC2 whose next byte has not come) as it is.
+  // Writes the bytes held back (a UTF-8 sequence whose end has not come), each as <0xNN>.
   void WriteHeld();
 
  protected:
@@ -32,10 +33,12 @@ class TerminalSafeBuffer : public std::streambuf {
   int sync() override;
 
  private:
-  // Writes one byte as shown; false when the target refuses it.
+  // Writes one byte as shown (or holds it until its UTF-8 sequence is whole); false when
+  // the target refuses it.
   bool Put(unsigned char c);
+  bool Write(std::string_view s);
   std::streambuf* target_;
-  bool after_c2_ = false;  // the byte before was 0xC2, the lead byte of U+0080..U+00BF
+  std::string held_;  // the start of a UTF-8 sequence
 };
 
 // An answer for -o json: indented, with every character past ASCII escaped (\u009b), so

@@ -13,7 +13,6 @@ namespace gantry {
 
 namespace {
 constexpr int kMaxGpusPerJob = 65536;
-constexpr int kMaxNodesPerJob = 4096;
 }  // namespace
 
 const char* ToString(SharingMode m) {

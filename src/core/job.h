@@ -22,6 +22,8 @@ const char* ToString(SharingMode m);
 bool ParseSharingMode(const std::string& s, SharingMode* out);
 
 constexpr int32_t kMilliPerGpu = 1000;
+// The most nodes (ranks) one job spans.
+constexpr int kMaxNodesPerJob = 4096;
 
 // What a job needs. Exactly one of: whole GPUs (gpus >= 1, exclusive), a fraction of one
 // GPU (gpu_milli in 1..1000 with time-slice, MPS or auto), or one MIG instance (mig_profile).

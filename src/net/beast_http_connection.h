@@ -123,7 +123,7 @@ class BeastHttpConnection : public HttpConnection {
     r.body = std::move(answer.body());
     // Bytes past the answer were never asked for: the connection is not used again, so they
     // can never be read as the next request's answer.
-    if (!answer.keep_alive() || buffer_.size() > 0) stream_.reset();
+    if (!answer.keep_alive() || buffer_.size() > 0 || HasUnreadBytes()) stream_.reset();
     return r;
   }
 
@@ -133,6 +133,8 @@ class BeastHttpConnection : public HttpConnection {
   // After the TCP connection: what else opening takes (TLS: the handshake, within the
   // connect timeout); an error fails the request, `r` may say more.
   virtual beast::error_code Secure(HttpResponse& r) = 0;
+  // Whether bytes past the answer wait below Beast's buffer (TLS: decrypted or not yet).
+  virtual bool HasUnreadBytes() { return false; }
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(*stream_); }
 
   // Runs the queued operation until it completes or its stream's timer closes it.

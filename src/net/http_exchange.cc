@@ -9,6 +9,28 @@
 
 namespace gantry {
 
+nlohmann::json ParseAnswerJson(std::string_view body) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxAnswerJsonDepth) return nlohmann::json(nlohmann::json::value_t::discarded);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return nlohmann::json::parse(body, nullptr, false);
+}
+
 bool HeaderNameLess::operator()(const std::string& a, const std::string& b) const {
   return ::strcasecmp(a.c_str(), b.c_str()) < 0;
 }

@@ -9,7 +9,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -81,6 +83,12 @@ std::string HostAndPort(const ServerAddress& a);
 // The largest answer either transport takes, framing included (a queue of 100,000 jobs as
 // JSON is about 50 MB; parsed, JSON takes up to 18 times its text).
 inline constexpr std::uint64_t kMaxAnswerBytes = std::uint64_t{128} << 20;
+
+// An answer's body as JSON, or a discarded value (is_discarded()) when it is not JSON or
+// nests deeper than kMaxAnswerJsonDepth: a body of `[[[[...` parses into a node per
+// bracket, gigabytes from a 128 MiB answer, and recursive code walks it.
+inline constexpr int kMaxAnswerJsonDepth = 64;
+nlohmann::json ParseAnswerJson(std::string_view body);
 
 // Options every connection to a server takes.
 struct HttpConnectionOptions {

@@ -51,10 +51,13 @@ Expected<std::vector<std::string>> ParseServerList(const std::string& list, cons
   return urls;
 }
 
+constexpr size_t kMaxStandbyAnswerBytes = 4096;
+
 std::string LeaderFromAnswer(const HttpResponse& answer, bool* standby) {
   *standby = false;
-  if (answer.status != 503) return "";
-  nlohmann::json body = nlohmann::json::parse(answer.body, nullptr, false);
+  // A standby's answer is a few hundred bytes: a larger 503 is not one, and is not parsed.
+  if (answer.status != 503 || answer.body.size() > kMaxStandbyAnswerBytes) return "";
+  nlohmann::json body = ParseAnswerJson(answer.body);
   if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return "";
   const nlohmann::json& e = body["error"];
   if (!e.contains("leader") || !e["leader"].is_string()) return "";

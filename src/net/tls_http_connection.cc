@@ -57,6 +57,11 @@ class TlsHttpConnection final : public beast_http::BeastHttpConnection<TlsStream
     return ec;
   }
 
+  bool HasUnreadBytes() override {
+    SSL* tls = stream_->native_handle();
+    return SSL_pending(tls) > 0 || BIO_ctrl_pending(SSL_get_rbio(tls)) > 0;
+  }
+
   std::unique_ptr<ssl::context> context_;
 };
 

@@ -8,12 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <sstream>
 #include <thread>
 
 #include "client/terminal_safe.h"
 #include "loopback.h"
+#include "net/http_exchange.h"
 #include "server/server_fixture.h"
 
 namespace gantry::testing {
@@ -35,7 +35,16 @@ TEST(TerminalSafe, ShowsControlCharactersAndKeepsTextAndUtf8) {
                          "31m"),
             "csi <U+009B>31m");
   EXPECT_EQ(TerminalSafe("caf\xc3\xa9 \xc2\xa0 \xe2\x9c\x93"), "caf\xc3\xa9 \xc2\xa0 \xe2\x9c\x93");
-  EXPECT_EQ(TerminalSafe("ends in \xc2"), "ends in \xc2");
+  EXPECT_EQ(TerminalSafe("\xf0\x9f\x9a\x80 \xe4\xb8\xad"), "\xf0\x9f\x9a\x80 \xe4\xb8\xad");
+  // Bytes that are not well-formed UTF-8, which a terminal in an 8-bit locale may obey.
+  EXPECT_EQ(TerminalSafe("lone \x9b"
+                         "31m \x9d"
+                         "52;c;x\x07"),
+            "lone <0x9B>31m <0x9D>52;c;x^G");
+  EXPECT_EQ(TerminalSafe("overlong \xc0\x9b"), "overlong <0xC0><0x9B>");
+  EXPECT_EQ(TerminalSafe("surrogate \xed\xa0\x80"), "surrogate <0xED><0xA0><0x80>");
+  EXPECT_EQ(TerminalSafe("cut \xe4\xb8 short"), "cut <0xE4><0xB8> short");
+  EXPECT_EQ(TerminalSafe("ends in \xc2"), "ends in <0xC2>");
   // A C1 control split across two writes is still caught, and raw writes keep their order.
   std::ostringstream target;
   TerminalSafeBuffer buffer(target.rdbuf());
@@ -79,32 +88,64 @@ TEST_F(TerminalOutput, AJobsOwnOutputIsPrintedAsItWasWritten) {
   EXPECT_EQ(out, "\x1b[31mred\x1b[0m 50%\r100%\n");
 }
 
-// A server (or whatever answers at the address) sending JSON of another shape than the
-// client reads: a clear error and exit status 1, never an abort.
-TEST(ClientOutput, AnAnswerOfAnotherShapeIsAnErrorNotACrash) {
-  for (const char* body : {R"({"jobs": 5})", R"({"jobs": [{"id": 7, "state": ["x"], "spec": 3}]})", R"([1, 2])",
-                           R"({"jobs": [{"id": "7", "spec": {"gpu_types": [1]}}]})"}) {
-    int port = 0;
-    int fd = ListenOnLoopback(&port);
-    ASSERT_GE(fd, 0);
-    std::thread server([fd, body] {
-      int c = accept(fd, nullptr, nullptr);
-      if (c < 0) return;
+// Runs `gantry ARGS --server` against a server that answers every request with `answer`
+// (status line and headers without Content-Length, then `body`); the CLI's output, and its
+// exit status in `rc`.
+std::string CliAgainst(const std::string& args, const std::string& answer, const std::string& body, int* rc) {
+  int port = 0;
+  int fd = ListenOnLoopback(&port);
+  if (fd < 0) return "no listener";
+  std::string whole = fmt::format("{}Content-Length: {}\r\n\r\n{}", answer, body.size(), body);
+  std::thread server([fd, whole] {
+    for (int c; (c = accept(fd, nullptr, nullptr)) >= 0;) {
       char buf[8192];
-      (void)!read(c, buf, sizeof(buf));
-      std::string answer = fmt::format(
-          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", strlen(body), body);
-      (void)!write(c, answer.data(), answer.size());
+      while (read(c, buf, sizeof(buf)) > 0 && write(c, whole.data(), whole.size()) > 0) {
+      }
       close(c);
-    });
-    std::string out;
-    int rc =
-        RunCommand(fmt::format("GANTRY_TOKEN=t {} jobs --server http://127.0.0.1:{} 2>&1", GANTRY_BINARY, port), &out);
-    shutdown(fd, SHUT_RDWR);
-    close(fd);
-    server.join();
-    EXPECT_EQ(rc, 1) << body << ": " << out;
-    EXPECT_NE(out.find("the server's answer is not what this client reads"), std::string::npos) << body << ": " << out;
+    }
+  });
+  std::string out;
+  *rc = RunCommand(
+      fmt::format("GANTRY_TOKEN=t timeout 60 {} {} --server http://127.0.0.1:{} 2>&1", GANTRY_BINARY, args, port),
+      &out);
+  shutdown(fd, SHUT_RDWR);
+  close(fd);
+  server.join();
+  return out;
+}
+
+// A server (or whatever answers at the address) sending JSON of another shape than the
+// client reads, or nested past any answer's depth: a clear error and exit status 1, never
+// an abort or gigabytes.
+TEST(ClientOutput, AnAnswerOfAnotherShapeIsAnErrorNotACrash) {
+  const std::string json = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+  for (const std::string& body :
+       {std::string(R"({"jobs": 5})"), std::string(R"({"jobs": [{"id": 7, "state": ["x"], "spec": 3}]})"),
+        std::string(R"([1, 2])"), std::string(R"({"jobs": [{"id": "7", "spec": {"gpu_types": [1]}}]})"),
+        std::string(100000, '[') + std::string(100000, ']')}) {
+    int rc = 0;
+    std::string out = CliAgainst("jobs", json, body, &rc);
+    EXPECT_EQ(rc, 1) << body.substr(0, 80) << ": " << out;
+    EXPECT_NE(out.find("the server's answer is not what this client reads"), std::string::npos)
+        << body.substr(0, 80) << ": " << out;
+  }
+  EXPECT_TRUE(ParseAnswerJson(std::string(64, '[') + std::string(64, ']')).is_array());
+  EXPECT_TRUE(ParseAnswerJson(std::string(65, '[') + std::string(65, ']')).is_discarded());
+  EXPECT_TRUE(
+      ParseAnswerJson(R"({"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\""})").is_object())
+      << "brackets in a string are text";
+}
+
+// A log answer whose headers claim two billion ranks (each pass would ask for each, deaf to
+// Ctrl-C) or an offset that is not a number (an uncaught exception): an error.
+TEST(ClientOutput, LogHeadersOutOfRangeAreAnError) {
+  for (const char* headers : {"X-Log-Run: 1\r\nX-Log-Ranks: 2147483647\r\nX-Log-Offset: 5\r\nX-Job-State: running\r\n",
+                              "X-Log-Run: 1\r\nX-Log-Ranks: 1\r\nX-Log-Offset: many\r\nX-Job-State: running\r\n"}) {
+    int rc = 0;
+    std::string out =
+        CliAgainst("logs 7", std::string("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n") + headers, "hello\n", &rc);
+    EXPECT_EQ(rc, 1) << headers << ": " << out;
+    EXPECT_NE(out.find("the server's log answer is not one this client reads"), std::string::npos) << out;
   }
 }
 
