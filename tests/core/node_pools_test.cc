@@ -87,7 +87,7 @@ namespace gantry {
 namespace {
 
 TEST(NodePools, TheShippedExamplePoolsFileIsValid) {
-  auto text = ReadFileNoThrow(std::string(GANTRY_SOURCE_DIR) + "/examples/autoscaler/pools.yaml");
+  auto text = ReadFileNoThrow(std::string(GANTRY_SOURCE_DIR "/examples/autoscaler/pools.yaml"));
   ASSERT_TRUE(text);
   auto config = ParseAutoscalerYaml(*text, GpuCatalog::Builtin());
   ASSERT_TRUE(config.ok()) << config.status().ToString();

@@ -77,7 +77,7 @@ class ScratchKube {
   }
 
  private:
-  static std::string Script() { return std::string("bash ") + GANTRY_SOURCE_DIR + "/scripts/kube-scratch.sh"; }
+  static std::string Script() { return std::string("bash " GANTRY_SOURCE_DIR "/scripts/kube-scratch.sh"); }
   std::string dir_, url_, admin_token_;
 };
 

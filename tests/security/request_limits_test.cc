@@ -15,7 +15,7 @@ namespace {
 
 // The shipped scheduler_config.yaml with other submit limits.
 std::string SchedulerConfigWithLimits(int per_request, int per_user, int per_team) {
-  std::string yaml = ReadFileNoThrow(std::string(GANTRY_SOURCE_DIR) + "/config/scheduler_config.yaml").value_or("");
+  std::string yaml = ReadFileNoThrow(std::string(GANTRY_SOURCE_DIR "/config/scheduler_config.yaml")).value_or("");
   yaml = yaml.substr(0, yaml.find("submit_limits:"));
   return yaml + fmt::format(
                     "submit_limits: {{max_jobs_per_request: {}, max_waiting_per_user: {}, "

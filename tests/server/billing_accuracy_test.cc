@@ -18,7 +18,7 @@ const TimeMs kPriceChange = Utc("2026-11-16T00:00:00Z");
 
 // The built-in catalog, with A100-80GB at 3.00 from 16 November on.
 void WithPriceChange(ControllerOptions& o) {
-  std::ifstream in(std::string(GANTRY_SOURCE_DIR) + "/config/gpu_types.yaml");
+  std::ifstream in(std::string(GANTRY_SOURCE_DIR "/config/gpu_types.yaml"));
   std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string spot = "    price_spot: 1.40\n";
   size_t at = yaml.find(spot, yaml.find("  A100-80GB:\n"));

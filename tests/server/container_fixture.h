@@ -18,7 +18,7 @@ inline std::string ContainerSetupProblem() {
   static const std::string problem = [] {
     std::string out;
     if (RunCommand("command -v podman 2>&1", &out) != 0) return std::string("podman is not installed");
-    std::string script = std::string(GANTRY_SOURCE_DIR) + "/tests/containers/make-test-image.sh";
+    std::string script = std::string(GANTRY_SOURCE_DIR "/tests/containers/make-test-image.sh");
     if (RunCommand(fmt::format("bash {} {} 2>&1", script, kTestImage), &out) != 0)
       return "cannot make the image: " + out;
     return std::string();

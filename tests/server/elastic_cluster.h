@@ -42,7 +42,7 @@ class ElasticCluster {
     server_.reset();
     std::system(fmt::format("FAKE_CLOUD_DIR={}/cloud {} stop-all >/dev/null 2>&1", dir_, FakeCloud()).c_str());
   }
-  static std::string FakeCloud() { return std::string(GANTRY_SOURCE_DIR) + "/scripts/fake-cloud.sh"; }
+  static std::string FakeCloud() { return std::string(GANTRY_SOURCE_DIR "/scripts/fake-cloud.sh"); }
   // The fake cloud's hook command for `pool` (up or down): its settings in front.
   std::string CloudHook(const std::string& pool, const std::string& verb) const {
     return fmt::format(

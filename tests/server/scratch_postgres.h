@@ -37,7 +37,7 @@ class ScratchPostgres {
   void Resume() { Control("resume"); }
 
  private:
-  static std::string Script() { return std::string("bash ") + GANTRY_SOURCE_DIR + "/scripts/pg-scratch.sh"; }
+  static std::string Script() { return std::string("bash " GANTRY_SOURCE_DIR "/scripts/pg-scratch.sh"); }
   void Control(const char* action) {
     std::string out;
     EXPECT_EQ(RunCommand(Script() + " " + action + " " + dir_ + " 2>&1", &out), 0) << out;
