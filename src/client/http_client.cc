@@ -58,13 +58,11 @@ Expected<std::string> TokenFromFile(const std::string& path, const std::string& 
 // caller's directory must not be sent), and only to one loopback address where a server
 // of the token file's owner listens (not to another host, nor to whatever another local
 // user bound to 127.0.0.1:8080 while the server was down).
-std::string StandaloneAdminToken(const std::string& server) {
+std::string StandaloneAdminToken(const std::vector<std::string>& servers) {
   const std::string path = DefaultDataDir() + "/admin.token";
   struct stat file;
-  if (path.front() != '/' || ::stat(path.c_str(), &file) != 0) return "";
-  auto servers = ParseServerList(server, "server");
-  if (!servers || servers->size() != 1) return "";
-  auto address = SplitServerAddress((*servers)[0]);
+  if (path.front() != '/' || servers.size() != 1 || ::stat(path.c_str(), &file) != 0) return "";
+  auto address = SplitServerAddress(servers[0]);
   if (!address || !LoopbackListenerOwnedBy(address->host, address->port, file.st_uid)) return "";
   return FirstLine(path);
 }
@@ -113,13 +111,13 @@ Status ResolveClientConfig(ClientConfig& c) {
     from_token_file = *token;
   }
   pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token});
-  if (c.token.empty()) c.token = StandaloneAdminToken(c.server);
+  auto servers = ParseServerList(c.server, "server");
+  if (!servers) return servers.status();
+  if (c.token.empty()) c.token = StandaloneAdminToken(*servers);
   pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
   pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
   c.profiles = ExpandHome(c.profiles);
   c.ca_cert = ExpandHome(c.ca_cert);
-  auto servers = ParseServerList(c.server, "server");
-  if (!servers) return servers.status();
   c.server = fmt::format("{}", fmt::join(*servers, ","));
   return Status::Ok();
 }
