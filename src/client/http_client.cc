@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -72,6 +73,16 @@ TlsConnector& Tls() {
   return connector;
 }
 
+// GANTRY_SERVER_WAIT's or server_wait's seconds; `field` names where it came from.
+Expected<int> ServerWaitSeconds(const std::string& text, const std::string& field) {
+  int seconds = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+      seconds > ApiClient::kMaxServerWaitS)
+    return Status::Invalid(field, fmt::format("'{}': whole seconds from 0 to {}", text, ApiClient::kMaxServerWaitS));
+  return seconds;
+}
+
 }  // namespace
 
 Status ResolveClientConfig(ClientConfig& c) {
@@ -79,6 +90,7 @@ Status ResolveClientConfig(ClientConfig& c) {
   std::string config_home = Env("XDG_CONFIG_HOME").empty() ? home + "/.config" : Env("XDG_CONFIG_HOME");
   std::string file = config_home + "/gantry/config.yaml";
   ClientConfig from_file;
+  std::string server_wait;
   if (std::ifstream(file).good()) {
     auto text = ReadTextFile(file);
     try {
@@ -88,6 +100,7 @@ Status ResolveClientConfig(ClientConfig& c) {
       from_file.token_file = r.Optional<std::string>("token_file", "");
       from_file.profiles = r.Optional<std::string>("profiles", "");
       from_file.ca_cert = r.Optional<std::string>("ca_cert", "");
+      server_wait = r.Optional<std::string>("server_wait", "");
       if (Status s = r.Finish(); !s.ok()) return s;
     } catch (const YAML::Exception& e) {
       return Status::Invalid(file, e.what());
@@ -119,6 +132,13 @@ Status ResolveClientConfig(ClientConfig& c) {
   c.profiles = ExpandHome(c.profiles);
   c.ca_cert = ExpandHome(c.ca_cert);
   c.server = fmt::format("{}", fmt::join(*servers, ","));
+  if (c.server_wait_s < 0 && (!Env("GANTRY_SERVER_WAIT").empty() || !server_wait.empty())) {
+    const bool from_env = !Env("GANTRY_SERVER_WAIT").empty();
+    auto seconds = ServerWaitSeconds(from_env ? Env("GANTRY_SERVER_WAIT") : server_wait,
+                                     from_env ? "GANTRY_SERVER_WAIT" : file + ": server_wait");
+    if (!seconds) return seconds.status();
+    c.server_wait_s = *seconds;
+  }
   return Status::Ok();
 }
 
@@ -130,7 +150,11 @@ bool WantsTls(const ClientConfig& c) {
 
 void SetTlsConnector(TlsConnector connector) { Tls() = std::move(connector); }
 
-ApiClient::ApiClient(const ClientConfig& config) : server_(config.server), token_(config.token) {
+ApiClient::ApiClient(const ClientConfig& config)
+    : server_(config.server),
+      token_(config.token),
+      wait_s_(config.server_wait_s < 0 ? kFailoverWaitS : config.server_wait_s),
+      lone_waits_(config.server_wait_s > 0) {
   auto urls = ParseServerList(config.server, "server");
   if (!urls) bad_server_ = urls.status().ToString();
   HttpConnectionOptions options;
@@ -169,7 +193,7 @@ Expected<HttpAnswer> ToAnswer(HttpResponse r, const std::string& server) {
 Expected<HttpAnswer> ApiClient::Send(HttpRequest request, bool resend) {
   if (!bad_server_.empty()) return Status::Invalid("server", bad_server_);
   if (!token_.empty()) request.headers.emplace("Authorization", "Bearer " + token_);
-  return ToAnswer(servers_->Send(request, resend, std::chrono::seconds(kFailoverWaitS)), server_);
+  return ToAnswer(servers_->Send(request, resend, std::chrono::seconds(wait_s_), lone_waits_), server_);
 }
 
 // Reads are sent again after a broken connection; a write only under an Idempotency-Key,

@@ -1,5 +1,6 @@
 // The CLI's connection to a server: address and token from flags, the environment
-// (GANTRY_SERVER, GANTRY_TOKEN, GANTRY_TOKEN_FILE) or ~/.config/gantry/config.yaml, and
+// (GANTRY_SERVER, GANTRY_TOKEN, GANTRY_TOKEN_FILE, GANTRY_CA_CERT, GANTRY_SERVER_WAIT) or
+// ~/.config/gantry/config.yaml, and
 // JSON requests that turn server errors into messages naming the field. With several
 // servers (a leader and standbys on one PostgreSQL store), requests follow the leader and
 // wait out a take-over.
@@ -27,6 +28,10 @@ struct ClientConfig {
   std::string token_file;
   std::string profiles;  // job profiles YAML
   std::string ca_cert;   // PEM CA for an https:// server (GANTRY_CA_CERT); else the system's CAs
+  // GANTRY_SERVER_WAIT / server_wait: seconds a request waits for a leader, a lone address
+  // included (one Kubernetes Service or virtual IP in front of a leader and its standby).
+  // -1: ApiClient::kFailoverWaitS with several addresses, none for a lone one.
+  int server_wait_s = -1;
 };
 
 // Fills what the flags left empty from the environment, the config file and defaults
@@ -56,6 +61,7 @@ class ApiClient {
   // How long a request waits for a leader while servers stand by or do not answer (only
   // with several servers, or once a standby answered): a take-over's bound and more.
   static constexpr int kFailoverWaitS = 30;
+  static constexpr int kMaxServerWaitS = 3600;
 
   explicit ApiClient(const ClientConfig& config);
   ~ApiClient();
@@ -72,7 +78,9 @@ class ApiClient {
   std::unique_ptr<LeaderFollower> servers_;
   std::string server_;  // as the user gave it, for messages
   std::string token_;
-  std::string bad_server_;  // why --server could not be read, reported on the first request
+  int wait_s_ = kFailoverWaitS;
+  bool lone_waits_ = false;  // a lone address is asked again until wait_s_ has passed
+  std::string bad_server_;   // why --server could not be read, reported on the first request
 };
 
 // "error (400): gpus: must be >= 1" from an error answer.

@@ -102,7 +102,8 @@ void LeaderFollower::MoveTo(const std::string& url) {
   current_ = static_cast<size_t>(it - urls_.begin());
 }
 
-HttpResponse LeaderFollower::Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait) {
+HttpResponse LeaderFollower::Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait,
+                                  bool lone_waits) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + wait;
   bool standby_seen = false;
@@ -127,7 +128,7 @@ HttpResponse LeaderFollower::Send(const HttpRequest& request, bool resend, std::
         current_ = (current_ + 1) % urls_.size();
       }
     }
-    if (urls_.size() == 1 && !standby_seen) return last;
+    if (urls_.size() == 1 && !standby_seen && !lone_waits) return last;
     auto left = deadline - Clock::now();
     if (left <= Clock::duration::zero()) return last;
     std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::seconds(1)));

@@ -39,10 +39,11 @@ class LeaderFollower {
   // not a standby's. No answer, or a standby's: the next candidate is tried at once (the
   // leader a standby named, else the next address); after a round with no leader, it waits
   // a second and goes round again until `wait` has passed, then returns the last result.
-  // A lone address that cannot be reached is reported at once unless a standby answered:
-  // nothing then says another server will. `resend` false: a request that may have
-  // reached a server is returned as it failed, not sent again.
-  HttpResponse Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait);
+  // A lone address that cannot be reached is reported at once unless a standby answered
+  // (nothing then says another server will) or `lone_waits` says it stands for several
+  // (a Kubernetes Service, a virtual IP that moves to the new leader). `resend` false: a
+  // request that may have reached a server is returned as it failed, not sent again.
+  HttpResponse Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait, bool lone_waits = false);
 
   // The server last sent to, and all the addresses known (given, and learnt from standbys).
   const std::string& current() const { return urls_[current_]; }

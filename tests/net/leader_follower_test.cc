@@ -26,11 +26,12 @@ using std::chrono::milliseconds;
 // Whether the test runs over TLS (else plain HTTP): the transport's parameter.
 bool tls_endpoints = false;
 
-// An HTTP server (HTTPS when tls_endpoints) on a loopback port with `workers` threads,
-// stopped when the test ends.
+// An HTTP server (HTTPS when tls_endpoints) on a loopback port (`port`, or any free one)
+// with `workers` threads, stopped when the test ends.
 class Endpoint {
  public:
-  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler, size_t workers = 8)
+  explicit Endpoint(std::function<void(const httplib::Request&, httplib::Response&)> handler, size_t workers = 8,
+                    int port = 0)
       : tls_(tls_endpoints) {
     const std::string& certs = SharedTestCertificates();
     server_ =
@@ -45,7 +46,11 @@ class Endpoint {
       ++hits_;
       handler(q, r);
     });
-    port_ = server_->bind_to_any_port("127.0.0.1");
+    port_ = port;
+    if (port == 0)
+      port_ = server_->bind_to_any_port("127.0.0.1");
+    else if (!server_->bind_to_port("127.0.0.1", port))
+      ADD_FAILURE() << "port " << port << " is taken";
     thread_ = std::thread([this] { server_->listen_after_bind(); });
   }
   ~Endpoint() {
@@ -186,6 +191,31 @@ TEST_P(LeaderFollowerOver, ALoneServerThatCannotBeReachedIsReportedNotWaitedFor)
   auto r = GetJobs(f, true, milliseconds(60'000));
   EXPECT_FALSE(r);
   EXPECT_EQ(r.failure, HttpFailure::kConnect);
+}
+
+TEST_P(LeaderFollowerOver, ALoneAddressThatStandsForSeveralIsAskedUntilAServerAnswersThere) {
+  // One Service address in front of a leader and a standby: during a take-over nothing
+  // answers there, then the new leader does.
+  const int port = FreeLoopbackPort();
+  const std::string url = (tls_endpoints ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port);
+  std::unique_ptr<Endpoint> new_leader;
+  std::thread take_over([&] {
+    std::this_thread::sleep_for(milliseconds(1500));
+    new_leader = std::make_unique<Endpoint>(
+        [](const httplib::Request&, httplib::Response& r) { r.set_content("new leader", "text/plain"); }, 2, port);
+  });
+  auto f = Follow({url});
+  auto r = f.Send({"GET", "/v1/jobs", {}, "", ""}, true, milliseconds(20'000), true);
+  take_over.join();
+  ASSERT_TRUE(r) << DescribeFailure(r);
+  EXPECT_EQ(r.body, "new leader");
+  // Out of time, the address's failure comes back.
+  auto g = Follow({DeadAddress()});
+  const auto start = std::chrono::steady_clock::now();
+  r = g.Send({"GET", "/v1/jobs", {}, "", ""}, true, milliseconds(1500), true);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.failure, HttpFailure::kConnect);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(1500)) << "it waited as told";
 }
 
 TEST_P(LeaderFollowerOver, AWriteThatMayHaveArrivedIsSentAgainOnlyWhenThatIsSafe) {

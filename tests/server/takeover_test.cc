@@ -2,10 +2,13 @@
 // addresses and follow the leader by themselves. After a kill -9 of the leader, the agent
 // registers with the new one, which adopts its running job (not started again: one run, one
 // start), learns of an exit that came while no one led at its real time (the billed GPU
-// time ends there), and a CLI submit made while no one led is acknowledged once.
+// time ends there), and a CLI submit made while no one led is acknowledged once. A CLI
+// given one address that stands for both (a Kubernetes Service) waits for a server there
+// when GANTRY_SERVER_WAIT says so.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 
 #include "command_util.h"
 #include "server_pair.h"
@@ -119,6 +122,52 @@ TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedN
   if (auto r = c.Get("/metrics")) metrics = r->body;
   EXPECT_NE(metrics.find("\ngantry_leader 1\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\ngantry_leader_takeovers_total 1\n"), std::string::npos) << metrics;
+}
+
+TEST(HighAvailability, ACliGivenOneAddressForSeveralServersWaitsForOneThereWhenToldTo) {
+  // Nothing answers at the Service's address while one server dies and the other takes
+  // over; here the server starts there 2 s after the submit.
+  const std::string dir = TempPath("server-wait");
+  std::filesystem::remove_all(dir);
+  ServerProcess server(dir);
+  const int port = FreeLoopbackPort();
+  const std::string address = fmt::format("http://127.0.0.1:{}", port);
+  server.AddArgs({"--listen", fmt::format("127.0.0.1:{}", port)});
+  auto cli = [&](const std::string& env, const std::string& args, int* rc) {
+    std::string out;
+    *rc = RunCommand(
+        fmt::format("GANTRY_TOKEN={} GANTRY_SERVER={} {} {} {} 2>&1", kAliceToken, address, env, GANTRY_BINARY, args),
+        &out);
+    return out;
+  };
+  int rc = 0;
+  auto started = Clock::now();
+  std::string out = cli("", "jobs", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("cannot reach " + address), std::string::npos) << out;
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(5)) << "a lone address is not waited for unless told";
+
+  int waited_rc = 0;
+  auto submit = std::async(std::launch::async, [&] {
+    return cli("GANTRY_SERVER_WAIT=60", "submit -o json -g 1 -t T4 -- true", &waited_rc);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  server.Start();
+  out = submit.get();
+  ASSERT_EQ(waited_rc, 0) << out;
+  const std::string id = nlohmann::json::parse(out)["id"];
+  EXPECT_EQ(WaitState(server.address(), id, "succeeded", 20), "succeeded");
+  EXPECT_EQ(GetJson(server.address(), "/v1/jobs?limit=10")["jobs"].size(), 1u) << "one submit, one job";
+
+  // A value that is not whole seconds is a usage error naming where it came from.
+  out = cli("GANTRY_SERVER_WAIT=soon", "jobs", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("GANTRY_SERVER_WAIT: 'soon': whole seconds from 0 to 3600"), std::string::npos) << out;
+  std::filesystem::create_directories(dir + "/home/gantry");
+  std::ofstream(dir + "/home/gantry/config.yaml") << "server_wait: -5\n";
+  out = cli("XDG_CONFIG_HOME=" + dir + "/home", "jobs", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("config.yaml: server_wait: '-5'"), std::string::npos) << out;
 }
 
 }  // namespace
