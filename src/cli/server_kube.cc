@@ -11,6 +11,7 @@ KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const 
                                Controller& controller)
     : config_(config),
       verifier_(config, std::move(policy)),
+      metrics_readers_(config),
       nodes_(
           config, selector,
           [&controller](const std::string& node, const KubeNodeFacts& facts) { controller.ApplyKubeNode(node, facts); },
@@ -100,6 +101,13 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
     agent.node = id->node;
     return agent;
   };
+  KubeMetricsReaderVerifier* readers = &side->metrics_readers_;
+  http.verify_metrics_reader = [readers](const std::string& token, const std::string& client) -> Expected<std::string> {
+    if (!KubeTokenVerifier::LooksLikeJwt(token)) return Status(StatusCode::kUnauthenticated, "the token is not valid");
+    auto reader = readers->Verify(token, client);
+    if (!reader) return reader.status();
+    return reader->user;
+  };
   side->nodes_.Start();
   return side;
 }
@@ -107,7 +115,7 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
 std::string KubeServerSide::Describe() const {
   return fmt::format(
       "kubernetes: API {}; agents register with their pods' service-account tokens; Node objects "
-      "watched",
+      "watched; service accounts that RBAC lets get /metrics may read it",
       config_.url);
 }
 

@@ -1,7 +1,8 @@
 // What the server does on Kubernetes: node agents may register with their pod's projected
 // service-account token (checked by TokenReview, kube/agent_identity.h), and the cluster's
 // Node objects' labels, taints, cordons and deletions reach Gantry's nodes (kube/node_sync.h),
-// and the leader is where the Service sends traffic (kube/leader_endpoints.h).
+// the leader is where the Service sends traffic (kube/leader_endpoints.h), and a service
+// account that RBAC lets read /metrics may scrape it (kube/metrics_reader.h).
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "core/status.h"
 #include "kube/agent_identity.h"
 #include "kube/leader_endpoints.h"
+#include "kube/metrics_reader.h"
 #include "kube/node_sync.h"
 #include "server/controller.h"
 #include "server/http_api.h"
@@ -20,7 +22,7 @@ namespace gantry {
 class KubeServerSide {
  public:
   // Checks the options (the error names the flag) and starts the Node watch; `http` gets
-  // the agents' token check.
+  // the agents' token check and the metrics readers'.
   static Expected<std::unique_ptr<KubeServerSide>> Start(const KubeServerOptions& options, Controller& controller,
                                                          HttpOptions& http);
   ~KubeServerSide();
@@ -33,6 +35,7 @@ class KubeServerSide {
   KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector, Controller& controller);
   KubeConfig config_;
   KubeAgentVerifier verifier_;
+  KubeMetricsReaderVerifier metrics_readers_;
   NodeSync nodes_;
   std::unique_ptr<LeaderEndpoints> endpoints_;
 };

@@ -10,94 +10,9 @@
 namespace gantry {
 
 KubeAgentVerifier::KubeAgentVerifier(KubeConfig config, KubeAgentPolicy policy)
-    : client_(std::move(config)), policy_(std::move(policy)) {}
+    : KubeTokenVerifier(std::move(config), policy.valid_for, policy.refused_for), policy_(std::move(policy)) {}
 
-bool KubeAgentVerifier::LooksLikeJwt(const std::string& token) {
-  if (token.size() < 20 || token.size() > 8192) return false;
-  int dots = 0;
-  for (char c : token) {
-    if (c == '.') {
-      ++dots;
-    } else if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
-      return false;
-    }
-  }
-  return dots == 2 && token.front() != '.' && token.back() != '.';
-}
-
-int64_t JwtExpiry(const std::string& token) {
-  size_t a = token.find('.');
-  size_t b = a == std::string::npos ? a : token.find('.', a + 1);
-  if (b == std::string::npos) return 0;
-  std::string payload = token.substr(a + 1, b - a - 1);
-  for (char& c : payload) c = c == '-' ? '+' : c == '_' ? '/' : c;
-  while (payload.size() % 4) payload += '=';
-  std::string text;
-  if (!Base64Decode(payload, &text)) return 0;
-  return IntAt(nlohmann::json::parse(text, nullptr, false), "exp");
-}
-
-Expected<KubeAgentIdentity> KubeAgentVerifier::Verify(const std::string& token, const std::string& client) {
-  if (!LooksLikeJwt(token)) return Status(StatusCode::kUnauthenticated, "not a Kubernetes service account token");
-  using SteadyClock = std::chrono::steady_clock;
-  const std::string key = Sha256Hex(token);
-  std::unique_lock<std::mutex> lock(mu_);
-  // A token verified before and not expired yet: its node, while it cannot be checked now.
-  auto stale = [&]() -> const Expected<KubeAgentIdentity>* {
-    auto it = cache_.find(key);
-    bool usable = it != cache_.end() && it->second.answer.ok() && it->second.expires > std::chrono::system_clock::now();
-    return usable ? &it->second.answer : nullptr;
-  };
-  for (;;) {
-    auto it = cache_.find(key);
-    if (it != cache_.end() && it->second.until > SteadyClock::now()) return it->second.answer;
-    if (!in_flight_.count(key)) break;
-    if (const auto* known = stale()) return *known;
-    // Another request is asking about this very token: wait for its answer.
-    if (!reviewed_.wait_for(lock, std::chrono::seconds(5), [&] { return !in_flight_.count(key); })) {
-      return Status(StatusCode::kUnavailable, "the Kubernetes API server is slow to check agent tokens: try again");
-    }
-  }
-  auto mine = client_reviewing_.find(client);
-  const bool client_busy = mine != client_reviewing_.end() && mine->second >= kMaxReviewingPerClient;
-  if (client_busy || static_cast<int>(in_flight_.size()) >= kMaxReviewing) {
-    if (const auto* known = stale()) return *known;
-    return Status(StatusCode::kUnavailable, client_busy ? "an agent token from this address is being checked: try again"
-                                                        : "too many agent tokens being checked at once: try again");
-  }
-  in_flight_.insert(key);
-  ++client_reviewing_[client];
-  lock.unlock();
-  Expected<KubeAgentIdentity> answer = Review(token);
-  lock.lock();
-  in_flight_.erase(key);
-  if (--client_reviewing_[client] == 0) client_reviewing_.erase(client);
-  reviewed_.notify_all();
-  if (!answer && answer.status().code() == StatusCode::kUnavailable) {
-    if (const auto* known = stale()) return *known;  // the API server is down: the token stays trusted
-    return answer;                                   // ask again next time
-  }
-  auto now = SteadyClock::now();
-  auto wall = std::chrono::system_clock::now();
-  auto expires = std::chrono::system_clock::time_point(std::chrono::seconds(JwtExpiry(token)));
-  auto trusted = policy_.valid_for;
-  if (answer) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(expires - wall);
-    trusted = std::max(std::chrono::milliseconds(0), std::min(trusted, left));
-  }
-  if (cache_.size() >= kMaxCached) {  // the expired go first, then the refused ones
-    for (auto e = cache_.begin(); e != cache_.end();) e = e->second.until <= now ? cache_.erase(e) : std::next(e);
-    for (auto e = cache_.begin(); e != cache_.end() && cache_.size() >= kMaxCached;) {
-      e = e->second.answer.ok() ? std::next(e) : cache_.erase(e);
-    }
-  }
-  if (cache_.size() < kMaxCached) {
-    cache_.insert_or_assign(key, Cached{now + (answer ? trusted : policy_.refused_for), answer, expires});
-  }
-  return answer;
-}
-
-Expected<KubeAgentIdentity> KubeAgentVerifier::Review(const std::string& token) {
+Expected<KubeTokenIdentity> KubeAgentVerifier::Review(const std::string& token) {
   nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},
                            {"kind", "TokenReview"},
                            {"spec", {{"token", token}, {"audiences", {policy_.audience}}}}};
@@ -144,7 +59,7 @@ Expected<BoundPod> PodOfReview(const nlohmann::json& status, const KubeAgentPoli
   return pod;
 }
 
-Expected<KubeAgentIdentity> IdentityOfPod(const nlohmann::json& pod, const BoundPod& bound,
+Expected<KubeTokenIdentity> IdentityOfPod(const nlohmann::json& pod, const BoundPod& bound,
                                           const KubeAgentPolicy& policy) {
   const nlohmann::json& meta = ObjectAt(pod, "metadata");
   const std::string node = StringAt(ObjectAt(pod, "spec"), "nodeName");
@@ -156,8 +71,8 @@ Expected<KubeAgentIdentity> IdentityOfPod(const nlohmann::json& pod, const Bound
   if (phase == "Succeeded" || phase == "Failed" || meta.contains("deletionTimestamp")) {
     return Status::Denied("Authorization", "the token's pod " + bound.name + " has ended");
   }
-  return KubeAgentIdentity{node, policy.ns + "/" + bound.name,
-                           fmt::format("system:serviceaccount:{}:{}", policy.ns, policy.service_account)};
+  return KubeTokenIdentity{fmt::format("system:serviceaccount:{}:{}", policy.ns, policy.service_account), node,
+                           policy.ns + "/" + bound.name};
 }
 
 }  // namespace gantry

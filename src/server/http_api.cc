@@ -413,8 +413,17 @@ void HttpApi::Routes() {
     auto serve = [this](const Actor&, const httplib::Request&, httplib::Response& r) {
       r.set_content(controller_.Metrics(), "text/plain; version=0.0.4");
     };
+    const std::string header = req.get_header_value("Authorization");
+    const std::string token = header.rfind("Bearer ", 0) == 0 ? header.substr(7) : "";
     if (options_.open_metrics) {
       serve({}, req, res);
+    } else if (options_.verify_metrics_reader && !token.empty() && !users_.Authenticate(token)) {
+      // Not a Gantry token: a reader the cluster allows, or refused with the cluster's reason.
+      auto reader = options_.verify_metrics_reader(token, req.remote_addr);
+      if (reader) return serve({}, req, res);
+      res.set_header("WWW-Authenticate", "Bearer");
+      if (reader.status().code() == StatusCode::kUnavailable) res.set_header("Retry-After", "1");
+      Reply(res, Status(reader.status().code(), reader.status().message(), "Authorization"));
     } else {
       // The metrics cover every team's jobs and costs: with a token, an admin's only.
       authed([this, serve](const Actor& who, const httplib::Request& rq, httplib::Response& r) {

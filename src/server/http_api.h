@@ -39,6 +39,12 @@ struct HttpOptions {
   // gives the agent it speaks for or why not (on a worker; it may ask the API server).
   std::function<bool(std::string_view token)> agent_token_plausible;
   std::function<Expected<Actor>(const std::string& token, const std::string& client_address)> verify_agent_token;
+  // With --metrics-need-token, who besides admins may read /metrics: a bearer token that
+  // users.yaml does not hold, checked elsewhere (a Kubernetes service account that RBAC lets
+  // get /metrics: kube/metrics_reader.h). The reader's name, or why not (kUnavailable: ask
+  // again); empty: admins only.
+  std::function<Expected<std::string>(const std::string& token, const std::string& client_address)>
+      verify_metrics_reader;
   int max_poll_s = 25;  // longest long poll an agent may ask for
 };
 

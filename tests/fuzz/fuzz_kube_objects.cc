@@ -1,12 +1,14 @@
 // libFuzzer: what the Kubernetes API server (or anyone who can write a Node object) hands
 // the controller: Node objects read into Gantry node facts, TokenReview answers and pods
-// read into an agent's identity. Any JSON, of any shape, must read as facts or a refusal,
+// read into an agent's identity, TokenReview answers made into a metrics reader's
+// SubjectAccessReview. Any JSON, of any shape, must read as facts or a refusal,
 // never crash or throw.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "kube/agent_identity.h"
+#include "kube/metrics_reader.h"
 #include "kube/node_sync.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -19,5 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gantry::BoundPod pod =
       bound ? *bound : gantry::BoundPod{"p", gantry::StringAt(gantry::ObjectAt(j, "metadata"), "uid")};
   auto identity = gantry::IdentityOfPod(j, pod, policy);
+  auto access = gantry::AccessReviewFor(gantry::ObjectAt(j, "status"), "/metrics");
+  if (access) (void)access->dump();
   return identity ? 0 : 0;
 }

@@ -1,0 +1,66 @@
+// KubeMetricsReaderVerifier: TokenReview for the API server's own audience, then a
+// SubjectAccessReview for `get` on /metrics.
+#include "kube/metrics_reader.h"
+
+#include <fmt/format.h>
+
+namespace gantry {
+
+Expected<nlohmann::json> AccessReviewFor(const nlohmann::json& status, const std::string& path) {
+  if (!BoolAt(status, "authenticated")) {
+    return Status(StatusCode::kUnauthenticated, "the Kubernetes API server does not take this token");
+  }
+  const nlohmann::json& user = ObjectAt(status, "user");
+  const std::string name = StringAt(user, "username");
+  if (name.empty()) return Status(StatusCode::kUnauthenticated, "the token review names no user");
+  nlohmann::json spec = {{"user", name}, {"nonResourceAttributes", {{"path", path}, {"verb", "get"}}}};
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : ArrayAt(user, "groups")) {
+    if (g.is_string()) groups.push_back(g);
+  }
+  if (!groups.empty()) spec["groups"] = groups;
+  if (!StringAt(user, "uid").empty()) spec["uid"] = StringAt(user, "uid");
+  // Extra fields are string lists (the bound pod's name, the credential's id): others dropped.
+  nlohmann::json extra = nlohmann::json::object();
+  for (const auto& [key, values] : ObjectAt(user, "extra").items()) {
+    if (!values.is_array()) continue;
+    nlohmann::json strings = nlohmann::json::array();
+    for (const auto& v : values) {
+      if (v.is_string()) strings.push_back(v);
+    }
+    extra[key] = strings;
+  }
+  if (!extra.empty()) spec["extra"] = extra;
+  return nlohmann::json{
+      {"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", std::move(spec)}};
+}
+
+KubeMetricsReaderVerifier::KubeMetricsReaderVerifier(KubeConfig config, std::string path)
+    : KubeTokenVerifier(std::move(config), std::chrono::seconds(60), std::chrono::seconds(10)),
+      path_(std::move(path)) {}
+
+Expected<KubeTokenIdentity> KubeMetricsReaderVerifier::Review(const std::string& token) {
+  // No audiences asked: the API server's own (a pod's default service-account token).
+  nlohmann::json review = {
+      {"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", {{"token", token}}}};
+  auto r = client_.Post("/apis/authentication.k8s.io/v1/tokenreviews", review);
+  if (!r) return r.status();
+  if (!r->ok()) return Status(StatusCode::kUnavailable, "the API server refused the token review (" + r->Error() + ")");
+  const nlohmann::json& status = ObjectAt(r->body, "status");
+  auto access = AccessReviewFor(status, path_);
+  if (!access) return access.status();
+  const std::string user = StringAt(ObjectAt(status, "user"), "username");
+  auto decided = client_.Post("/apis/authorization.k8s.io/v1/subjectaccessreviews", *access);
+  if (!decided) return decided.status();
+  if (!decided->ok()) {
+    return Status(StatusCode::kUnavailable, "the API server refused the access review (" + decided->Error() + ")");
+  }
+  if (!BoolAt(ObjectAt(decided->body, "status"), "allowed")) {
+    return Status::Denied("Authorization", fmt::format("{} may not get {} (Kubernetes RBAC: a ClusterRole with "
+                                                       "nonResourceURLs [\"{}\"], verbs [get])",
+                                                       user, path_, path_));
+  }
+  return KubeTokenIdentity{user, "", ""};
+}
+
+}  // namespace gantry

@@ -1,0 +1,73 @@
+// Bearer tokens that the Kubernetes API server vouches for (a TokenReview, and whatever a
+// kind of token needs besides): the answers kept by the token's hash, and the limits that
+// keep a flood of made-up tokens from holding every review. What a token must be to pass is
+// the subclass's Review: a node agent's (kube/agent_identity.h), a metrics reader's
+// (kube/metrics_reader.h).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "kube/kube_client.h"
+
+namespace gantry {
+
+// Whom a verified token speaks for: its service account, and for an agent its pod and node.
+struct KubeTokenIdentity {
+  std::string user;  // system:serviceaccount:NS:NAME
+  std::string node;  // an agent's: spec.nodeName of the pod the token is bound to
+  std::string pod;   // an agent's: namespace/name
+};
+
+// The expiry ("exp", seconds since the epoch) in a JWT's payload, read without checking its
+// signature (the API server does that); 0 when there is none.
+int64_t JwtExpiry(const std::string& token);
+
+class KubeTokenVerifier {
+ public:
+  // A verified answer is trusted for `valid_for` (never past the token's own expiry), a
+  // refused one for `refused_for`, without asking again.
+  KubeTokenVerifier(KubeConfig config, std::chrono::milliseconds valid_for, std::chrono::milliseconds refused_for);
+  virtual ~KubeTokenVerifier();
+
+  // Whether `token` is likely a Kubernetes token at all (a JWT: three base64url parts), so
+  // that other bearer tokens never reach the API server.
+  static bool LooksLikeJwt(const std::string& token);
+  // Whom the token speaks for, or why not: kUnauthenticated when the API server does not
+  // take the token (expired, another audience, its pod deleted), kPermissionDenied when it
+  // is not one this verifier accepts, kUnavailable when it cannot be asked now (the caller
+  // may try again). Answers are kept by the token's SHA-256. One review per token at a time
+  // (others wait for it), one per `client` (the caller's address) at a time, and at most
+  // kMaxReviewing at once, so a flood of made-up tokens from one address holds one review
+  // and never the others' (its next ones get kUnavailable at once); while the API server
+  // cannot answer, or is being asked, a token verified before keeps its answer until it
+  // expires, so an API outage does not cut working agents off.
+  Expected<KubeTokenIdentity> Verify(const std::string& token, const std::string& client = "");
+
+ protected:
+  // Asks the API server about `token` (on the caller's thread).
+  virtual Expected<KubeTokenIdentity> Review(const std::string& token) = 0;
+  KubeClient client_;
+
+ private:
+  std::chrono::milliseconds valid_for_, refused_for_;
+  struct Cached {
+    std::chrono::steady_clock::time_point until;  // trusted until then without asking
+    Expected<KubeTokenIdentity> answer;
+    std::chrono::system_clock::time_point expires;  // the token's own expiry (verified ones)
+  };
+  std::mutex mu_;
+  std::condition_variable reviewed_;
+  std::map<std::string, Cached> cache_;
+  std::set<std::string> in_flight_;              // tokens (hashes) under review
+  std::map<std::string, int> client_reviewing_;  // reviews in flight per client address
+  static constexpr size_t kMaxCached = 20000;
+  static constexpr int kMaxReviewing = 8;
+  static constexpr int kMaxReviewingPerClient = 1;
+};
+
+}  // namespace gantry
