@@ -10,8 +10,8 @@ namespace gantry {
 KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector,
                                Controller& controller)
     : config_(config),
-      verifier_(config, std::move(policy)),
-      metrics_readers_(config),
+      verifier_(config, policy),
+      metrics_readers_(config, KubeMetricsReaderPolicy{config.ns.empty() ? policy.ns : config.ns}),
       nodes_(
           config, selector,
           [&controller](const std::string& node, const KubeNodeFacts& facts) { controller.ApplyKubeNode(node, facts); },
@@ -30,6 +30,15 @@ namespace {
 bool DnsLabel(const std::string& s) {
   if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
   return s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+}
+
+// A refusal as callers see it: when the API server could not be asked, its address and its
+// words stay here (the caller may be anyone), and they are told to try again.
+Status Unanswered(const Status& refusal) {
+  if (refusal.code() != StatusCode::kUnavailable || refusal.message().find("try again") != std::string::npos) {
+    return refusal;
+  }
+  return Status(StatusCode::kUnavailable, "the Kubernetes API server cannot check the token now: try again");
 }
 
 }  // namespace
@@ -85,7 +94,7 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
   }
   policy.ns = o.agents.substr(0, slash);
   policy.service_account = o.agents.substr(slash + 1);
-  policy.valid_for = std::chrono::milliseconds(static_cast<int64_t>(o.token_cache_s * 1000));
+  policy.limits.valid_for = std::chrono::milliseconds(static_cast<int64_t>(o.token_cache_s * 1000));
   std::unique_ptr<KubeServerSide> side(new KubeServerSide(config, policy, o.node_selector, controller));
   KubeAgentVerifier* verifier = &side->verifier_;
   http.agent_token_plausible = [](std::string_view token) {
@@ -93,7 +102,7 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
   };
   http.verify_agent_token = [verifier](const std::string& token, const std::string& client) -> Expected<Actor> {
     auto id = verifier->Verify(token, client);
-    if (!id) return id.status();
+    if (!id) return Unanswered(id.status());
     Actor agent;
     agent.user = "kube:" + id->pod;
     agent.team = "";
@@ -105,7 +114,7 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
   http.verify_metrics_reader = [readers](const std::string& token, const std::string& client) -> Expected<std::string> {
     if (!KubeTokenVerifier::LooksLikeJwt(token)) return Status(StatusCode::kUnauthenticated, "the token is not valid");
     auto reader = readers->Verify(token, client);
-    if (!reader) return reader.status();
+    if (!reader) return Unanswered(reader.status());
     return reader->user;
   };
   side->nodes_.Start();

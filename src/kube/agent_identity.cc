@@ -10,7 +10,7 @@
 namespace gantry {
 
 KubeAgentVerifier::KubeAgentVerifier(KubeConfig config, KubeAgentPolicy policy)
-    : KubeTokenVerifier(std::move(config), policy.valid_for, policy.refused_for), policy_(std::move(policy)) {}
+    : KubeTokenVerifier(std::move(config), policy.limits), policy_(std::move(policy)) {}
 
 Expected<KubeTokenIdentity> KubeAgentVerifier::Review(const std::string& token) {
   nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},

@@ -16,8 +16,9 @@ struct KubeAgentPolicy {
   std::string ns = "gantry-system";              // where the agents' DaemonSet runs
   std::string service_account = "gantry-agent";  // whose tokens are agents'
   std::string audience = "gantry";               // the audience their projected tokens carry
-  std::chrono::milliseconds valid_for{60000};    // a verified token is trusted this long
-  std::chrono::milliseconds refused_for{10000};  // a refused one is refused this long unasked
+  // Verified tokens are trusted a minute; while the API server cannot answer, an hour more
+  // at most (never past their expiry), so an outage does not cut working agents off.
+  KubeReviewLimits limits{std::chrono::seconds(60), std::chrono::seconds(10), std::chrono::hours(1), 8};
 };
 
 // The two judgements of a verification, apart from the calls (pure; fuzzed): what the

@@ -1,19 +1,30 @@
-// KubeMetricsReaderVerifier: TokenReview for the API server's own audience, then a
-// SubjectAccessReview for `get` on /metrics.
+// KubeMetricsReaderVerifier: a TokenReview for the audience gantry-metrics, then a
+// SubjectAccessReview for `get` on gantry.io/metrics.
 #include "kube/metrics_reader.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace gantry {
 
-Expected<nlohmann::json> AccessReviewFor(const nlohmann::json& status, const std::string& path) {
+Expected<nlohmann::json> AccessReviewFor(const nlohmann::json& status, const KubeMetricsReaderPolicy& policy) {
   if (!BoolAt(status, "authenticated")) {
     return Status(StatusCode::kUnauthenticated, "the Kubernetes API server does not take this token");
+  }
+  // An authenticator that checks audiences says which it found; one that says none is
+  // taken at the review's word (the review asked for this audience only).
+  const nlohmann::json& audiences = ArrayAt(status, "audiences");
+  if (!audiences.empty() && std::find(audiences.begin(), audiences.end(), policy.audience) == audiences.end()) {
+    return Status(StatusCode::kUnauthenticated, "the token is not for audience " + policy.audience);
   }
   const nlohmann::json& user = ObjectAt(status, "user");
   const std::string name = StringAt(user, "username");
   if (name.empty()) return Status(StatusCode::kUnauthenticated, "the token review names no user");
-  nlohmann::json spec = {{"user", name}, {"nonResourceAttributes", {{"path", path}, {"verb", "get"}}}};
+  nlohmann::json spec = {
+      {"user", name},
+      {"resourceAttributes",
+       {{"namespace", policy.ns}, {"verb", "get"}, {"group", "gantry.io"}, {"resource", "metrics"}}}};
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : ArrayAt(user, "groups")) {
     if (g.is_string()) groups.push_back(g);
@@ -35,19 +46,18 @@ Expected<nlohmann::json> AccessReviewFor(const nlohmann::json& status, const std
       {"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", std::move(spec)}};
 }
 
-KubeMetricsReaderVerifier::KubeMetricsReaderVerifier(KubeConfig config, std::string path)
-    : KubeTokenVerifier(std::move(config), std::chrono::seconds(60), std::chrono::seconds(10)),
-      path_(std::move(path)) {}
+KubeMetricsReaderVerifier::KubeMetricsReaderVerifier(KubeConfig config, KubeMetricsReaderPolicy policy)
+    : KubeTokenVerifier(std::move(config), policy.limits), policy_(std::move(policy)) {}
 
 Expected<KubeTokenIdentity> KubeMetricsReaderVerifier::Review(const std::string& token) {
-  // No audiences asked: the API server's own (a pod's default service-account token).
-  nlohmann::json review = {
-      {"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", {{"token", token}}}};
+  nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},
+                           {"kind", "TokenReview"},
+                           {"spec", {{"token", token}, {"audiences", {policy_.audience}}}}};
   auto r = client_.Post("/apis/authentication.k8s.io/v1/tokenreviews", review);
   if (!r) return r.status();
   if (!r->ok()) return Status(StatusCode::kUnavailable, "the API server refused the token review (" + r->Error() + ")");
   const nlohmann::json& status = ObjectAt(r->body, "status");
-  auto access = AccessReviewFor(status, path_);
+  auto access = AccessReviewFor(status, policy_);
   if (!access) return access.status();
   const std::string user = StringAt(ObjectAt(status, "user"), "username");
   auto decided = client_.Post("/apis/authorization.k8s.io/v1/subjectaccessreviews", *access);
@@ -56,9 +66,9 @@ Expected<KubeTokenIdentity> KubeMetricsReaderVerifier::Review(const std::string&
     return Status(StatusCode::kUnavailable, "the API server refused the access review (" + decided->Error() + ")");
   }
   if (!BoolAt(ObjectAt(decided->body, "status"), "allowed")) {
-    return Status::Denied("Authorization", fmt::format("{} may not get {} (Kubernetes RBAC: a ClusterRole with "
-                                                       "nonResourceURLs [\"{}\"], verbs [get])",
-                                                       user, path_, path_));
+    return Status::Denied("Authorization", fmt::format("{} may not read Gantry's metrics (Kubernetes RBAC: bind "
+                                                       "the role gantry-metrics-reader in {})",
+                                                       user, policy_.ns));
   }
   return KubeTokenIdentity{user, "", ""};
 }

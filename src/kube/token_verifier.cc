@@ -7,9 +7,8 @@
 
 namespace gantry {
 
-KubeTokenVerifier::KubeTokenVerifier(KubeConfig config, std::chrono::milliseconds valid_for,
-                                     std::chrono::milliseconds refused_for)
-    : client_(std::move(config)), valid_for_(valid_for), refused_for_(refused_for) {}
+KubeTokenVerifier::KubeTokenVerifier(KubeConfig config, KubeReviewLimits limits)
+    : client_(std::move(config)), limits_(limits) {}
 
 KubeTokenVerifier::~KubeTokenVerifier() = default;
 
@@ -38,50 +37,63 @@ int64_t JwtExpiry(const std::string& token) {
   return IntAt(nlohmann::json::parse(text, nullptr, false), "exp");
 }
 
+Status KubeTokenVerifier::Admit(const std::string& client) {
+  auto mine = client_busy_.find(client);
+  if (mine != client_busy_.end() && mine->second >= kMaxBusyPerClient) {
+    return Status(StatusCode::kUnavailable, "a token from this address is being checked: try again");
+  }
+  if (busy_ >= limits_.max_busy) {
+    return Status(StatusCode::kUnavailable, "too many tokens being checked at once: try again");
+  }
+  ++client_busy_[client];
+  ++busy_;
+  return Status::Ok();
+}
+
+void KubeTokenVerifier::Release(const std::string& client) {
+  if (--client_busy_[client] == 0) client_busy_.erase(client);
+  --busy_;
+}
+
 Expected<KubeTokenIdentity> KubeTokenVerifier::Verify(const std::string& token, const std::string& client) {
   if (!LooksLikeJwt(token)) return Status(StatusCode::kUnauthenticated, "not a Kubernetes service account token");
   using SteadyClock = std::chrono::steady_clock;
   const std::string key = Sha256Hex(token);
   std::unique_lock<std::mutex> lock(mu_);
-  // A token verified before and not expired yet: its node, while it cannot be checked now.
-  auto stale = [&]() -> const Expected<KubeTokenIdentity>* {
-    auto it = cache_.find(key);
-    bool usable = it != cache_.end() && it->second.answer.ok() && it->second.expires > std::chrono::system_clock::now();
-    return usable ? &it->second.answer : nullptr;
-  };
   for (;;) {
     auto it = cache_.find(key);
     if (it != cache_.end() && it->second.until > SteadyClock::now()) return it->second.answer;
     if (!in_flight_.count(key)) break;
-    if (const auto* known = stale()) return *known;
-    // Another request is asking about this very token: wait for its answer.
-    if (!reviewed_.wait_for(lock, std::chrono::seconds(5), [&] { return !in_flight_.count(key); })) {
+    // Another request is asking about this very token: wait for its answer, which holds a
+    // worker as a review does.
+    if (Status admitted = Admit(client); !admitted.ok()) return admitted;
+    bool answered = reviewed_.wait_for(lock, std::chrono::seconds(5), [&] { return !in_flight_.count(key); });
+    Release(client);
+    if (!answered)
       return Status(StatusCode::kUnavailable, "the Kubernetes API server is slow to check tokens: try again");
-    }
   }
-  auto mine = client_reviewing_.find(client);
-  const bool client_busy = mine != client_reviewing_.end() && mine->second >= kMaxReviewingPerClient;
-  if (client_busy || static_cast<int>(in_flight_.size()) >= kMaxReviewing) {
-    if (const auto* known = stale()) return *known;
-    return Status(StatusCode::kUnavailable, client_busy ? "a token from this address is being checked: try again"
-                                                        : "too many tokens being checked at once: try again");
-  }
+  if (Status admitted = Admit(client); !admitted.ok()) return admitted;
   in_flight_.insert(key);
-  ++client_reviewing_[client];
   lock.unlock();
   Expected<KubeTokenIdentity> answer = Review(token);
   lock.lock();
   in_flight_.erase(key);
-  if (--client_reviewing_[client] == 0) client_reviewing_.erase(client);
+  Release(client);
   reviewed_.notify_all();
-  if (!answer && answer.status().code() == StatusCode::kUnavailable) {
-    if (const auto* known = stale()) return *known;  // the API server is down: the token stays trusted
-    return answer;                                   // ask again next time
-  }
   auto now = SteadyClock::now();
   auto wall = std::chrono::system_clock::now();
+  if (!answer && answer.status().code() == StatusCode::kUnavailable) {
+    // The API server cannot answer: a verified answer stands in for a while, so an outage
+    // does not cut working agents off.
+    auto it = cache_.find(key);
+    if (it != cache_.end() && it->second.answer.ok() && it->second.expires > wall &&
+        now < it->second.until + limits_.stale_for) {
+      return it->second.answer;
+    }
+    return answer;  // ask again next time
+  }
   auto expires = std::chrono::system_clock::time_point(std::chrono::seconds(JwtExpiry(token)));
-  auto trusted = valid_for_;
+  auto trusted = limits_.valid_for;
   if (answer) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(expires - wall);
     trusted = std::max(std::chrono::milliseconds(0), std::min(trusted, left));
@@ -93,7 +105,7 @@ Expected<KubeTokenIdentity> KubeTokenVerifier::Verify(const std::string& token, 
     }
   }
   if (cache_.size() < kMaxCached) {
-    cache_.insert_or_assign(key, Cached{now + (answer ? trusted : refused_for_), answer, expires});
+    cache_.insert_or_assign(key, Cached{now + (answer ? trusted : limits_.refused_for), answer, expires});
   }
   return answer;
 }

@@ -27,11 +27,23 @@ struct KubeTokenIdentity {
 // signature (the API server does that); 0 when there is none.
 int64_t JwtExpiry(const std::string& token);
 
-class KubeTokenVerifier {
- public:
+// How long answers are kept and how many reviews may hold request workers.
+struct KubeReviewLimits {
   // A verified answer is trusted for `valid_for` (never past the token's own expiry), a
   // refused one for `refused_for`, without asking again.
-  KubeTokenVerifier(KubeConfig config, std::chrono::milliseconds valid_for, std::chrono::milliseconds refused_for);
+  std::chrono::milliseconds valid_for{60000};
+  std::chrono::milliseconds refused_for{10000};
+  // While the API server cannot answer (not while it is merely being asked), a verified
+  // answer stands in this long past `valid_for`, never past the token's expiry; 0: never.
+  std::chrono::milliseconds stale_for{0};
+  // Reviews, and requests waiting for another's review of the same token, at once in all:
+  // each holds a request worker. One per client address.
+  int max_busy = 8;
+};
+
+class KubeTokenVerifier {
+ public:
+  KubeTokenVerifier(KubeConfig config, KubeReviewLimits limits);
   virtual ~KubeTokenVerifier();
 
   // Whether `token` is likely a Kubernetes token at all (a JWT: three base64url parts), so
@@ -41,11 +53,11 @@ class KubeTokenVerifier {
   // take the token (expired, another audience, its pod deleted), kPermissionDenied when it
   // is not one this verifier accepts, kUnavailable when it cannot be asked now (the caller
   // may try again). Answers are kept by the token's SHA-256. One review per token at a time
-  // (others wait for it), one per `client` (the caller's address) at a time, and at most
-  // kMaxReviewing at once, so a flood of made-up tokens from one address holds one review
-  // and never the others' (its next ones get kUnavailable at once); while the API server
-  // cannot answer, or is being asked, a token verified before keeps its answer until it
-  // expires, so an API outage does not cut working agents off.
+  // (others wait for it), and one review or wait per `client` (the caller's address) and
+  // `max_busy` in all at once: a flood from one address holds one worker and never the
+  // others' reviews (its further requests get kUnavailable at once). A request that finds
+  // the verifier busy gets kUnavailable, never a kept answer past its time, so a revoked
+  // token is checked again as soon as anyone can be.
   Expected<KubeTokenIdentity> Verify(const std::string& token, const std::string& client = "");
 
  protected:
@@ -54,7 +66,10 @@ class KubeTokenVerifier {
   KubeClient client_;
 
  private:
-  std::chrono::milliseconds valid_for_, refused_for_;
+  KubeReviewLimits limits_;
+  // Takes one of `client`'s and one of the total busy slots, or says why there is none.
+  Status Admit(const std::string& client);
+  void Release(const std::string& client);
   struct Cached {
     std::chrono::steady_clock::time_point until;  // trusted until then without asking
     Expected<KubeTokenIdentity> answer;
@@ -63,11 +78,11 @@ class KubeTokenVerifier {
   std::mutex mu_;
   std::condition_variable reviewed_;
   std::map<std::string, Cached> cache_;
-  std::set<std::string> in_flight_;              // tokens (hashes) under review
-  std::map<std::string, int> client_reviewing_;  // reviews in flight per client address
+  std::set<std::string> in_flight_;         // tokens (hashes) under review
+  std::map<std::string, int> client_busy_;  // reviews and waits per client address
+  int busy_ = 0;                            // reviews and waits in all
   static constexpr size_t kMaxCached = 20000;
-  static constexpr int kMaxReviewing = 8;
-  static constexpr int kMaxReviewingPerClient = 1;
+  static constexpr int kMaxBusyPerClient = 1;
 };
 
 }  // namespace gantry

@@ -128,7 +128,10 @@ HttpResponse LeaderFollower::Send(const HttpRequest& request, bool resend, std::
         current_ = (current_ + 1) % urls_.size();
       }
     }
-    if (urls_.size() == 1 && !standby_seen && !lone_waits) return last;
+    // A lone address is asked again only when told so, and only while nothing takes the
+    // connection there (a bad certificate or a missing TLS library will not mend).
+    const bool not_there_yet = last.failure == HttpFailure::kConnect || last.failure == HttpFailure::kConnectTimeout;
+    if (urls_.size() == 1 && !standby_seen && !(lone_waits && not_there_yet)) return last;
     auto left = deadline - Clock::now();
     if (left <= Clock::duration::zero()) return last;
     std::this_thread::sleep_for(std::min<Clock::duration>(left, std::chrono::seconds(1)));

@@ -41,7 +41,8 @@ class LeaderFollower {
   // a second and goes round again until `wait` has passed, then returns the last result.
   // A lone address that cannot be reached is reported at once unless a standby answered
   // (nothing then says another server will) or `lone_waits` says it stands for several
-  // (a Kubernetes Service, a virtual IP that moves to the new leader). `resend` false: a
+  // (a Kubernetes Service, a virtual IP that moves to the new leader) and no connection
+  // could be made there (a TLS failure is reported at once). `resend` false: a
   // request that may have reached a server is returned as it failed, not sent again.
   HttpResponse Send(const HttpRequest& request, bool resend, std::chrono::milliseconds wait, bool lone_waits = false);
 

@@ -423,6 +423,9 @@ void HttpApi::Routes() {
       if (reader) return serve({}, req, res);
       res.set_header("WWW-Authenticate", "Bearer");
       if (reader.status().code() == StatusCode::kUnavailable) res.set_header("Retry-After", "1");
+      if (reader.status().code() == StatusCode::kPermissionDenied) {  // the cluster knows them: audited
+        controller_.RecordAudit({"-", "", Role::kUser}, "GET /metrics", "", "forbidden", reader.status().message());
+      }
       Reply(res, Status(reader.status().code(), reader.status().message(), "Authorization"));
     } else {
       // The metrics cover every team's jobs and costs: with a token, an admin's only.

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gantry::BoundPod pod =
       bound ? *bound : gantry::BoundPod{"p", gantry::StringAt(gantry::ObjectAt(j, "metadata"), "uid")};
   auto identity = gantry::IdentityOfPod(j, pod, policy);
-  auto access = gantry::AccessReviewFor(gantry::ObjectAt(j, "status"), "/metrics");
+  auto access = gantry::AccessReviewFor(gantry::ObjectAt(j, "status"), gantry::KubeMetricsReaderPolicy{});
   if (access) (void)access->dump();
   return identity ? 0 : 0;
 }

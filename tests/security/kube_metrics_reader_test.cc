@@ -1,9 +1,10 @@
 // /metrics carries every team's jobs and costs. On Kubernetes, with --metrics-need-token,
-// besides Gantry admins only a service account that the cluster's RBAC lets `get` /metrics
-// may read it (TokenReview, then SubjectAccessReview, as the cluster's own components check
-// their scrapers). The attacks: a service account of another namespace without the role, a
-// node agent's token, the reader's own token minted for another audience, a JWT-shaped
-// forgery, a user's token and no token at all.
+// besides Gantry admins only a token of audience gantry-metrics whose account the cluster's
+// RBAC lets `get` gantry.io/metrics in gantry-system may read it (TokenReview, then
+// SubjectAccessReview). The attacks: an account without the role, one that holds the
+// cluster's own /metrics permission (as a cluster's Prometheus does), a node agent's token,
+// the reader's own token for the API server or another audience, a JWT-shaped forgery, a
+// user's token and no token at all.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -41,10 +42,18 @@ TEST_F(KubeMetricsReaders, OnlyAnAccountThatRbacLetsGetMetricsAndAdminsMayScrape
             201);
   MakeServiceAccount("monitoring", "prometheus");
   MakeServiceAccount("monitoring", "nosy");
-  // The cluster admin binds the manifests' reader role to Prometheus (docs/KUBERNETES.md).
+  MakeServiceAccount("monitoring", "cluster-scraper");
+  // The cluster admin binds the manifests' reader role to Prometheus (docs/KUBERNETES.md);
+  // another account holds only the cluster's own /metrics permission.
   std::string out;
-  ASSERT_EQ(kube_.Kubectl("create clusterrolebinding gantry-metrics --clusterrole=gantry-metrics-reader "
+  ASSERT_EQ(kube_.Kubectl("-n gantry-system create rolebinding gantry-metrics --clusterrole=gantry-metrics-reader "
                           "--serviceaccount=monitoring:prometheus",
+                          &out),
+            0)
+      << out;
+  ASSERT_EQ(kube_.Kubectl("create clusterrole cluster-metrics --verb=get --non-resource-url=/metrics", &out), 0) << out;
+  ASSERT_EQ(kube_.Kubectl("create clusterrolebinding cluster-metrics --clusterrole=cluster-metrics "
+                          "--serviceaccount=monitoring:cluster-scraper",
                           &out),
             0)
       << out;
@@ -54,8 +63,8 @@ TEST_F(KubeMetricsReaders, OnlyAnAccountThatRbacLetsGetMetricsAndAdminsMayScrape
   ServerProcess server(dir, "");
   StartOnKube(server, kube_, dir, {"--metrics-need-token"});
 
-  const std::string api_audience = "https://kubernetes.default.svc";
-  const std::string prometheus = kube_.TokenFor("monitoring", "prometheus", api_audience);
+  const std::string audience = "gantry-metrics";
+  const std::string prometheus = kube_.TokenFor("monitoring", "prometheus", audience);
   ASSERT_FALSE(prometheus.empty());
   Scrape allowed = GetMetrics(server, prometheus);
   EXPECT_EQ(allowed.status, 200) << allowed.body;
@@ -63,15 +72,20 @@ TEST_F(KubeMetricsReaders, OnlyAnAccountThatRbacLetsGetMetricsAndAdminsMayScrape
   EXPECT_EQ(GetMetrics(server, prometheus).status, 200) << "asked again: the kept answer";
 
   // An account the role is not bound to: the cluster's answer, and what would allow it.
-  Scrape nosy = GetMetrics(server, kube_.TokenFor("monitoring", "nosy", api_audience));
+  Scrape nosy = GetMetrics(server, kube_.TokenFor("monitoring", "nosy", audience));
   EXPECT_EQ(nosy.status, 403) << nosy.body;
-  EXPECT_NE(nosy.body.find("system:serviceaccount:monitoring:nosy may not get /metrics"), std::string::npos)
+  EXPECT_NE(nosy.body.find("system:serviceaccount:monitoring:nosy may not read Gantry's metrics"), std::string::npos)
       << nosy.body;
+  // The cluster's own /metrics permission is not Gantry's.
+  Scrape cluster_scraper = GetMetrics(server, kube_.TokenFor("monitoring", "cluster-scraper", audience));
+  EXPECT_EQ(cluster_scraper.status, 403) << cluster_scraper.body;
   // A node agent's projected token (audience gantry): not a token the API server takes for itself.
   nlohmann::json pod = AgentPod(kube_, "gantry-system", "gantry-agent-a", "node-a");
   Scrape agent = GetMetrics(server, kube_.TokenFor("gantry-system", "gantry-agent", "gantry", pod));
   EXPECT_EQ(agent.status, 401) << agent.body;
-  // Prometheus's own account, its token minted for another audience.
+  // Prometheus's own account, its token made for the API server or for another audience.
+  Scrape for_api = GetMetrics(server, kube_.TokenFor("monitoring", "prometheus", "https://kubernetes.default.svc"));
+  EXPECT_EQ(for_api.status, 401) << for_api.body;
   Scrape elsewhere = GetMetrics(server, kube_.TokenFor("monitoring", "prometheus", "vault"));
   EXPECT_EQ(elsewhere.status, 401) << elsewhere.body;
   // A forgery shaped as a JWT, a user's token, no token.
@@ -79,11 +93,15 @@ TEST_F(KubeMetricsReaders, OnlyAnAccountThatRbacLetsGetMetricsAndAdminsMayScrape
   EXPECT_EQ(forged.status, 401) << forged.body;
   EXPECT_EQ(GetMetrics(server, kAliceToken).status, 403);
   EXPECT_EQ(GetMetrics(server, "").status, 401);
-  for (const Scrape* refused : {&nosy, &agent, &elsewhere, &forged}) {
+  for (const Scrape* refused : {&nosy, &cluster_scraper, &agent, &for_api, &elsewhere, &forged}) {
     EXPECT_EQ(refused->body.find("gantry_jobs"), std::string::npos) << "no figure leaks in a refusal";
   }
   // An admin's token still reads it.
   EXPECT_EQ(GetMetrics(server, kRootToken).status, 200);
+  // The refusal of an account the cluster knows is in the audit log.
+  auto audit = server.Client(kRootToken).Get("/v1/audit?limit=100");
+  ASSERT_TRUE(audit);
+  EXPECT_NE(audit->body.find("monitoring:nosy may not read"), std::string::npos) << audit->body;
 }
 
 }  // namespace
