@@ -1,8 +1,8 @@
 // libFuzzer: what the Kubernetes API server (or anyone who can write a Node object) hands
 // the controller: Node objects read into Gantry node facts, TokenReview answers and pods
 // read into an agent's identity, TokenReview answers made into a metrics reader's
-// SubjectAccessReview. Any JSON, of any shape, must read as facts or a refusal,
-// never crash or throw.
+// SubjectAccessReview, and pods a tenant writes read as Gantry jobs. Any JSON, of any
+// shape, must read as facts or a refusal, never crash or throw.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +10,7 @@
 #include "kube/agent_identity.h"
 #include "kube/metrics_reader.h"
 #include "kube/node_sync.h"
+#include "kube/pod_job.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(data), size), nullptr, false);
@@ -23,5 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto identity = gantry::IdentityOfPod(j, pod, policy);
   auto access = gantry::AccessReviewFor(gantry::ObjectAt(j, "status"), gantry::KubeMetricsReaderPolicy{});
   if (access) (void)access->dump();
+  auto pod_job = gantry::JobOfPod(j, gantry::KubePodPolicy{});
+  if (pod_job) (void)pod_job->spec.request.gpus;
+  (void)gantry::QuantityMilli(gantry::StringAt(j, "quantity"));
   return identity ? 0 : 0;
 }
