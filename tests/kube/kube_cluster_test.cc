@@ -53,7 +53,12 @@ TEST_F(KubeManifests, EveryObjectAppliesServerSideAndIsWhatTheDocsSay) {
   EXPECT_EQ(controller["livenessProbe"]["httpGet"]["path"], "/livez");
   EXPECT_TRUE(controller["resources"].contains("requests"));
   const nlohmann::json service = kube_.Api("GET", "/api/v1/namespaces/gantry-system/services/gantry").second;
-  EXPECT_EQ(service["metadata"]["annotations"]["prometheus.io/scrape"], "true");
+  // /metrics needs a token: no annotation invites a scraper that would send none (or send
+  // its token to every annotated pod).
+  EXPECT_FALSE(service["metadata"].value("annotations", nlohmann::json::object()).contains("prometheus.io/scrape"))
+      << service.dump();
+  EXPECT_NE(std::find(controller["args"].begin(), controller["args"].end(), "--metrics-need-token"),
+            controller["args"].end());
   // No selector: the leader writes its address into the Endpoints object the manifests make.
   EXPECT_FALSE(service["spec"].contains("selector")) << service.dump();
   EXPECT_EQ(kube_.Api("GET", "/api/v1/namespaces/gantry-system/endpoints/gantry").first, 200);
