@@ -50,6 +50,22 @@ Status KubeTokenVerifier::Admit(const std::string& client) {
   return Status::Ok();
 }
 
+Status KubeTokenVerifier::CountReview(const std::string& client) {
+  const auto now = std::chrono::steady_clock::now();
+  if (client_reviews_.size() >= kMaxWindows) {  // windows of a minute ago go
+    for (auto w = client_reviews_.begin(); w != client_reviews_.end();) {
+      w = now - w->second.start >= std::chrono::minutes(1) ? client_reviews_.erase(w) : std::next(w);
+    }
+  }
+  ReviewWindow& window = client_reviews_[client];
+  if (now - window.start >= std::chrono::minutes(1)) window = {now, 0};
+  if (window.reviews >= limits_.reviews_per_minute_per_client) {
+    return Status(StatusCode::kUnavailable, "too many new tokens from this address this minute: try again later");
+  }
+  ++window.reviews;
+  return Status::Ok();
+}
+
 void KubeTokenVerifier::Release(const std::string& client) {
   if (--client_busy_[client] == 0) client_busy_.erase(client);
   --busy_;
@@ -73,6 +89,10 @@ Expected<KubeTokenIdentity> KubeTokenVerifier::Verify(const std::string& token, 
       return Status(StatusCode::kUnavailable, "the Kubernetes API server is slow to check tokens: try again");
   }
   if (Status admitted = Admit(client); !admitted.ok()) return admitted;
+  if (Status counted = CountReview(client); !counted.ok()) {
+    Release(client);
+    return counted;
+  }
   in_flight_.insert(key);
   lock.unlock();
   Expected<KubeTokenIdentity> answer = Review(token);

@@ -39,6 +39,9 @@ struct KubeReviewLimits {
   // Reviews, and requests waiting for another's review of the same token, at once in all:
   // each holds a request worker. One per client address.
   int max_busy = 8;
+  // Tokens not seen before that one client address may have reviewed in a minute: each
+  // made-up token costs the API server a review, so a flood is cut to this rate.
+  int reviews_per_minute_per_client = 600;
 };
 
 class KubeTokenVerifier {
@@ -69,6 +72,8 @@ class KubeTokenVerifier {
   KubeReviewLimits limits_;
   // Takes one of `client`'s and one of the total busy slots, or says why there is none.
   Status Admit(const std::string& client);
+  // Counts a review for `client` in this minute's window, or says it has had its share.
+  Status CountReview(const std::string& client);
   void Release(const std::string& client);
   struct Cached {
     std::chrono::steady_clock::time_point until;  // trusted until then without asking
@@ -81,6 +86,12 @@ class KubeTokenVerifier {
   std::set<std::string> in_flight_;         // tokens (hashes) under review
   std::map<std::string, int> client_busy_;  // reviews and waits per client address
   int busy_ = 0;                            // reviews and waits in all
+  struct ReviewWindow {
+    std::chrono::steady_clock::time_point start;
+    int reviews = 0;
+  };
+  std::map<std::string, ReviewWindow> client_reviews_;  // this minute's reviews per client address
+  static constexpr size_t kMaxWindows = 20000;
   static constexpr size_t kMaxCached = 20000;
   static constexpr int kMaxBusyPerClient = 1;
 };

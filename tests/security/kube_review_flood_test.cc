@@ -34,6 +34,7 @@ class HeldReviews {
                              "user": {"username": "system:serviceaccount:monitoring:prometheus"}}})",
                 "application/json");
           }
+          ++reviews;
           std::unique_lock<std::mutex> lock(mu_);
           ++waiting_;
           changed_.notify_all();
@@ -55,6 +56,7 @@ class HeldReviews {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::atomic<bool> allowed{true};
+  std::atomic<int> reviews{0};  // token reviews asked of it (the reader's excepted)
   // Waits until `n` reviews are held; false after 10 s.
   bool AwaitWaiting(int n) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -167,6 +169,24 @@ TEST(KubeReviewFlood, AReaderWhoseAccessWasTakenAwayIsNotLetInOnAKeptAnswerWhile
   held.get();
   auto asked = readers.Verify(kReaderToken, "10.0.0.66");
   EXPECT_EQ(asked.status().code(), StatusCode::kPermissionDenied) << asked.status().ToString();
+}
+
+TEST(KubeReviewFlood, NewTokensFromOneAddressAreReviewedAtMostSoManyAMinute) {
+  HeldReviews api;
+  api.Release();  // reviews answer at once
+  KubeAgentPolicy policy;
+  policy.limits.reviews_per_minute_per_client = 3;
+  KubeAgentVerifier verifier(ConfigFor(api), policy);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(verifier.Verify(MadeUpToken(i), "10.0.0.66").status().code(), StatusCode::kUnauthenticated);
+  }
+  auto cut = verifier.Verify(MadeUpToken(3), "10.0.0.66");
+  EXPECT_EQ(cut.status().code(), StatusCode::kUnavailable) << cut.status().ToString();
+  EXPECT_NE(cut.status().message().find("this minute"), std::string::npos) << cut.status().ToString();
+  // A token refused before is answered from memory, and another address is reviewed.
+  EXPECT_EQ(verifier.Verify(MadeUpToken(1), "10.0.0.66").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(verifier.Verify(MadeUpToken(4), "10.0.0.7").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(api.reviews, 4) << "the cut token never reached the API server";
 }
 
 }  // namespace
