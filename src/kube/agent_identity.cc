@@ -13,15 +13,9 @@ KubeAgentVerifier::KubeAgentVerifier(KubeConfig config, KubeAgentPolicy policy)
     : KubeTokenVerifier(std::move(config), policy.limits), policy_(std::move(policy)) {}
 
 Expected<KubeTokenIdentity> KubeAgentVerifier::Review(const std::string& token) {
-  nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},
-                           {"kind", "TokenReview"},
-                           {"spec", {{"token", token}, {"audiences", {policy_.audience}}}}};
-  auto r = client_.Post("/apis/authentication.k8s.io/v1/tokenreviews", review);
-  if (!r) return r.status();
-  if (!r->ok()) {
-    return Status(StatusCode::kUnavailable, "the API server refused the token review (" + r->Error() + ")");
-  }
-  auto bound = PodOfReview(ObjectAt(r->body, "status"), policy_);
+  auto status = AskTokenReview(token, policy_.audience);
+  if (!status) return status.status();
+  auto bound = PodOfReview(*status, policy_);
   if (!bound) return bound.status();
   auto got = client_.Get(fmt::format("/api/v1/namespaces/{}/pods/{}", UrlEncode(policy_.ns), UrlEncode(bound->name)));
   if (!got) return got.status();
@@ -31,15 +25,7 @@ Expected<KubeTokenIdentity> KubeAgentVerifier::Review(const std::string& token) 
 }
 
 Expected<BoundPod> PodOfReview(const nlohmann::json& status, const KubeAgentPolicy& policy) {
-  if (!BoolAt(status, "authenticated")) {
-    return Status(StatusCode::kUnauthenticated, "the Kubernetes API server does not take this token");
-  }
-  // An authenticator that checks audiences says which it found; one that says none is
-  // taken at the review's word (the review asked for this audience only).
-  const nlohmann::json& audiences = ArrayAt(status, "audiences");
-  if (!audiences.empty() && std::find(audiences.begin(), audiences.end(), policy.audience) == audiences.end()) {
-    return Status(StatusCode::kUnauthenticated, "the token is not for audience " + policy.audience);
-  }
+  if (Status taken = TakenForAudience(status, policy.audience); !taken.ok()) return taken;
   const nlohmann::json& user = ObjectAt(status, "user");
   const std::string name = StringAt(user, "username");
   const std::string expected = fmt::format("system:serviceaccount:{}:{}", policy.ns, policy.service_account);

@@ -9,15 +9,7 @@
 namespace gantry {
 
 Expected<nlohmann::json> AccessReviewFor(const nlohmann::json& status, const KubeMetricsReaderPolicy& policy) {
-  if (!BoolAt(status, "authenticated")) {
-    return Status(StatusCode::kUnauthenticated, "the Kubernetes API server does not take this token");
-  }
-  // An authenticator that checks audiences says which it found; one that says none is
-  // taken at the review's word (the review asked for this audience only).
-  const nlohmann::json& audiences = ArrayAt(status, "audiences");
-  if (!audiences.empty() && std::find(audiences.begin(), audiences.end(), policy.audience) == audiences.end()) {
-    return Status(StatusCode::kUnauthenticated, "the token is not for audience " + policy.audience);
-  }
+  if (Status taken = TakenForAudience(status, policy.audience); !taken.ok()) return taken;
   const nlohmann::json& user = ObjectAt(status, "user");
   const std::string name = StringAt(user, "username");
   if (name.empty()) return Status(StatusCode::kUnauthenticated, "the token review names no user");
@@ -50,16 +42,11 @@ KubeMetricsReaderVerifier::KubeMetricsReaderVerifier(KubeConfig config, KubeMetr
     : KubeTokenVerifier(std::move(config), policy.limits), policy_(std::move(policy)) {}
 
 Expected<KubeTokenIdentity> KubeMetricsReaderVerifier::Review(const std::string& token) {
-  nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},
-                           {"kind", "TokenReview"},
-                           {"spec", {{"token", token}, {"audiences", {policy_.audience}}}}};
-  auto r = client_.Post("/apis/authentication.k8s.io/v1/tokenreviews", review);
-  if (!r) return r.status();
-  if (!r->ok()) return Status(StatusCode::kUnavailable, "the API server refused the token review (" + r->Error() + ")");
-  const nlohmann::json& status = ObjectAt(r->body, "status");
-  auto access = AccessReviewFor(status, policy_);
+  auto status = AskTokenReview(token, policy_.audience);
+  if (!status) return status.status();
+  auto access = AccessReviewFor(*status, policy_);
   if (!access) return access.status();
-  const std::string user = StringAt(ObjectAt(status, "user"), "username");
+  const std::string user = StringAt(ObjectAt(*status, "user"), "username");
   auto decided = client_.Post("/apis/authorization.k8s.io/v1/subjectaccessreviews", *access);
   if (!decided) return decided.status();
   if (!decided->ok()) {

@@ -37,6 +37,27 @@ int64_t JwtExpiry(const std::string& token) {
   return IntAt(nlohmann::json::parse(text, nullptr, false), "exp");
 }
 
+Status TakenForAudience(const nlohmann::json& status, const std::string& audience) {
+  if (!BoolAt(status, "authenticated")) {
+    return Status(StatusCode::kUnauthenticated, "the Kubernetes API server does not take this token");
+  }
+  const nlohmann::json& audiences = ArrayAt(status, "audiences");
+  if (!audiences.empty() && std::find(audiences.begin(), audiences.end(), audience) == audiences.end()) {
+    return Status(StatusCode::kUnauthenticated, "the token is not for audience " + audience);
+  }
+  return Status::Ok();
+}
+
+Expected<nlohmann::json> KubeTokenVerifier::AskTokenReview(const std::string& token, const std::string& audience) {
+  nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},
+                           {"kind", "TokenReview"},
+                           {"spec", {{"token", token}, {"audiences", {audience}}}}};
+  auto r = client_.Post("/apis/authentication.k8s.io/v1/tokenreviews", review);
+  if (!r) return r.status();
+  if (!r->ok()) return Status(StatusCode::kUnavailable, "the API server refused the token review (" + r->Error() + ")");
+  return ObjectAt(r->body, "status");
+}
+
 Status KubeTokenVerifier::Admit(const std::string& client) {
   auto mine = client_busy_.find(client);
   if (mine != client_busy_.end() && mine->second >= kMaxBusyPerClient) {

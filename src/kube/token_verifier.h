@@ -44,6 +44,11 @@ struct KubeReviewLimits {
   int reviews_per_minute_per_client = 600;
 };
 
+// Whether a TokenReview's status (`review_status`) says the API server took the token for
+// `audience`: an authenticator that checks audiences says which it found; one that says none
+// is taken at the review's word (the review asked for this audience only). Pure (fuzzed).
+Status TakenForAudience(const nlohmann::json& review_status, const std::string& audience);
+
 class KubeTokenVerifier {
  public:
   KubeTokenVerifier(KubeConfig config, KubeReviewLimits limits);
@@ -66,6 +71,9 @@ class KubeTokenVerifier {
  protected:
   // Asks the API server about `token` (on the caller's thread).
   virtual Expected<KubeTokenIdentity> Review(const std::string& token) = 0;
+  // Posts a TokenReview of `token` for `audience`: the review's status, or kUnavailable when
+  // the API server cannot answer it.
+  Expected<nlohmann::json> AskTokenReview(const std::string& token, const std::string& audience);
   KubeClient client_;
 
  private:

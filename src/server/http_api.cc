@@ -24,8 +24,6 @@
 
 namespace gantry {
 
-namespace {}  // namespace
-
 int HttpStatus(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return 200;
@@ -91,7 +89,7 @@ void ReplyError(httplib::Response& res, int status, const std::string& code, con
   Send(res, status, ErrorBody(code, message, field));
 }
 
-// Refuses query parameters the route does not know, naming the first one.
+// Whether the request asks for a dry run (?dry_run=true or 1).
 bool DryRunAsked(const httplib::Request& req) {
   std::string v = req.get_param_value("dry_run");
   return v == "true" || v == "1";
@@ -409,32 +407,29 @@ void HttpApi::Routes() {
   s.Get("/livez", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"leader"})", "application/json");
   });
+  // The metrics cover every team's jobs and costs: open, else an admin's, or a reader's whom
+  // the cluster allows (on Kubernetes, for a token that is not Gantry's).
   s.Get("/metrics", [this, authed](const httplib::Request& req, httplib::Response& res) {
-    auto serve = [this](const Actor&, const httplib::Request&, httplib::Response& r) {
-      r.set_content(controller_.Metrics(), "text/plain; version=0.0.4");
-    };
+    auto serve = [this](httplib::Response& r) { r.set_content(controller_.Metrics(), "text/plain; version=0.0.4"); };
+    if (options_.open_metrics) return serve(res);
     const std::string header = req.get_header_value("Authorization");
     const std::string token = header.rfind("Bearer ", 0) == 0 ? header.substr(7) : "";
-    if (options_.open_metrics) {
-      serve({}, req, res);
-    } else if (options_.verify_metrics_reader && !token.empty() && !users_.Authenticate(token)) {
-      // Not a Gantry token: a reader the cluster allows, or refused with the cluster's reason.
+    if (options_.verify_metrics_reader && !token.empty() && !users_.Authenticate(token)) {
       auto reader = options_.verify_metrics_reader(token, req.remote_addr);
-      if (reader) return serve({}, req, res);
+      if (reader) return serve(res);
+      const StatusCode code = reader.status().code();
       res.set_header("WWW-Authenticate", "Bearer");
-      if (reader.status().code() == StatusCode::kUnavailable) res.set_header("Retry-After", "1");
-      if (reader.status().code() == StatusCode::kPermissionDenied) {  // the cluster knows them: audited
+      if (code == StatusCode::kUnavailable) res.set_header("Retry-After", "1");
+      if (code == StatusCode::kPermissionDenied) {  // the cluster knows them: audited
         controller_.RecordAudit({"-", "", Role::kUser}, "GET /metrics", "", "forbidden", reader.status().message());
       }
-      Reply(res, Status(reader.status().code(), reader.status().message(), "Authorization"));
-    } else {
-      // The metrics cover every team's jobs and costs: with a token, an admin's only.
-      authed([this, serve](const Actor& who, const httplib::Request& rq, httplib::Response& r) {
-        if (who.admin()) return serve(who, rq, r);
-        controller_.RecordAudit(who, "GET /metrics", "", "forbidden", "not an admin");
-        ReplyError(r, 403, "forbidden", "/metrics covers every team: it needs an admin token", "Authorization");
-      })(req, res);
+      return Reply(res, Status(code, reader.status().message(), "Authorization"));
     }
+    authed([this, serve](const Actor& who, const httplib::Request&, httplib::Response& r) {
+      if (who.admin()) return serve(r);
+      controller_.RecordAudit(who, "GET /metrics", "", "forbidden", "not an admin");
+      ReplyError(r, 403, "forbidden", "/metrics covers every team: it needs an admin token", "Authorization");
+    })(req, res);
   });
   s.Get("/v1/whoami", authed([](const Actor& who, const httplib::Request&, httplib::Response& res) {
           Send(res, 200, {{"user", who.user}, {"team", who.team}, {"role", ToString(who.role)}});
