@@ -32,15 +32,6 @@ bool DnsLabel(const std::string& s) {
   return s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
 }
 
-// A refusal as callers see it: when the API server could not be asked, its address and its
-// words stay here (the caller may be anyone), and they are told to try again.
-Status Unanswered(const Status& refusal) {
-  if (refusal.code() != StatusCode::kUnavailable || refusal.message().find("try again") != std::string::npos) {
-    return refusal;
-  }
-  return Status(StatusCode::kUnavailable, "the Kubernetes API server cannot check the token now: try again");
-}
-
 }  // namespace
 
 Status KubeServerSide::PublishLeader(const KubeServerOptions& o, const std::string& host, int port, std::ostream& err) {
@@ -102,7 +93,7 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
   };
   http.verify_agent_token = [verifier](const std::string& token, const std::string& client) -> Expected<Actor> {
     auto id = verifier->Verify(token, client);
-    if (!id) return Unanswered(id.status());
+    if (!id) return id.status();
     Actor agent;
     agent.user = "kube:" + id->pod;
     agent.team = "";
@@ -114,7 +105,7 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
   http.verify_metrics_reader = [readers](const std::string& token, const std::string& client) -> Expected<std::string> {
     if (!KubeTokenVerifier::LooksLikeJwt(token)) return Status(StatusCode::kUnauthenticated, "the token is not valid");
     auto reader = readers->Verify(token, client);
-    if (!reader) return Unanswered(reader.status());
+    if (!reader) return reader.status();
     return reader->user;
   };
   side->nodes_.Start();

@@ -131,7 +131,9 @@ Expected<KubeTokenIdentity> KubeTokenVerifier::Verify(const std::string& token, 
         now < it->second.until + limits_.stale_for) {
       return it->second.answer;
     }
-    return answer;  // ask again next time
+    // Ask again next time. The API server's address and words stay here: the caller may
+    // be anyone.
+    return Status(StatusCode::kUnavailable, "the Kubernetes API server cannot check the token now: try again");
   }
   auto expires = std::chrono::system_clock::time_point(std::chrono::seconds(JwtExpiry(token)));
   auto trusted = limits_.valid_for;

@@ -65,7 +65,8 @@ class KubeTokenVerifier {
   // `max_busy` in all at once: a flood from one address holds one worker and never the
   // others' reviews (its further requests get kUnavailable at once). A request that finds
   // the verifier busy gets kUnavailable, never a kept answer past its time, so a revoked
-  // token is checked again as soon as anyone can be.
+  // token is checked again as soon as anyone can be. Why the API server could not answer is
+  // not passed on (the caller may be anyone).
   Expected<KubeTokenIdentity> Verify(const std::string& token, const std::string& client = "");
 
  protected:
