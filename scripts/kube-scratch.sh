@@ -8,6 +8,9 @@
 #                                             # DIR/ca.crt and DIR/kubeconfig are the admin's
 #   bash scripts/kube-scratch.sh stop DIR     # stops etcd and the server, deletes DIR
 #
+# With GANTRY_KUBE_CONTROLLERS set (say "job"), start also runs kube-controller-manager with
+# those controllers only (built beside the server), so a batch/v1 Job makes its pods.
+#
 # The build is cached by the source package's version under GANTRY_KUBE_CACHE (default
 # /var/cache/gantry-kube), with Go's own cache beside it: the first build takes minutes,
 # later ones nothing. The vendored github.com/modern-go/reflect2 1.0.1 crashes the server
@@ -36,7 +39,7 @@ build() {
   local version dir
   version=$(source_version)
   dir="$cache_root/$version"
-  if [ -x "$dir/bin/kube-apiserver" ]; then
+  if [ -x "$dir/bin/kube-apiserver" ] && [ -x "$dir/bin/kube-controller-manager" ]; then
     echo "$dir/bin/kube-apiserver"
     return
   fi
@@ -49,7 +52,7 @@ build() {
   local work="$dir/src"
   rm -rf "$work"
   mkdir -p "$work"
-  echo "kube-scratch: building kube-apiserver $version into $dir (minutes, once)" >&2
+  echo "kube-scratch: building kube-apiserver and kube-controller-manager $version into $dir (minutes, once)" >&2
   (cd "$work" && apt-get source -qq kubernetes >/dev/null 2>&1) || {
     echo "kube-scratch: apt-get source kubernetes failed" >&2
     exit 1
@@ -66,14 +69,16 @@ build() {
     ln -sfn ../../.. .go/src/k8s.io/kubernetes
     cd .go/src/k8s.io/kubernetes
     GOPATH="$tree/.go" GOCACHE="$cache_root/go-build" CGO_ENABLED=0 GOFLAGS=-mod=vendor \
-      make WHAT=cmd/kube-apiserver >"$dir/build.log" 2>&1
+      make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >"$dir/build.log" 2>&1
   ) || {
     tail -n 30 "$dir/build.log" >&2
     exit 1
   }
   mkdir -p "$dir/bin"
-  cp "$tree/_output/local/bin/linux/amd64/kube-apiserver" "$dir/bin/" 2>/dev/null ||
-    cp "$(find "$tree/_output" -name kube-apiserver -type f | head -n 1)" "$dir/bin/"
+  for binary in kube-apiserver kube-controller-manager; do
+    cp "$tree/_output/local/bin/linux/amd64/$binary" "$dir/bin/" 2>/dev/null ||
+      cp "$(find "$tree/_output" -name "$binary" -type f | head -n 1)" "$dir/bin/"
+  done
   rm -rf "$work"
   echo "$dir/bin/kube-apiserver"
 }
@@ -158,13 +163,19 @@ contexts:
   context: {cluster: scratch, user: admin}
 current-context: scratch
 EOF
+  if [ -n "${GANTRY_KUBE_CONTROLLERS:-}" ]; then
+    "$(dirname "$server")/kube-controller-manager" --kubeconfig "$dir/kubeconfig" \
+      --controllers "$GANTRY_KUBE_CONTROLLERS" --leader-elect=false --port 0 --secure-port 0 \
+      --use-service-account-credentials=false >"$dir/controller-manager.log" 2>&1 &
+    echo $! >"$dir/controller-manager.pid"
+  fi
   echo "$url" >"$dir/url"
   echo "$url"
 }
 
 stop() {
   local dir=${1:?the directory start made}
-  for p in apiserver etcd; do
+  for p in controller-manager apiserver etcd; do
     if [ -f "$dir/$p.pid" ]; then
       local pid
       pid=$(cat "$dir/$p.pid")

@@ -168,6 +168,15 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
       ->check(CLI::Range(0.1, 3600.0));
   server_cmd->add_option("--kube-node-selector", server.kube.node_selector,
                          "Label selector of the Node objects that are Gantry's (default: all)");
+  server_cmd->add_flag("--kube-pods", server.kube.pods,
+                       "Schedule the pods whose schedulerName is --kube-scheduler-name: bind them, say why they wait, "
+                       "preempt and bill them (docs/KUBERNETES.md)");
+  server_cmd->add_option("--kube-scheduler-name", server.kube.scheduler_name, "The schedulerName of Gantry's pods")
+      ->default_str(server.kube.scheduler_name);
+  server_cmd->add_option("--kube-namespace-team", server.kube.namespace_teams,
+                         "NAMESPACE=TEAM: the team of a namespace's pods (repeat; default: the namespace's name)");
+  server_cmd->add_option("--kube-priority-class", server.kube.priority_classes,
+                         "PRIORITYCLASS=CLASS: the Gantry priority class of pods of a PriorityClass (repeat)");
   server_cmd->add_option("--kube-service", server.kube.service,
                          "[NAMESPACE/]NAME of the selector-less Service whose Endpoints the leader points at itself");
   server_cmd->add_option("--kube-pod-ip", server.kube.pod_ip,

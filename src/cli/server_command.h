@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "cli/job_runner_setup.h"
 
@@ -20,6 +21,12 @@ struct KubeServerOptions {
   // The Service ([NAMESPACE/]NAME) whose Endpoints the leader points at itself ("": none),
   // this pod's IP (default: $POD_IP, else the --listen host) and name (default: $POD_NAME).
   std::string service, pod_ip, pod_name;
+  // --kube-pods: pods whose schedulerName is `scheduler_name` are Gantry's to place; a
+  // namespace's team (NAMESPACE=TEAM; default: the namespace's name) and a PriorityClass's
+  // Gantry class (NAME=CLASS).
+  bool pods = false;
+  std::string scheduler_name = "gantry";
+  std::vector<std::string> namespace_teams, priority_classes;
   bool enabled() const { return in_cluster || !api.empty(); }
 };
 

@@ -9,7 +9,8 @@ namespace gantry {
 
 KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector,
                                Controller& controller)
-    : config_(config),
+    : controller_(controller),
+      config_(config),
       verifier_(config, policy),
       metrics_readers_(config, KubeMetricsReaderPolicy{config.ns.empty() ? policy.ns : config.ns}),
       nodes_(
@@ -22,6 +23,44 @@ KubeServerSide::KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const 
 KubeServerSide::~KubeServerSide() {
   endpoints_.reset();
   nodes_.Stop();
+  if (pods_) pods_->Stop();
+  if (waits_) waits_->Stop();
+  if (binder_) {
+    // No order goes to the binder after this; those already on their way are carried out
+    // by the commit after the next (the committer sends each commit's orders in turn).
+    controller_.SetPodLink(nullptr);
+    controller_.Sync();
+  }
+}
+
+Status KubeServerSide::StartPods(const KubeServerOptions& o) {
+  KubePodPolicy policy;
+  policy.scheduler_name = o.scheduler_name;
+  auto pairs = [](const std::vector<std::string>& list, const char* flag, std::map<std::string, std::string>* out) {
+    for (const std::string& item : list) {
+      size_t eq = item.find('=');
+      if (eq == 0 || eq == std::string::npos || eq + 1 == item.size()) {
+        return Status::Invalid(flag, fmt::format("expected NAME=VALUE, got '{}'", item));
+      }
+      (*out)[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    return Status::Ok();
+  };
+  if (Status s = pairs(o.namespace_teams, "--kube-namespace-team", &policy.namespace_teams); !s.ok()) return s;
+  if (Status s = pairs(o.priority_classes, "--kube-priority-class", &policy.priority_classes); !s.ok()) return s;
+  if (policy.scheduler_name.empty() || policy.scheduler_name.size() > 253) {
+    return Status::Invalid("--kube-scheduler-name", "is a scheduler's name (1-253 characters)");
+  }
+  Controller& controller = controller_;
+  binder_ = std::make_unique<PodBinder>(config_, controller);
+  controller.SetPodLink(binder_.get());
+  pods_ = std::make_unique<PodWatch>(
+      config_, policy, [&controller](const WatchedPod& pod) { controller.ApplyKubePod(pod); },
+      [&controller](const std::vector<WatchedPod>& pods) { controller.ApplyKubePods(pods); });
+  waits_ = std::make_unique<PodWaitReporter>(config_, [&controller] { return controller.KubePodWaits(); });
+  pods_->Start();
+  waits_->Start();
+  return Status::Ok();
 }
 
 namespace {
@@ -108,6 +147,10 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
     if (!reader) return reader.status();
     return reader->user;
   };
+  if (o.pods) {
+    // Before the Node watch: a Node with GPUs and no agent becomes a node for pods.
+    if (Status s = side->StartPods(o); !s.ok()) return s;
+  }
   side->nodes_.Start();
   return side;
 }
@@ -115,8 +158,8 @@ Expected<std::unique_ptr<KubeServerSide>> KubeServerSide::Start(const KubeServer
 std::string KubeServerSide::Describe() const {
   return fmt::format(
       "kubernetes: API {}; agents register with their pods' service-account tokens; Node objects "
-      "watched; service accounts that RBAC lets get /metrics may read it",
-      config_.url);
+      "watched; service accounts that RBAC lets get /metrics may read it{}",
+      config_.url, pods_ ? "; Gantry schedules the pods that name it as their scheduler" : "");
 }
 
 }  // namespace gantry

@@ -2,7 +2,8 @@
 // service-account token (checked by TokenReview, kube/agent_identity.h), and the cluster's
 // Node objects' labels, taints, cordons and deletions reach Gantry's nodes (kube/node_sync.h),
 // the leader is where the Service sends traffic (kube/leader_endpoints.h), and a service
-// account that RBAC lets read /metrics may scrape it (kube/metrics_reader.h).
+// account that RBAC lets read /metrics may scrape it (kube/metrics_reader.h). With pods:
+// the pods that ask for Gantry are its jobs (kube/pod_watch.h, pod_binder.h, pod_waits.h).
 #pragma once
 
 #include <memory>
@@ -14,6 +15,9 @@
 #include "kube/leader_endpoints.h"
 #include "kube/metrics_reader.h"
 #include "kube/node_sync.h"
+#include "kube/pod_binder.h"
+#include "kube/pod_waits.h"
+#include "kube/pod_watch.h"
 #include "server/controller.h"
 #include "server/http_api.h"
 
@@ -33,11 +37,17 @@ class KubeServerSide {
 
  private:
   KubeServerSide(KubeConfig config, KubeAgentPolicy policy, const std::string& selector, Controller& controller);
+  // With --kube-pods: the pods' watch, binder and reasons (the policy's maps checked).
+  Status StartPods(const KubeServerOptions& options);
+  Controller& controller_;
   KubeConfig config_;
   KubeAgentVerifier verifier_;
   KubeMetricsReaderVerifier metrics_readers_;
   NodeSync nodes_;
   std::unique_ptr<LeaderEndpoints> endpoints_;
+  std::unique_ptr<PodBinder> binder_;
+  std::unique_ptr<PodWatch> pods_;
+  std::unique_ptr<PodWaitReporter> waits_;
 };
 
 }  // namespace gantry

@@ -105,6 +105,10 @@ struct JobSpec {
   std::string webhook;
   std::string notify_format;
   std::string mail_user;
+
+  // Set by the server, never submitted: the Kubernetes pods this job is ("namespace/name/uid",
+  // one per gang member in rank order). The kubelet runs them where Gantry binds them.
+  std::vector<std::string> kube_pods;
 };
 
 // Job specs are immutable once accepted and shared: a snapshot copies pointers, not specs.

@@ -183,6 +183,7 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.retries_on_failure = r.Optional<int>("retries_on_failure", 0);
   j.cost_limit = r.Optional<double>("cost_limit", 0.0);
   j.ports = r.Optional<std::vector<std::string>>("ports", {});
+  j.kube_pods = r.Optional<std::vector<std::string>>("kube_pods", {});
   j.container.image = r.Optional<std::string>("container_image", "");
   j.container.mounts = r.Optional<std::vector<std::string>>("container_mounts", {});
   j.container.workdir = r.Optional<std::string>("container_workdir", "");

@@ -105,14 +105,28 @@ std::unique_ptr<httplib::Client> KubeClient::Connect(int read_timeout_s) const {
 
 Expected<KubeResponse> KubeClient::Call(const std::string& method, const std::string& path, const std::string& body,
                                         const std::string& content_type) {
-  auto cli = Connect(config_.timeout_s);
+  std::unique_lock<std::mutex> kept_lock(call_mu_, std::defer_lock);
+  std::unique_ptr<httplib::Client> own;
+  httplib::Client* cli = nullptr;
+  if (config_.keep_alive) {
+    kept_lock.lock();
+    if (!kept_) {
+      kept_ = Connect(config_.timeout_s);
+      kept_->set_keep_alive(true);
+    }
+    cli = kept_.get();
+  } else {
+    own = Connect(config_.timeout_s);
+    cli = own.get();
+  }
   httplib::Headers headers = {{"Accept", "application/json"}};
   if (std::string token = token_file_ ? token_file_->Current() : ""; !token.empty())
     headers.emplace("Authorization", "Bearer " + token);
   httplib::Result r = method == "GET"     ? cli->Get(path.c_str(), headers)
                       : method == "POST"  ? cli->Post(path.c_str(), headers, body, content_type.c_str())
                       : method == "PATCH" ? cli->Patch(path.c_str(), headers, body, content_type.c_str())
-                                          : cli->Delete(path.c_str(), headers);
+                      : body.empty()      ? cli->Delete(path.c_str(), headers)
+                                          : cli->Delete(path.c_str(), headers, body, content_type.c_str());
   if (!r) {
     return Status(StatusCode::kUnavailable, fmt::format("the Kubernetes API at {} did not answer {} {}: {}",
                                                         config_.url, method, path, httplib::to_string(r.error())));
@@ -131,7 +145,9 @@ Expected<KubeResponse> KubeClient::Patch(const std::string& path, const nlohmann
   return Call("PATCH", path, body.dump(), content_type);
 }
 
-Expected<KubeResponse> KubeClient::Delete(const std::string& path) { return Call("DELETE", path, "", ""); }
+Expected<KubeResponse> KubeClient::Delete(const std::string& path, const nlohmann::json& options) {
+  return Call("DELETE", path, options.is_null() ? "" : options.dump(), "application/json");
+}
 
 Expected<KubeResponse> KubeClient::Watch(const std::string& path, int read_timeout_s,
                                          const std::function<bool(const nlohmann::json&)>& on_event) {

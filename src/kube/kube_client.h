@@ -26,6 +26,9 @@ struct KubeConfig {
   std::string token_file;  // a bearer token, read when it changes
   std::string ns;          // the namespace this process runs in (in-cluster), else empty
   int timeout_s = 10;      // connect, read and write timeout of a call (a watch reads longer)
+  // One connection kept open and reused (the calls of one client then go one at a time):
+  // for a client that makes many calls in a row, such as the binder's.
+  bool keep_alive = false;
 
   // The pod's own configuration: KUBERNETES_SERVICE_HOST and _PORT, and the service
   // account's token, CA and namespace under /var/run/secrets/kubernetes.io/serviceaccount
@@ -64,7 +67,7 @@ class KubeClient {
   Expected<KubeResponse> Post(const std::string& path, const nlohmann::json& body);
   Expected<KubeResponse> Patch(const std::string& path, const nlohmann::json& body,
                                const std::string& content_type = "application/merge-patch+json");
-  Expected<KubeResponse> Delete(const std::string& path);
+  Expected<KubeResponse> Delete(const std::string& path, const nlohmann::json& options = nullptr);
 
   // Streams `path` (a ?watch=1 URL): `on_event` gets each event object as it comes, and
   // ends the watch by returning false. Returns when the server ends the stream (its
@@ -85,6 +88,8 @@ class KubeClient {
   std::unique_ptr<TokenFile> token_file_;
   std::mutex mu_;  // guards the watch's client
   httplib::Client* watching_ = nullptr;
+  std::mutex call_mu_;  // with keep_alive: guards the one connection
+  std::unique_ptr<httplib::Client> kept_;
 };
 
 }  // namespace gantry

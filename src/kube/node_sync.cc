@@ -1,6 +1,10 @@
 // Node objects to Gantry node facts, from a list-and-watch of /api/v1/nodes.
 #include "kube/node_sync.h"
 
+#include <algorithm>
+
+#include "kube/pod_job.h"
+
 namespace gantry {
 
 namespace {
@@ -31,6 +35,17 @@ KubeNodeFacts NodeFacts(const nlohmann::json& node) {
     facts.taints.push_back({key, StringAt(t, "value")});
   }
   facts.deleted = meta.contains("deletionTimestamp");
+  const nlohmann::json& status = ObjectAt(node, "status");
+  const nlohmann::json& offered =
+      ObjectAt(status, "allocatable").empty() ? ObjectAt(status, "capacity") : ObjectAt(status, "allocatable");
+  auto whole = [&](const char* resource, int64_t unit) -> int64_t {
+    if (!offered.contains(resource) || !offered[resource].is_string()) return 0;
+    auto milli = QuantityMilli(offered[resource].get<std::string>());
+    return milli ? *milli / 1000 / unit : 0;
+  };
+  facts.gpus = static_cast<int>(std::min<int64_t>(whole("nvidia.com/gpu", 1), 64));
+  facts.cpus = static_cast<int>(std::min<int64_t>(whole("cpu", 1), 1 << 20));
+  facts.memory_mib = whole("memory", 1024 * 1024);
   return facts;
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -44,6 +45,16 @@ long double SuffixMultiplier(const std::string& suffix) {
 // A field's text for messages: the pod's own words, cut short.
 std::string Shown(const std::string& s) {
   return s.size() <= 64 ? s : fmt::format("{}...", std::string_view(s).substr(0, 64));
+}
+
+// Gantry's rule for user and project names (core/job.cc checks every job spec by it): the
+// pod's field is named here instead of the job's.
+constexpr const char* kNameRule = "is not a Gantry name (letters, digits and . _ - @, from a letter or digit)";
+bool GantryName(const std::string& s) {
+  if (s.empty() || s.size() > 128 || !std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '@';
+  });
 }
 
 const nlohmann::json& Annotations(const nlohmann::json& pod) {
@@ -292,17 +303,48 @@ Expected<KubePodJob> JobOfPod(const nlohmann::json& pod, const KubePodPolicy& po
     return Status::Invalid("metadata", "a pod has a namespace, a name and a uid");
   }
   out.node = StringAt(spec, "nodeName");
-  out.phase = StringAt(ObjectAt(pod, "status"), "phase");
+  const nlohmann::json& status = ObjectAt(pod, "status");
+  out.phase = StringAt(status, "phase");
+  out.ended_reason = StringAt(status, "reason");
+  for (const nlohmann::json& container : ArrayAt(status, "containerStatuses")) {
+    const nlohmann::json& ended = ObjectAt(ObjectAt(container, "state"), "terminated");
+    const int64_t code = IntAt(ended, "exitCode");
+    if (code == 0 || out.exit_code != 0) continue;
+    out.exit_code = static_cast<int>(std::clamp<int64_t>(code, INT32_MIN, INT32_MAX));
+    if (out.ended_reason.empty()) out.ended_reason = StringAt(ended, "reason");
+  }
+  if (out.phase == "Failed" && out.exit_code == 0) out.exit_code = 1;
+  out.ended_reason = Shown(out.ended_reason);
   out.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
 
+  if (out.node.empty()) {
+    // What Gantry writes when it binds (kube/pod_binder.h) is never the pod's own to say: a
+    // pod that came with its devices or its share named could run on what it chose.
+    for (const char* written :
+         {"gantry.io/job", "gantry.io/gpus", "gantry.io/visible-devices", "gantry.io/sharing", "gantry.io/gang-rank",
+          "gantry.io/gang-size", "gantry.io/gpu-share", "gantry.io/mps-thread-percent", "gantry.io/gpu-memory-limit",
+          "gantry.io/mig-profile"}) {
+      if (Annotations(pod).contains(written)) {
+        return Status::Invalid(fmt::format("metadata.annotations[{}]", written),
+                               "is written by Gantry when it binds the pod; a pod does not bring it");
+      }
+    }
+  }
   JobSpec& job = out.spec;
   auto team = policy.namespace_teams.find(out.ns);
   job.team = team == policy.namespace_teams.end() ? out.ns : team->second;
   const std::string account = StringAt(spec, "serviceAccountName");
   job.user = StringAt(Annotations(pod), "gantry.io/user");
-  if (job.user.empty())
-    job.user = fmt::format("system:serviceaccount:{}:{}", out.ns, account.empty() ? "default" : account);
+  if (!job.user.empty() && !GantryName(job.user)) {
+    return Status::Invalid("metadata.annotations[gantry.io/user]", fmt::format("'{}' {}", Shown(job.user), kNameRule));
+  }
+  // A service account as a Gantry user name: ACCOUNT@NAMESPACE (Kubernetes' own form,
+  // system:serviceaccount:NS:NAME, has colons, which no Gantry name has).
+  if (job.user.empty()) job.user = fmt::format("{}@{}", account.empty() ? "default" : account, out.ns);
   job.project = StringAt(Labels(pod), "gantry.io/project");
+  if (!job.project.empty() && !GantryName(job.project)) {
+    return Status::Invalid("metadata.labels[gantry.io/project]", fmt::format("'{}' {}", Shown(job.project), kNameRule));
+  }
   if (job.project.empty()) job.project = out.ns;
   job.name = out.ns + "/" + out.name;
   auto priority = policy.priority_classes.find(StringAt(spec, "priorityClassName"));

@@ -13,6 +13,7 @@
 
 #include "core/job.h"
 #include "core/status.h"
+#include "server/kube_pod_facts.h"
 
 namespace gantry {
 
@@ -23,19 +24,6 @@ struct KubePodPolicy {
   std::map<std::string, std::string> namespace_teams;
   // PriorityClass name to Gantry priority class; a class not listed: Gantry's default.
   std::map<std::string, std::string> priority_classes;
-};
-
-struct KubePodJob {
-  std::string ns, name, uid;
-  std::string node;   // spec.nodeName: bound already (by Gantry, or before it ran)
-  std::string phase;  // status.phase
-  bool deleting = false;
-  // Pods of one gang are placed together or not at all: its name ("" for none) and the
-  // members it needs (0: as many as the PodGroup object says).
-  std::string gang;
-  int gang_min_members = 0;
-  JobSpec spec;
-  bool Ended() const { return phase == "Succeeded" || phase == "Failed"; }
 };
 
 // Whether `pod` names `policy.scheduler_name` as its scheduler.

@@ -1,10 +1,14 @@
 // Keeps up with the pods that ask for Gantry (spec.schedulerName, by a field selector, so
 // the API server sends no other pod): each read as a job (kube/pod_job.h), or with the
 // reason it cannot be one, for the controller to queue, bind, or tell the pod why not.
-// One watch of every namespace, from the controller that leads.
+// One watch of every namespace, from the controller that leads. A gang named by the
+// coscheduling label (scheduling.x-k8s.io/pod-group) without Gantry's member-count
+// annotation takes its count from the PodGroup object's spec.minMember.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,14 +16,6 @@
 #include "kube/watch_loop.h"
 
 namespace gantry {
-
-// One pod as the watch saw it: `job` read from it (or why not), and whether it is gone
-// (a pod still terminating is not: its job's `deleting` says so).
-struct WatchedPod {
-  std::string key;  // namespace/name
-  Expected<KubePodJob> job;
-  bool deleted = false;
-};
 
 class PodWatch {
  public:
@@ -33,9 +29,17 @@ class PodWatch {
   const WatchLoop& loop() const { return loop_; }
 
  private:
-  WatchedPod Read(const nlohmann::json& pod) const;
+  WatchedPod Read(const nlohmann::json& pod);
+  // The PodGroup's minMember (0: none, or not readable), asked again after a while.
+  int PodGroupMinMember(const std::string& ns, const std::string& name);
 
   KubePodPolicy policy_;
+  KubeClient groups_;  // PodGroup reads (the watch thread only)
+  struct Group {
+    int min_member = 0;
+    std::chrono::steady_clock::time_point read;
+  };
+  std::map<std::string, Group> groups_read_;
   Apply apply_;
   ApplyAll apply_all_;
   WatchLoop loop_;

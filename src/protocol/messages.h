@@ -66,6 +66,7 @@ struct StopOrder {
   std::string node_id;
   DurationMs grace_ms = 0;
   std::string reason;
+  std::string kube_pod;  // a pod job's member there ("namespace/name/uid"; not sent to agents)
 };
 
 // One run on one node as the node knows it: started (exited false) or ended. Also what an

@@ -102,8 +102,8 @@ nlohmann::json StopOrderToJson(const StopOrder& o) {
 }
 
 StopOrder StopOrderFromJson(const nlohmann::json& j) {
-  return {j.value("job_id", ""), j.value("run", 0), j.value("node_id", ""), j.value("grace_ms", int64_t{0}),
-          j.value("reason", "")};
+  return {j.value("job_id", ""),           j.value("run", 0),     j.value("node_id", ""),
+          j.value("grace_ms", int64_t{0}), j.value("reason", ""), ""};
 }
 
 }  // namespace gantry

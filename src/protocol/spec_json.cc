@@ -62,6 +62,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (!s.webhook.empty()) j["webhook"] = s.webhook;
   if (!s.notify_format.empty()) j["notify_format"] = s.notify_format;
   if (!s.mail_user.empty()) j["mail_user"] = s.mail_user;
+  if (!s.kube_pods.empty()) j["kube_pods"] = s.kube_pods;
   return j;
 }
 

@@ -109,6 +109,13 @@ class Controller : public NodeReports {
   // Every Node object there is (a list): each applied, and the nodes Kubernetes knew before
   // but lists no more are taken as deleted. One commit.
   void ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes);
+  // Kubernetes pods (ControllerState::ApplyKubePod): the link that binds and deletes them
+  // (set before Start); each watch event, posted and not waited for (the posts keep the
+  // watch's order, and a burst of pods shares commits); a list; why each pending pod waits.
+  void SetPodLink(NodeLink* link);
+  void ApplyKubePod(WatchedPod pod);
+  void ApplyKubePods(const std::vector<WatchedPod>& pods);
+  std::vector<KubePodWait> KubePodWaits();
   // A remote agent is alive; a node without heartbeats for node_timeout is lost.
   void Heartbeat(const std::string& node_id);
 

@@ -120,6 +120,28 @@ void Controller::ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNod
   });
 }
 
+void Controller::SetPodLink(NodeLink* link) {
+  Call([&] {
+    state_.SetPodLink(link);
+    return 0;
+  });
+}
+
+void Controller::ApplyKubePod(WatchedPod pod) {
+  Enqueue([this, pod = std::move(pod)] { state_.ApplyKubePod(pod); });
+}
+
+void Controller::ApplyKubePods(const std::vector<WatchedPod>& pods) {
+  Call([&] {
+    state_.ApplyKubePods(pods);
+    return 0;
+  });
+}
+
+std::vector<KubePodWait> Controller::KubePodWaits() {
+  return Call([&] { return state_.KubePodWaits(); });
+}
+
 Answer Controller::NodeGpus(const Actor& who, const std::string& node_id) {
   return Call([&] { return state_.NodeGpus(who, node_id); });
 }

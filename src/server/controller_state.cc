@@ -82,6 +82,7 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
   std::sort(ended.begin(), ended.end(), [](const JobRecord* a, const JobRecord* b) { return a->end_ms < b->end_ms; });
   for (const JobRecord* job : ended) LearnRun(*job);
   RefreshPredictions();
+  IndexPodJobs();
   return RecoverAccounting(std::move(open));
 }
 
@@ -176,7 +177,8 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
     }
     if (!current) {
       if (!r.exited)
-        effects_.orders.push_back({link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller"}});
+        effects_.orders.push_back(
+            {link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller", ""}});
       continue;
     }
     if (adopted) adopted->emplace_back(r.job_id, r.run);
@@ -218,6 +220,12 @@ void ControllerState::SetMetaValue(const std::string& key, const std::string& va
 
 void ControllerState::SendAfterCommit(int node_index, std::variant<StartOrder, StopOrder> order) {
   NodeLink* link = node_link_[node_index];
+  // A pod job's orders go to Kubernetes (the kubelet runs the pod), not to the node's agent.
+  const std::string& job_id = std::visit([](const auto& o) -> const std::string& { return o.job_id; }, order);
+  if (const JobRecord* job = Find(job_id); job && !job->spec->kube_pods.empty()) {
+    link = pod_link_;
+    if (auto* stop = std::get_if<StopOrder>(&order)) stop->kube_pod = PodOfMember(*job, node_index);
+  }
   if (link) effects_.orders.push_back({link, std::move(order)});
 }
 

@@ -30,6 +30,7 @@
 #include "server/autoscaling.h"
 #include "server/job_record.h"
 #include "server/kube_node_facts.h"
+#include "server/kube_pod_facts.h"
 #include "server/metrics.h"
 #include "server/port_allocator.h"
 #include "server/store.h"
@@ -197,6 +198,18 @@ class ControllerState {
   // A whole list of Node objects: each applied; a node Kubernetes spoke of before (facts
   // seen, or its Kubernetes labels kept from before a restart) and not listed now is deleted.
   void ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes);
+  // Kubernetes pods that ask for Gantry (controller_state_pods.cc), once a pod link is set:
+  // each pod (a gang: its members together) is a job like any other, queued, placed,
+  // preempted and billed by the same engine; the link binds it (its Start) and deletes it
+  // (its Stop), and what the kubelet does with it comes back through ApplyKubePod. A Node
+  // object with GPUs and no Gantry agent becomes a node only pods may use.
+  void SetPodLink(NodeLink* link) { pod_link_ = link; }
+  void ApplyKubePod(const WatchedPod& pod, bool listed = false);
+  // Every pod there is (a list): each applied, the jobs of pods not listed end, and a job
+  // placed whose pod is not bound yet (the bind was lost in a restart) is bound again.
+  void ApplyKubePods(const std::vector<WatchedPod>& pods);
+  // Why each pending pod waits, in the words of `gantry queue`.
+  std::vector<KubePodWait> KubePodWaits();
   // A pool hook's result (the Controller ran it, off this thread).
   void HookFinished(const HookCall& call, const CommandResult& result);
   void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
@@ -443,6 +456,32 @@ class ControllerState {
   // Lays a node's Kubernetes facts over its record: labels and taints, and a drain while
   // cordoned or deleted (controller_state_kube.cc).
   void OverlayKubeFacts(int n);
+  // Pods (controller_state_pods.cc).
+  struct PodTrack {
+    std::string job_id;
+    int member = 0;  // its rank in the job's placement
+    KubePodJob pod;  // as last seen
+  };
+  NodeLink* pod_link_ = nullptr;
+  std::map<std::string, PodTrack> pod_jobs_;  // pod key (namespace/name) -> its job
+  // A gang's members seen while it has no job yet: namespace/gang -> pod key -> pod.
+  std::map<std::string, std::map<std::string, KubePodJob>> gangs_waiting_;
+  std::map<std::string, KubePodWait> pod_refusals_;  // pod key -> why Gantry cannot run it
+  std::map<std::string, KubePodJob> refused_pods_;   // pod key -> a readable pod refused (tried again)
+  TimeMs last_pod_retry_ms_ = 0;
+  void PodArrived(const KubePodJob& pod);
+  void RetryRefusedPods();
+  void IndexPodJobs();
+  void PodChanged(PodTrack& track, const KubePodJob& pod, bool listed);
+  void PodGone(const std::string& key, const std::string& why);
+  void FormGang(const std::string& gang_key);
+  void CreatePodJob(const std::vector<KubePodJob>& members);
+  void RefusePods(const std::vector<KubePodJob>& members, const Status& why);
+  // The job ended: its pods that still wait or run are deleted.
+  void PodJobEnded(const JobRecord& job);
+  // The pod ("namespace/name/uid") of a pod job's member on node `node_index` ("" if none).
+  std::string PodOfMember(const JobRecord& job, int node_index);
+  void AddKubeOnlyNode(const std::string& id, const KubeNodeFacts& facts);
   // Latest reading of each GPU: node index -> GPU index -> (reading, when).
   std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
   TimeMs last_history_ms_ = -1;  // when SampleHistory last took a sample

@@ -116,7 +116,7 @@ void ControllerState::EndOnFault(const std::string& id, int n, const std::string
   }
   for (const NodeShare& ns : RunningOf(id).placement.nodes) {
     if (ns.node != n || stop_there)
-      SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, 0, reason});
+      SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, 0, reason, ""});
   }
   running_nodes_[id] = {snap_.nodes[n].id};
   DoExited(id, job.runs, snap_.nodes[n].id, -1, reason);

@@ -24,7 +24,7 @@ Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) 
   entry.stop_at_ms = now_;
   Event(*job, "checkpoint_done", {{"by", who.user}});
   for (const NodeShare& ns : entry.placement.nodes) {
-    SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved"});
+    SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved", ""});
   }
   Audit(who, action, id, "ok");
   Dirty(*job);
@@ -276,7 +276,7 @@ void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::st
   for (const NodeShare& ns : entry.placement.nodes) {
     // Not to a gang member that has exited already: it would answer "not running" once more.
     if (left.count(snap_.nodes[ns.node].id)) {
-      SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason});
+      SendAfterCommit(ns.node, StopOrder{id, job.runs, snap_.nodes[ns.node].id, grace_ms, reason, ""});
     }
   }
 }
@@ -348,6 +348,12 @@ void ControllerState::DoExited(const std::string& job_id, int run, const std::st
 }
 
 void ControllerState::Requeue(JobRecord& job, const std::string& event) {
+  if (!job.spec->kube_pods.empty()) {
+    // A pod stopped is a pod deleted: it does not come back. Its owner (a Job, a JobSet)
+    // makes a new one, which queues as a new job.
+    Finish(job, JobState::kCancelled, event + ": its pod was deleted");
+    return;
+  }
   job.state = JobState::kPending;
   CountWaiting(job, 1);
   job.stop_cause = StopCause::kNone;
@@ -371,6 +377,7 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   LearnRun(job);
   Dirty(job);
   NotifyJob(job, state == JobState::kFailed ? "fail" : "end");
+  if (!job.spec->kube_pods.empty()) PodJobEnded(job);
 }
 
 void ControllerState::RemoveRunning(const std::string& id) {
@@ -492,6 +499,10 @@ void ControllerState::Tick() {
   SampleHistory();
   RefreshPredictions();
   if (autoscaling_.Due(now)) Autoscale();
+  if (!refused_pods_.empty() && now - last_pod_retry_ms_ >= 10 * kSecondMs) {
+    last_pod_retry_ms_ = now;
+    RetryRefusedPods();  // a team under its limits again, a quota changed
+  }
   dirty_ = true;  // ages and fair share move with time
 }
 

@@ -50,6 +50,9 @@ Status ControllerState::CheckPinnedGpus(const JobSpec& spec) const {
 
 Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
   if (!spec.id.empty()) return Status::Invalid("id", "is assigned by the server");
+  if (!spec.kube_pods.empty()) {
+    return Status::Invalid("kube_pods", "is set by the server for the Kubernetes pods it schedules");
+  }
   Status s = CheckSubmitter(who, spec);
   if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
   if (s.ok()) s = CheckTeamPermissions(who, spec);

@@ -17,6 +17,12 @@ struct KubeNodeFacts {
   std::vector<Taint> taints;  // NoSchedule and NoExecute ones
   bool cordoned = false;      // spec.unschedulable
   bool deleted = false;       // the Node object is gone
+  // What the kubelet offers pods there (status.allocatable): nvidia.com/gpu from the device
+  // plugin, CPUs and memory. A node with GPUs and no Gantry agent becomes a Gantry node of
+  // its own when Gantry schedules pods (ControllerState::ApplyKubeNode).
+  int gpus = 0;
+  int cpus = 0;
+  int64_t memory_mib = 0;
   bool operator==(const KubeNodeFacts&) const = default;
 };
 

@@ -75,7 +75,7 @@ TEST_F(AgentSeamsTest, AStopSendsSigtermAndSigkillExactlyAtTheGraceDeadline) {
     return sink.started.size() == 1;
   }));
 
-  agent->Stop({"g1", 1, "n1", 30'000, "preempted by job 7"});
+  agent->Stop({"g1", 1, "n1", 30'000, "preempted by job 7", ""});
   ASSERT_TRUE(Eventually([&] { return HasSignal(SIGTERM); }));
   clock_.Advance(29'999);  // 1 ms before the deadline: no SIGKILL
   std::this_thread::sleep_for(std::chrono::milliseconds(100));

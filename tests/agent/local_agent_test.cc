@@ -256,8 +256,8 @@ TEST_F(LocalAgentTest, StopSendsSigtermThenSigkillAfterTheGrace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto t0 = std::chrono::steady_clock::now();
-  agent->Stop(StopOrder{"polite", 1, "n1", 5000, "cancel"});
-  agent->Stop(StopOrder{"stubborn", 1, "n1", 700, "cancel"});
+  agent->Stop(StopOrder{"polite", 1, "n1", 5000, "cancel", ""});
+  agent->Stop(StopOrder{"stubborn", 1, "n1", 700, "cancel", ""});
   EXPECT_EQ(reports_.WaitExit("polite"), 42);
   EXPECT_EQ(reports_.WaitExit("stubborn"), 137);  // 128 + SIGKILL
   double polite_s = std::chrono::duration<double>(reports_.exit_times["polite"] - t0).count();
@@ -277,7 +277,7 @@ TEST_F(LocalAgentTest, AJobThatSavedItsCheckpointIsStoppedAtOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto t0 = std::chrono::steady_clock::now();
-  agent->Stop(StopOrder{"saver", 1, "n1", 30000, "preempted"});
+  agent->Stop(StopOrder{"saver", 1, "n1", 30000, "preempted", ""});
   EXPECT_EQ(reports_.WaitExit("saver"), 137);
   EXPECT_LT(std::chrono::duration<double>(reports_.exit_times["saver"] - t0).count(), 5.0);
 }

@@ -55,8 +55,11 @@ inline void ApplyOverlay(const ScratchKube& kube, const std::string& overlay) {
   ASSERT_EQ(kube.Kubectl("apply --server-side -f " + file, &out), 0) << out;
 }
 
-// A Node object as a kubelet and GPU Feature Discovery would make it.
-inline nlohmann::json GpuNode(const std::string& name, const std::string& product = "NVIDIA-H100-80GB-HBM3") {
+// A Node object as a kubelet and GPU Feature Discovery would make it: `gpus` GPUs of model
+// `product` offered to pods (the device plugin's nvidia.com/gpu), CPUs and memory.
+inline nlohmann::json GpuNode(const std::string& name, const std::string& product = "NVIDIA-H100-80GB-HBM3",
+                              int gpus = 1) {
+  const std::string count = std::to_string(gpus);
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
           {"metadata",
@@ -65,8 +68,10 @@ inline nlohmann::json GpuNode(const std::string& name, const std::string& produc
              {{"kubernetes.io/hostname", name},
               {"nvidia.com/gpu.present", "true"},
               {"nvidia.com/gpu.product", product},
-              {"nvidia.com/gpu.count", "1"}}}}},
-          {"status", {{"capacity", {{"nvidia.com/gpu", "1"}, {"cpu", "8"}, {"memory", "32Gi"}}}}}};
+              {"nvidia.com/gpu.count", count}}}}},
+          {"status",
+           {{"capacity", {{"nvidia.com/gpu", count}, {"cpu", "64"}, {"memory", "512Gi"}}},
+            {"allocatable", {{"nvidia.com/gpu", count}, {"cpu", "62"}, {"memory", "500Gi"}}}}}};
 }
 
 // The agent DaemonSet's pod on `node`, as its controller and the scheduler would place it

@@ -50,7 +50,7 @@ TEST(PodJob, AWholeGpuPodIsAJobOfItsNamespacesTeam) {
   EXPECT_EQ(job->ns, "vision-prod");
   EXPECT_EQ(job->uid, "u-1");
   EXPECT_EQ(job->spec.team, "vision") << "the namespace's team, not the pod's own label";
-  EXPECT_EQ(job->spec.user, "system:serviceaccount:vision-prod:trainer");
+  EXPECT_EQ(job->spec.user, "trainer@vision-prod");
   EXPECT_EQ(job->spec.project, "vision-prod");
   EXPECT_EQ(job->spec.priority_class, "high");
   EXPECT_EQ(job->spec.request.gpus, 3);

@@ -146,7 +146,7 @@ TEST(ContainerPids, AProcessInAJobsContainerIsTheJobs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(owner, "c1");
-  agent.Stop({"c1", 1, "n1", 0, "test over"});
+  agent.Stop({"c1", 1, "n1", 0, "test over", ""});
   std::string gone = "x";
   for (int i = 0; i < 100 && !gone.empty(); ++i) {
     gone.clear();

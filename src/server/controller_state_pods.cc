@@ -1,0 +1,390 @@
+// Kubernetes pods as jobs (ControllerState::ApplyKubePod): a pod that asks for Gantry is
+// queued, placed, preempted and billed like a bare job; a gang's pods are one job of one
+// member per node. The pod link binds and deletes pods; the watch says what became of them.
+// Nodes known only from their Node objects (no agent) take pods only.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/time.h"
+#include "server/controller_state.h"
+
+namespace gantry {
+
+namespace {
+
+// How long a pod may wait before it is told why (its PodScheduled condition).
+constexpr DurationMs kWaitUntold = 2 * kSecondMs;
+
+// "namespace/name/uid" of a pod job's member.
+std::string PodRef(const KubePodJob& pod) { return pod.ns + "/" + pod.name + "/" + pod.uid; }
+
+struct PodRefParts {
+  std::string ns, name, uid;
+  std::string key() const { return ns + "/" + name; }
+};
+PodRefParts SplitPodRef(const std::string& ref) {
+  size_t a = ref.find('/'), b = ref.rfind('/');
+  if (a == std::string::npos || a == b) return {};
+  return {ref.substr(0, a), ref.substr(a + 1, b - a - 1), ref.substr(b + 1)};
+}
+
+// GPU Feature Discovery writes the product with dashes for spaces ("NVIDIA-A100-SXM4-80GB").
+std::string ProductKey(std::string s) {
+  for (char& c : s) c = c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const GpuType* TypeOfProduct(const GpuCatalog& catalog, const std::string& product) {
+  if (product.empty()) return nullptr;
+  if (const GpuType* t = catalog.Find(product)) return t;
+  const std::string key = ProductKey(product);
+  for (const GpuType& t : catalog.types()) {
+    if (ProductKey(t.name) == key) return &t;
+    for (const std::string& alias : t.aliases) {
+      if (ProductKey(alias) == key) return &t;
+    }
+  }
+  return nullptr;
+}
+
+// Whether two gang members ask for the same (a gang is one job: each member is one node's part).
+bool SameAsk(const JobSpec& a, const JobSpec& b) {
+  const GpuRequest &x = a.request, &y = b.request;
+  return x.sharing == y.sharing && x.gpus == y.gpus && x.gpu_milli == y.gpu_milli && x.mig_profile == y.mig_profile &&
+         x.gpu_types == y.gpu_types && x.cpus == y.cpus && x.memory_mib == y.memory_mib &&
+         x.gpu_memory_mib == y.gpu_memory_mib && a.node_selector == b.node_selector && a.tolerations == b.tolerations &&
+         a.priority_class == b.priority_class;
+}
+
+}  // namespace
+
+void ControllerState::IndexPodJobs() {
+  for (const auto& [seq, job] : jobs_) {
+    if (IsTerminal(job.state)) continue;
+    for (size_t i = 0; i < job.spec->kube_pods.size(); ++i) {
+      PodRefParts p = SplitPodRef(job.spec->kube_pods[i]);
+      PodTrack& track = pod_jobs_[p.key()];
+      track.job_id = job.spec->id;
+      track.member = static_cast<int>(i);
+      track.pod.ns = p.ns;
+      track.pod.name = p.name;
+      track.pod.uid = p.uid;
+    }
+  }
+}
+
+void ControllerState::ApplyKubePod(const WatchedPod& w, bool listed) {
+  if (w.deleted) {
+    PodGone(w.key, "its pod was deleted");
+    return;
+  }
+  auto tracked = pod_jobs_.find(w.key);
+  if (tracked != pod_jobs_.end() && tracked->second.pod.uid != w.uid) {
+    PodGone(w.key, "its pod was replaced by another of the same name");  // missed the deletion
+    tracked = pod_jobs_.end();
+  }
+  if (!w.job.ok()) {
+    // A pod of a job already placed cannot turn unreadable (a pod's spec is immutable).
+    if (tracked == pod_jobs_.end()) {
+      pod_refusals_[w.key] = {
+          w.ns, w.name, w.uid, "refused",
+          fmt::format("Gantry cannot run this pod: {}: {}", w.job.status().field(), w.job.status().message())};
+    }
+    return;
+  }
+  const KubePodJob& pod = *w.job;
+  if (tracked != pod_jobs_.end()) {
+    PodChanged(tracked->second, pod, listed);
+    return;
+  }
+  pod_refusals_.erase(w.key);
+  refused_pods_.erase(w.key);
+  // A pod Gantry did not place (bound by its nodeName, or ended) is not queued: the kubelet has it.
+  if (pod.Ended() || pod.deleting || !pod.node.empty()) return;
+  PodArrived(pod);
+}
+
+void ControllerState::PodArrived(const KubePodJob& pod) {
+  if (!pod.gang.empty()) {
+    const std::string gang = pod.ns + "/" + pod.gang;
+    gangs_waiting_[gang][pod.key()] = pod;
+    FormGang(gang);
+    return;
+  }
+  CreatePodJob({pod});
+}
+
+void ControllerState::RetryRefusedPods() {
+  std::map<std::string, KubePodJob> refused;
+  refused.swap(refused_pods_);
+  for (const auto& [key, pod] : refused) {
+    pod_refusals_.erase(key);
+    PodArrived(pod);
+  }
+}
+
+void ControllerState::ApplyKubePods(const std::vector<WatchedPod>& pods) {
+  std::set<std::string> listed;
+  for (const WatchedPod& w : pods) {
+    listed.insert(w.key);
+    ApplyKubePod(w, true);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [key, track] : pod_jobs_) {
+    if (!listed.count(key)) gone.push_back(key);
+  }
+  for (const auto& [gang, members] : gangs_waiting_) {
+    for (const auto& [key, pod] : members) {
+      if (!listed.count(key)) gone.push_back(key);
+    }
+  }
+  for (auto it = pod_refusals_.begin(); it != pod_refusals_.end();) {
+    if (!listed.count(it->first)) refused_pods_.erase(it->first);
+    it = listed.count(it->first) ? std::next(it) : pod_refusals_.erase(it);
+  }
+  for (const std::string& key : gone) PodGone(key, "its pod was deleted");
+}
+
+void ControllerState::PodChanged(PodTrack& track, const KubePodJob& pod, bool listed) {
+  const bool was_running = track.pod.phase == "Running";
+  track.pod = pod;
+  JobRecord* job = Find(track.job_id);
+  if (!job || IsTerminal(job->state)) return;
+  const bool placed = job->state == JobState::kRunning || job->state == JobState::kStopping;
+  if (!placed) return;
+  const Placement& placement = RunningOf(job->spec->id).placement;
+  if (track.member >= static_cast<int>(placement.nodes.size())) return;
+  const int node = placement.nodes[track.member].node;
+  const std::string& node_id = snap_.nodes[node].id;
+  if (pod.phase == "Running" && !was_running) Event(*job, "running", {{"run", job->runs}, {"pod", pod.key()}});
+  if (pod.Ended()) {
+    DoExited(job->spec->id, job->runs, node_id, pod.phase == "Succeeded" ? 0 : pod.exit_code,
+             pod.phase == "Succeeded"
+                 ? ""
+                 : fmt::format("the pod failed{}", pod.ended_reason.empty() ? "" : ": " + pod.ended_reason));
+    return;
+  }
+  // Placed and durable, yet not bound: the bind was lost (a restart between the commit and
+  // the call). It goes to the same node again; the API server binds a pod once.
+  if (listed && pod.node.empty() && !pod.deleting && job->state == JobState::kRunning) {
+    Event(*job, "bind_again", {{"pod", pod.key()}, {"node", node_id}});
+    SendStart(*job, node);
+  }
+}
+
+void ControllerState::PodGone(const std::string& key, const std::string& why) {
+  pod_refusals_.erase(key);
+  refused_pods_.erase(key);
+  for (auto it = gangs_waiting_.begin(); it != gangs_waiting_.end();) {
+    it->second.erase(key);
+    it = it->second.empty() ? gangs_waiting_.erase(it) : std::next(it);
+  }
+  auto tracked = pod_jobs_.find(key);
+  if (tracked == pod_jobs_.end()) return;
+  PodTrack track = std::move(tracked->second);
+  pod_jobs_.erase(tracked);
+  JobRecord* job = Find(track.job_id);
+  if (!job || IsTerminal(job->state)) return;
+  dirty_ = true;
+  if (job->state == JobState::kPending) {
+    // A gang waits whole: its other members wait again, for a new member in its place.
+    std::string gang;
+    for (auto it = pod_jobs_.begin(); it != pod_jobs_.end();) {
+      if (it->second.job_id != job->spec->id) {
+        ++it;
+        continue;
+      }
+      gang = it->second.pod.ns + "/" + it->second.pod.gang;
+      gangs_waiting_[gang][it->first] = it->second.pod;
+      it = pod_jobs_.erase(it);
+    }
+    if (!kept_out_.count(job->seq)) RemovePending(job->spec->id);
+    Finish(*job, JobState::kCancelled, why);
+    if (!gang.empty()) FormGang(gang);
+    return;
+  }
+  const Placement& placement = RunningOf(job->spec->id).placement;
+  if (track.member < static_cast<int>(placement.nodes.size())) {
+    const std::string node_id = snap_.nodes[placement.nodes[track.member].node].id;
+    const bool asked = job->state == JobState::kStopping;
+    DoExited(job->spec->id, job->runs, node_id, asked ? 0 : 137, asked ? "" : why);
+  }
+}
+
+void ControllerState::FormGang(const std::string& gang_key) {
+  auto it = gangs_waiting_.find(gang_key);
+  if (it == gangs_waiting_.end()) return;
+  std::vector<KubePodJob> members;
+  for (const auto& [key, pod] : it->second) members.push_back(pod);
+  int want = 0;
+  for (const KubePodJob& m : members) want = std::max(want, m.gang_min_members);
+  if (want == 0 || static_cast<int>(members.size()) < want) return;  // KubePodWaits says why
+  members.resize(want);  // by name; a member beyond the count waits for the next gang
+  for (const KubePodJob& m : members) it->second.erase(m.key());
+  if (it->second.empty()) gangs_waiting_.erase(it);
+  CreatePodJob(members);
+}
+
+void ControllerState::RefusePods(const std::vector<KubePodJob>& members, const Status& why) {
+  for (const KubePodJob& m : members) {
+    refused_pods_[m.key()] = m;  // tried again when a node comes
+    pod_refusals_[m.key()] = {
+        m.ns, m.name, m.uid, "refused",
+        fmt::format("Gantry cannot run this pod: {}{}", why.field().empty() ? "" : why.field() + ": ", why.message())};
+  }
+}
+
+void ControllerState::CreatePodJob(const std::vector<KubePodJob>& members) {
+  JobSpec spec = members.front().spec;
+  for (const KubePodJob& m : members) {
+    if (!SameAsk(m.spec, spec)) {
+      RefusePods(members, Status::Invalid("gang", fmt::format("the members of gang {} ask for different resources; "
+                                                              "Gantry places a gang as one job of equal parts",
+                                                              members.front().gang)));
+      return;
+    }
+    spec.kube_pods.push_back(PodRef(m));
+  }
+  if (members.size() > 1) {
+    if (!spec.request.whole_gpus()) {
+      RefusePods(members, Status::Invalid("gang", "a gang's members take whole GPUs, not shares or MIG slices"));
+      return;
+    }
+    spec.name = members.front().ns + "/" + members.front().gang;
+    spec.request.num_nodes = static_cast<int>(members.size());
+    spec.request.gpus *= static_cast<int>(members.size());
+  }
+  spec.tolerations.push_back({kKubePodsOnlyTaint, ""});
+  spec.max_retries = 0;  // a pod is not restarted elsewhere: its owner makes a new one
+  Actor who;
+  who.user = spec.user;
+  who.team = spec.team;
+  Status s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
+  if (s.ok()) s = CheckTeamPermissions(who, spec);
+  if (s.ok()) s = CheckAdmissibleNow(spec);
+  if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
+  if (s.ok()) s = CheckSubmitLimits({spec});  // a flood of pods fills no memory but the API server's
+  if (!s.ok()) {
+    RefusePods(members, s);
+    return;
+  }
+  JobRecord& job = AddJob(who, std::move(spec));
+  for (size_t i = 0; i < members.size(); ++i) {
+    pod_refusals_.erase(members[i].key());
+    pod_jobs_[members[i].key()] = {job.spec->id, static_cast<int>(i), members[i]};
+  }
+}
+
+void ControllerState::PodJobEnded(const JobRecord& job) {
+  for (const std::string& ref : job.spec->kube_pods) {
+    const std::string key = SplitPodRef(ref).key();
+    auto tracked = pod_jobs_.find(key);
+    if (tracked == pod_jobs_.end() || tracked->second.job_id != job.spec->id) continue;
+    const KubePodJob& pod = tracked->second.pod;
+    // One that ended or is being deleted already needs nothing; one still waiting or running
+    // (a job cancelled in Gantry) is deleted, so no pod waits for a job that is gone.
+    if (!pod.Ended() && !pod.deleting && pod_link_) {
+      StopOrder stop{job.spec->id, job.runs, pod.node, 0, job.reason.empty() ? "its Gantry job ended" : job.reason,
+                     ref};
+      effects_.orders.push_back({pod_link_, stop});
+    }
+    pod_jobs_.erase(tracked);
+  }
+}
+
+std::string ControllerState::PodOfMember(const JobRecord& job, int node_index) {
+  auto pos = running_pos_.find(job.spec->id);
+  if (pos == running_pos_.end()) return "";
+  const Placement& placement = snap_.running[pos->second].placement;
+  for (size_t rank = 0; rank < placement.nodes.size() && rank < job.spec->kube_pods.size(); ++rank) {
+    if (placement.nodes[rank].node == node_index) return job.spec->kube_pods[rank];
+  }
+  return "";
+}
+
+std::vector<KubePodWait> ControllerState::KubePodWaits() {
+  std::vector<KubePodWait> out;
+  auto add = [&](const JobRecord& job, const std::string& code, const std::string& message) {
+    for (const std::string& ref : job.spec->kube_pods) {
+      PodRefParts p = SplitPodRef(ref);
+      out.push_back({p.ns, p.name, p.uid, code, message});
+    }
+  };
+  if (!pod_jobs_.empty()) {
+    const Plan& plan = ExplainedPlan();
+    for (const WaitingJob& w : plan.waiting) {
+      const JobRecord* job = Find(w.job_id);
+      // A pod placed within moments of its arrival is never told it waits (one cycle of a
+      // burst of pods would otherwise cost each a status write).
+      if (!job || job->spec->kube_pods.empty() || now_ - job->submit_ms < kWaitUntold) continue;
+      std::string message = fmt::format("Gantry job {}: {}", job->spec->id, plan.reason(w));
+      if (std::string pool = autoscaling_.WaitReason(job->spec->id, now_); !pool.empty()) message += "; " + pool;
+      if (w.estimated_start_ms != kNever) {
+        // To the minute: the condition changes when the estimate does, not each cycle.
+        message += fmt::format("; estimated start {}", FormatUtc(w.estimated_start_ms / kMinuteMs * kMinuteMs));
+      }
+      add(*job, ToString(w.code), message);
+    }
+    GateScan scan;
+    for (uint64_t seq : kept_out_) {
+      const JobRecord& job = jobs_.at(seq);
+      if (job.spec->kube_pods.empty()) continue;
+      Blocker b = WhyKeptOut(job, scan);
+      if (!b.code.empty()) add(job, b.code, fmt::format("Gantry job {}: {}", job.spec->id, b.reason));
+    }
+  }
+  for (const auto& [gang, members] : gangs_waiting_) {
+    int want = 0;
+    for (const auto& [key, pod] : members) want = std::max(want, pod.gang_min_members);
+    std::string message = want == 0
+                              ? fmt::format(
+                                    "gang {}: no member count (annotation gantry.io/gang-min-members); Gantry places a "
+                                    "gang whole once all its members exist",
+                                    gang)
+                              : fmt::format("gang {}: {} of {} members exist; Gantry places the gang whole once all do",
+                                            gang, members.size(), want);
+    for (const auto& [key, pod] : members) out.push_back({pod.ns, pod.name, pod.uid, "gang_incomplete", message});
+  }
+  for (const auto& [key, refusal] : pod_refusals_) out.push_back(refusal);
+  return out;
+}
+
+void ControllerState::AddKubeOnlyNode(const std::string& id, const KubeNodeFacts& facts) {
+  const GpuCatalog& catalog = options_.config.catalog;
+  auto label = [&](const char* key) {
+    auto it = facts.labels.find(key);
+    return it == facts.labels.end() ? std::string() : it->second;
+  };
+  const GpuType* type = TypeOfProduct(catalog, label("gantry.io/gpu-type"));
+  if (!type) type = TypeOfProduct(catalog, label("nvidia.com/gpu.product"));
+  if (!IsNodeId(id) || !type) {
+    log_(fmt::format("kubernetes: node {} is left out: {}", id,
+                     !type ? fmt::format("its GPU model '{}' (label nvidia.com/gpu.product) is none of {}",
+                                         label("nvidia.com/gpu.product"), catalog.Names())
+                           : fmt::format("its name is not a Gantry node id ({})", kNodeIdRule)));
+    return;
+  }
+  Node node;
+  node.id = id;
+  for (int g = 0; g < facts.gpus; ++g) {
+    Gpu gpu;
+    gpu.index = g;
+    gpu.type = type->id;
+    node.gpus.push_back(gpu);
+  }
+  node.cpus = facts.cpus;
+  node.memory_mib = facts.memory_mib;
+  node.taints.push_back({kKubePodsOnlyTaint, ""});
+  node.containers = false;
+  node.containers_problem = "a Kubernetes node without a Gantry agent: it runs pods only";
+  if (Status s = ValidateNode(node, catalog); !s.ok()) {
+    log_(fmt::format("kubernetes: node {} is left out: {}", id, s.ToString()));
+    return;
+  }
+  AddNode(node, nullptr);
+  RetryRefusedPods();  // a pod no node could hold may fit this one
+}
+
+}  // namespace gantry

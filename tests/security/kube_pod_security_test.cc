@@ -1,0 +1,108 @@
+// Attacks on Gantry's scheduling of Kubernetes pods by a tenant who may make pods in their
+// own namespace and call Gantry's API: claiming a pod through a job spec (so Gantry would
+// bind or delete another team's pod), bringing the annotations Gantry writes at a bind (so
+// the pod would run on devices or a share it chose), choosing a team by a label, joining
+// another namespace's gang, and a gang or fraction sized to overflow.
+#include <gtest/gtest.h>
+
+#include "kube/pod_job.h"
+#include "server/state_under_test.h"
+
+namespace gantry::testing {
+namespace {
+
+nlohmann::json Pod(const std::string& ns, nlohmann::json labels, nlohmann::json annotations) {
+  return {{"metadata",
+           {{"namespace", ns}, {"name", "p"}, {"uid", "u-1"}, {"labels", labels}, {"annotations", annotations}}},
+          {"spec",
+           {{"schedulerName", "gantry"},
+            {"containers",
+             {{{"name", "main"}, {"image", "pytorch"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+TEST(KubePodSecurity, AJobSpecCannotClaimAPod) {
+  StateUnderTest t;
+  ASSERT_TRUE(t.state->AttachNodes({MakeNode("n1", "A100-80GB", 2)}, &t.link, {}).ok());
+  JobSpec spec;
+  spec.command = "true";
+  spec.request.gpus = 1;
+  spec.kube_pods = {"nlp/their-pod/uid-of-their-pod"};
+  auto refused = t.state->Submit(kAlice, spec, "", "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().field(), "kube_pods");
+  // Nor through a jobs file, nor as an admin: only the pod watch makes pod jobs.
+  auto batch = t.state->SubmitBatch(kAdmin, {spec}, "", "", true);
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().field(), "jobs[0].kube_pods");
+  // And not by the spec's text either (the CLI's and the API's way in).
+  auto parsed = ParseJobSpecText("gpus: 1\ncommand: \"true\"\nkube_pods: [\"nlp/x/u\"]\n");
+  ASSERT_TRUE(parsed.ok());
+  auto text_refused = t.state->Submit(kAlice, *parsed, "", "");
+  ASSERT_FALSE(text_refused.ok());
+  EXPECT_EQ(text_refused.status().field(), "kube_pods");
+}
+
+TEST(KubePodSecurity, APodCannotBringWhatGantryWritesWhenItBinds) {
+  for (const char* written : {"gantry.io/visible-devices", "gantry.io/gpus", "gantry.io/job", "gantry.io/gpu-share",
+                              "gantry.io/gpu-memory-limit", "gantry.io/gang-rank"}) {
+    auto job = JobOfPod(Pod("vision", nlohmann::json::object(), {{written, "0,1,2,3"}}), KubePodPolicy{});
+    ASSERT_FALSE(job.ok()) << written;
+    EXPECT_EQ(job.status().field(), std::string("metadata.annotations[") + written + "]");
+  }
+  // Once bound (by Gantry) the pod carries them: that pod is read as it is.
+  nlohmann::json bound = Pod("vision", nlohmann::json::object(), {{"gantry.io/visible-devices", "0"}});
+  bound["spec"]["nodeName"] = "gpu-1";
+  EXPECT_TRUE(JobOfPod(bound, KubePodPolicy{}).ok());
+}
+
+TEST(KubePodSecurity, TheNamespaceNotALabelChoosesTheTeamAndGangsStayInTheirNamespace) {
+  KubePodPolicy policy;
+  policy.namespace_teams = {{"vision-prod", "vision"}};
+  auto job =
+      JobOfPod(Pod("vision-prod", {{"gantry.io/team", "nlp"}, {"team", "nlp"}}, {{"gantry.io/team", "nlp"}}), policy);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->spec.team, "vision");
+
+  // Two namespaces' pods with one gang name are two gangs: nlp's pod never completes, nor
+  // is placed with, vision's gang.
+  StateUnderTest t;
+  RecordingLink pods;
+  t.state->SetPodLink(&pods);
+  KubeNodeFacts facts;
+  facts.labels = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}};
+  facts.gpus = 8;
+  for (const char* n : {"k1", "k2"}) t.state->ApplyKubeNode(n, facts);
+  auto member = [](const std::string& ns, const std::string& name) {
+    KubePodJob pod;
+    pod.ns = ns;
+    pod.name = name;
+    pod.uid = "uid-" + ns + name;
+    pod.gang = "ddp";
+    pod.gang_min_members = 2;
+    pod.spec.team = ns;
+    pod.spec.user = "u";
+    pod.spec.request.gpus = 1;
+    return WatchedPod{ns + "/" + name, ns, name, pod.uid, pod, false};
+  };
+  t.state->ApplyKubePod(member("vision", "a"));
+  t.state->ApplyKubePod(member("nlp", "b"));
+  t.state->Cycle();
+  EXPECT_TRUE(t.state->TakeOutput().effects.orders.empty());
+  for (const KubePodWait& w : t.state->KubePodWaits()) EXPECT_NE(w.message.find("1 of 2"), std::string::npos);
+}
+
+TEST(KubePodSecurity, AGangOrAShareSizedToOverflowIsRefusedNamingTheField) {
+  auto huge = JobOfPod(Pod("vision", {{"gantry.io/gang", "g"}}, {{"gantry.io/gang-min-members", "99999999999"}}),
+                       KubePodPolicy{});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().field(), "metadata.annotations[gantry.io/gang-min-members]");
+  nlohmann::json tiny = Pod("vision", nlohmann::json::object(), {{"gantry.io/gpu-fraction", "0.0000001"}});
+  tiny["spec"]["containers"][0]["resources"] = nlohmann::json::object();
+  auto share = JobOfPod(tiny, KubePodPolicy{});
+  ASSERT_FALSE(share.ok());
+  EXPECT_EQ(share.status().field(), "metadata.annotations[gantry.io/gpu-fraction]");
+}
+
+}  // namespace
+}  // namespace gantry::testing
