@@ -200,7 +200,11 @@ def main():
     finally:
         if server:
             server.terminate()
-            server.wait(timeout=60)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                print("gantry server did not stop within 60 s of SIGTERM", file=sys.stderr)
+                server.kill()
         subprocess.run(["bash", os.path.join(ROOT, "scripts/kube-scratch.sh"), "stop", kube_dir],
                        capture_output=True)
         shutil.rmtree(work, ignore_errors=True)

@@ -87,7 +87,9 @@ PodBinder::PodBinder(const KubeConfig& config, NodeReports& reports, int workers
     w->client = std::make_unique<KubeClient>(kept);
     workers_.push_back(std::move(w));
   }
+  events_client_ = std::make_unique<KubeClient>(kept);
   for (auto& w : workers_) w->thread = std::thread([this, worker = w.get()] { Run(*worker); });
+  events_thread_ = std::thread([this] { RunEvents(); });
 }
 
 PodBinder::~PodBinder() {
@@ -97,6 +99,20 @@ PodBinder::~PodBinder() {
   }
   wake_.notify_all();
   for (auto& w : workers_) w->thread.join();
+  events_thread_.join();
+}
+
+void PodBinder::RunEvents() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [&] { return stopping_ || !events_.empty(); });
+    if (stopping_) return;  // Events not sent yet are left
+    auto [ns, event] = std::move(events_.front());
+    events_.pop_front();
+    lock.unlock();
+    events_client_->Post(fmt::format("/api/v1/namespaces/{}/events", UrlEncode(ns)), event);
+    lock.lock();
+  }
 }
 
 void PodBinder::Start(const StartOrder& order) {
@@ -121,7 +137,9 @@ void PodBinder::Run(Worker& worker) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait(lock, [&] { return stopping_ || !worker.queue.empty(); });
-    if (worker.queue.empty()) return;  // stopping, and nothing left to send
+    // Stopping: what is not sent yet is left. A placement is durable before its bind, and
+    // the next leader's list binds again what was placed and not bound.
+    if (stopping_) return;
     Order order = std::move(worker.queue.front());
     worker.queue.pop_front();
     lock.unlock();
@@ -169,10 +187,14 @@ void PodBinder::Bind(KubeClient& client, const StartOrder& order) {
     return;
   }
   std::string gpus = BindingAnnotations(order).value("gantry.io/gpus", "");
-  client.Post(fmt::format("/api/v1/namespaces/{}/events", UrlEncode(pod.ns)),
-              PodEvent(pod.ns, pod.name, pod.uid, "Normal", "Scheduled",
-                       fmt::format("Successfully assigned {}/{} to {} (Gantry job {}, GPUs {})", pod.ns, pod.name,
-                                   order.node_id, order.job_id, gpus.empty() ? "none" : gpus)));
+  nlohmann::json event = PodEvent(pod.ns, pod.name, pod.uid, "Normal", "Scheduled",
+                                  fmt::format("Successfully assigned {}/{} to {} (Gantry job {}, GPUs {})", pod.ns,
+                                              pod.name, order.node_id, order.job_id, gpus.empty() ? "none" : gpus));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (events_.size() < kMaxQueuedEvents) events_.emplace_back(pod.ns, std::move(event));
+  }
+  wake_.notify_all();
 }
 
 void PodBinder::Delete(KubeClient& client, const StopOrder& order) {

@@ -4,7 +4,8 @@
 // as annotations, and tells the pod (an Event); a Stop tells the pod why, then deletes it
 // with its grace period. A bind Kubernetes refuses ends that run, as an agent's failed
 // start would. Workers call the API server off the controller's threads; one pod's orders
-// go through one worker, in order.
+// go through one worker, in order. A bind's Event goes out after it, from a worker of its
+// own, so Events never hold up binds (a burst of pods is bound first, told after).
 #pragma once
 
 #include <condition_variable>
@@ -30,7 +31,7 @@ nlohmann::json PodEvent(const std::string& ns, const std::string& name, const st
 
 class PodBinder : public NodeLink {
  public:
-  PodBinder(const KubeConfig& config, NodeReports& reports, int workers = 4);
+  PodBinder(const KubeConfig& config, NodeReports& reports, int workers = 8);
   ~PodBinder() override;
   PodBinder(const PodBinder&) = delete;
   PodBinder& operator=(const PodBinder&) = delete;
@@ -49,12 +50,18 @@ class PodBinder : public NodeLink {
   void Run(Worker& worker);
   void Bind(KubeClient& client, const StartOrder& order);
   void Delete(KubeClient& client, const StopOrder& order);
+  // Sends the queued Events (one thread); at most kMaxQueuedEvents wait, later ones are dropped.
+  void RunEvents();
+  static constexpr size_t kMaxQueuedEvents = 10000;
 
   NodeReports& reports_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<KubeClient> events_client_;
+  std::deque<std::pair<std::string, nlohmann::json>> events_;  // namespace, Event
+  std::thread events_thread_;
 };
 
 }  // namespace gantry

@@ -88,8 +88,17 @@ class KubePods : public OnKube {
     dir_ = TempPath("kube-pods");
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/config");
-    // Victims need not have run ten minutes, and have two seconds to checkpoint.
-    std::ofstream(dir_ + "/config/scheduler_config.yaml") << "preemption:\n  min_runtime: 0s\n  grace_period: 2s\n";
+    // Victims need not have run ten minutes, and have two seconds to checkpoint; shares
+    // time-slice one GPU together (nodes without an agent run no MPS daemon).
+    std::string config = ReadFileNoThrow(GANTRY_SOURCE_DIR "/config/scheduler_config.yaml").value_or("");
+    for (auto [from, to] : {std::pair{"min_runtime: 10m", "min_runtime: 0s"},
+                            {"grace_period: 120s", "grace_period: 2s"},
+                            {"time_slice_packing: false", "time_slice_packing: true"}}) {
+      size_t at = config.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      config.replace(at, std::string(from).size(), to);
+    }
+    std::ofstream(dir_ + "/config/scheduler_config.yaml") << config;
   }
 
   void StartGantry(ServerProcess& server) {
