@@ -88,12 +88,15 @@ class KubePods : public OnKube {
     dir_ = TempPath("kube-pods");
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/config");
-    // Victims need not have run ten minutes, and have two seconds to checkpoint; shares
-    // time-slice one GPU together (nodes without an agent run no MPS daemon).
+    // Victims need not have run ten minutes, and have two seconds to checkpoint; a team
+    // under its guarantee reclaims at once; shares time-slice one GPU together (nodes
+    // without an agent run no MPS daemon).
     std::string config = ReadFileNoThrow(GANTRY_SOURCE_DIR "/config/scheduler_config.yaml").value_or("");
     for (auto [from, to] : {std::pair{"min_runtime: 10m", "min_runtime: 0s"},
                             {"grace_period: 120s", "grace_period: 2s"},
-                            {"time_slice_packing: false", "time_slice_packing: true"}}) {
+                            {"time_slice_packing: false", "time_slice_packing: true"},
+                            {"reclaim_after: 30m", "reclaim_after: 0s"},
+                            {"reclaim_patience: 20m", "reclaim_patience: 0s"}}) {
       size_t at = config.find(from);
       ASSERT_NE(at, std::string::npos) << from;
       config.replace(at, std::string(from).size(), to);
@@ -110,7 +113,7 @@ class KubePods : public OnKube {
   }
   std::string NodeOf(const std::string& ns, const std::string& name) const {
     nlohmann::json pod = Pod(ns, name);
-    return pod.is_object() ? pod["spec"].value("nodeName", "") : "";
+    return pod.is_object() && pod.contains("spec") ? pod["spec"].value("nodeName", "") : "";  // gone: ""
   }
   std::string Annotation(const nlohmann::json& pod, const std::string& key) const {
     const nlohmann::json& a = pod["metadata"].value("annotations", nlohmann::json::object());
@@ -161,6 +164,19 @@ class KubePods : public OnKube {
     std::vector<std::string> reasons;
     for (const auto& e : list.value("items", nlohmann::json::array())) reasons.push_back(e.value("reason", ""));
     return reasons;
+  }
+
+  // Node objects gpu-0..gpu-(n-1), each of four T4s (beside the fixture's node-a).
+  void MakeT4Nodes(int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(kube_.Api("POST", "/api/v1/nodes", GpuNode(fmt::format("gpu-{}", i), "Tesla-T4", 4)).first, 201);
+    }
+  }
+  // Gantry started, once it has made a node of every Node object (n and node-a).
+  void StartWhenNodes(ServerProcess& server, size_t n) {
+    StartGantry(server);
+    auto c = server.Client(kRootToken);
+    ASSERT_TRUE(Eventually([&] { return Json(c.Get("/v1/nodes"))["nodes"].size() == n; })) << ServerLog();
   }
 
   std::string ServerLog() const { return ReadFileNoThrow(dir_ + "/server.log").value_or(""); }
@@ -316,14 +332,10 @@ TEST_F(KubePods, PodsAreBoundWaitWithGantrysReasonGoWholeInGangsArePreemptedShar
 }
 
 TEST_F(KubePods, AControllerKilledAndRestartedNeitherBindsTwiceNorLosesAPod) {
-  for (int i = 0; i < 4; ++i) {
-    ASSERT_EQ(kube_.Api("POST", "/api/v1/nodes", GpuNode(fmt::format("gpu-{}", i), "Tesla-T4", 4)).first, 201);
-  }
+  MakeT4Nodes(4);
   {
     ServerProcess server(dir_, "");
-    StartGantry(server);
-    auto c = server.Client(kRootToken);
-    ASSERT_TRUE(Eventually([&] { return Json(c.Get("/v1/nodes"))["nodes"].size() == 5; }));
+    StartWhenNodes(server, 5);
     for (int i = 0; i < 20; ++i) Make("vision", fmt::format("p-{}", i), Whole("1", "Tesla-T4"));
     // Killed in the middle of the burst: some pods placed, some bound, some not yet seen.
     ASSERT_TRUE(Eventually([&] { return !NodeOf("vision", "p-0").empty(); }));
@@ -356,6 +368,79 @@ TEST_F(KubePods, AControllerKilledAndRestartedNeitherBindsTwiceNorLosesAPod) {
   EXPECT_EQ(active.value("jobs", nlohmann::json::array()).size(), 20u) << "one job per pod, none lost" << active.dump();
 }
 
+TEST_F(KubePods, ATeamOverItsGuaranteeGivesBackWhatTheOtherReclaims) {
+  // Each team is guaranteed 8 of the 16 T4s and may borrow beyond.
+  std::ofstream(dir_ + "/config/team_quotas.yaml")
+      << "teams:\n  vision: {guaranteed: {T4: 8}, borrow_limit: 16}\n  nlp: {guaranteed: {T4: 8}, borrow_limit: 16}\n";
+  MakeT4Nodes(4);
+  ServerProcess server(dir_, "");
+  StartWhenNodes(server, 5);
+  // nlp takes all 16 while vision has nothing waiting: 8 of them borrowed.
+  for (int i = 0; i < 16; ++i) Make("nlp", fmt::format("n-{}", i), Whole("1", "Tesla-T4"));
+  auto bound = [&](const std::string& ns, const std::string& prefix, int n) {
+    int count = 0;
+    for (int i = 0; i < n; ++i) count += !NodeOf(ns, fmt::format("{}-{}", prefix, i)).empty();
+    return count;
+  };
+  ASSERT_TRUE(Eventually([&] { return bound("nlp", "n", 16) == 16; }, 20)) << ServerLog();
+  // vision comes for its guarantee: four of nlp's pods are told and deleted, vision's bound.
+  for (int i = 0; i < 4; ++i) Make("vision", fmt::format("v-{}", i), Whole("1", "Tesla-T4"));
+  int reclaimed = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        reclaimed += FinishDeletions("nlp");  // as the kubelet would, once each victim's grace is over
+        return reclaimed == 4 && bound("vision", "v", 4) == 4;
+      },
+      30))
+      << reclaimed << " reclaimed; " << ServerLog();
+  EXPECT_EQ(bound("nlp", "n", 16), 12) << "no more than vision's guarantee came back";
+}
+
+TEST_F(KubePods, OneGantryHoldsAnAgentsNodeAndNodesForPodsUnderOneQuota) {
+  // vision may hold 2 GPUs at once, bare jobs and pods together.
+  std::ofstream(dir_ + "/config/team_quotas.yaml") << "teams:\n  vision: {max_gpus: 2}\n";
+  ASSERT_EQ(kube_.Api("POST", "/api/v1/nodes", GpuNode("gpu-0", "Tesla-T4", 4)).first, 201);
+  ServerProcess server(dir_, "");
+  StartGantry(server);
+  // node-a (the fixture's Node object) runs a Gantry agent: a node for bare jobs and pods.
+  AgentProcess agent(dir_, "node-a", "2xH100-80GB");
+  agent.Start(server.address());
+  auto c = server.Client(kRootToken);
+  auto node = [&](const std::string& id) {
+    const nlohmann::json nodes = Json(c.Get("/v1/nodes"));
+    for (const auto& n : nodes.value("nodes", nlohmann::json::array())) {
+      if (n["id"] == id) return n;
+    }
+    return nlohmann::json::object();  // not (yet) there
+  };
+  ASSERT_TRUE(Eventually([&] { return node("node-a").value("gpus", nlohmann::json::array()).size() == 2; }))
+      << Json(c.Get("/v1/nodes")).dump();
+  ASSERT_TRUE(Eventually([&] { return !node("gpu-0").is_null(); }));
+  EXPECT_EQ(node("node-a").value("taints", nlohmann::json::array()), nlohmann::json::array());
+  EXPECT_EQ(node("gpu-0")["taints"], nlohmann::json({"gantry.io/pods-only"}));
+
+  // A bare job runs on the agent's node; one that asks for T4s waits: only pods go to gpu-0.
+  auto alice = server.Client(kAliceToken);
+  nlohmann::json bare = Json(alice.Post("/v1/jobs", R"({"gpus": 1, "command": "sleep 60"})", "application/json"));
+  nlohmann::json on_t4 =
+      Json(alice.Post("/v1/jobs", R"({"gpus": 1, "gpu_types": ["T4"], "command": "true"})", "application/json"));
+  ASSERT_TRUE(Eventually([&] {
+    return Json(alice.Get("/v1/jobs/" + bare.value("id", ""))).value("state", "") == "running";
+  })) << bare.dump();
+  EXPECT_EQ(Json(alice.Get("/v1/jobs/" + on_t4.value("id", ""))).value("state", ""), "pending");
+  // A pod of vision's goes to the agent's node beside the bare job.
+  Make("vision", "beside", Whole("1", "NVIDIA-H100-80GB-HBM3"));
+  ASSERT_TRUE(Eventually([&] { return NodeOf("vision", "beside") == "node-a"; })) << ServerLog();
+  // The team's limit counts both: a second pod waits, saying so, though gpu-0 has room.
+  Make("vision", "over", Whole("1", "Tesla-T4"));
+  ASSERT_TRUE(Eventually([&] { return !WaitMessage("vision", "over").empty(); })) << ServerLog();
+  EXPECT_EQ(NodeOf("vision", "over"), "");
+  EXPECT_NE(WaitMessage("vision", "over").find("holds 2 of 2 GPUs"), std::string::npos)
+      << WaitMessage("vision", "over");
+  ASSERT_EQ(alice.Delete("/v1/jobs/" + bare.value("id", ""))->status, 200);
+  ASSERT_TRUE(Eventually([&] { return NodeOf("vision", "over") == "gpu-0"; })) << ServerLog();
+}
+
 // kube-controller-manager's Job controller runs here too: a batch/v1 Job makes its pods.
 class KubePodsWithJobs : public KubePods {
  public:
@@ -364,14 +449,10 @@ class KubePodsWithJobs : public KubePods {
 };
 
 TEST_F(KubePodsWithJobs, ABatchJobsPodsAreOneGangAndFreeTheirGpusWhenTheySucceed) {
-  for (int i = 0; i < 4; ++i) {
-    auto [status, body] = kube_.Api("POST", "/api/v1/nodes", GpuNode(fmt::format("gpu-{}", i), "Tesla-T4", 4));
-    ASSERT_EQ(status, 201) << body.dump();
-  }
+  MakeT4Nodes(4);
   ServerProcess server(dir_, "");
-  StartGantry(server);
+  StartWhenNodes(server, 5);
   auto c = server.Client(kRootToken);
-  ASSERT_TRUE(Eventually([&] { return Json(c.Get("/v1/nodes"))["nodes"].size() == 5; }));
   nlohmann::json pod_template = GantryPod("", Member("4", "Tesla-T4", "train", 4));
   pod_template["metadata"].erase("name");
   pod_template["spec"]["restartPolicy"] = "Never";
