@@ -186,6 +186,7 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
   }
   for (auto& [seq, job] : jobs_) {
     if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;
+    if (!job.spec->kube_pods.empty()) continue;  // the kubelet runs pods: no agent reports them
     std::vector<int> job_nodes;
     for (const NodeShare& ns : RunningOf(job.spec->id).placement.nodes) job_nodes.push_back(ns.node);
     for (int node : job_nodes) {

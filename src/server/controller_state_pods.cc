@@ -101,6 +101,12 @@ void ControllerState::ApplyKubePod(const WatchedPod& w, bool listed) {
   }
   pod_refusals_.erase(w.key);
   refused_pods_.erase(w.key);
+  // A pod waiting in a gang that changed its labels waits in its new gang only (or none):
+  // one pod is never a member of two gangs, nor of a gang and a job of its own.
+  for (auto it = gangs_waiting_.begin(); it != gangs_waiting_.end();) {
+    it->second.erase(w.key);
+    it = it->second.empty() ? gangs_waiting_.erase(it) : std::next(it);
+  }
   // A pod Gantry did not place (bound by its nodeName, or ended) is not queued: the kubelet has it.
   if (pod.Ended() || pod.deleting || !pod.node.empty()) return;
   PodArrived(pod);
@@ -255,6 +261,20 @@ void ControllerState::CreatePodJob(const std::vector<KubePodJob>& members) {
     spec.name = members.front().ns + "/" + members.front().gang;
     spec.request.num_nodes = static_cast<int>(members.size());
     spec.request.gpus *= static_cast<int>(members.size());
+  }
+  // A user named by gantry.io/user is a users.yaml member of the pod's team, or a name of the
+  // pod's own namespace (NAME@NAMESPACE, as its service accounts are): never another team's
+  // user, whose limits a pod would fill.
+  const std::string own_suffix = "@" + members.front().ns;
+  const Actor* member = users_ ? users_->FindUser(spec.user) : nullptr;
+  const bool own_form = spec.user.size() > own_suffix.size() &&
+                        spec.user.compare(spec.user.size() - own_suffix.size(), std::string::npos, own_suffix) == 0;
+  if (member ? member->team != spec.team : !own_form) {
+    RefusePods(members, Status::Denied("metadata.annotations[gantry.io/user]",
+                                       fmt::format("'{}' is not a member of team {} (users.yaml), nor a name of "
+                                                   "namespace {} (NAME{})",
+                                                   spec.user, spec.team, members.front().ns, own_suffix)));
+    return;
   }
   spec.tolerations.push_back({kKubePodsOnlyTaint, ""});
   spec.max_retries = 0;  // a pod is not restarted elsewhere: its owner makes a new one

@@ -5,6 +5,8 @@
 // another namespace's gang, and a gang or fraction sized to overflow.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "kube/pod_job.h"
 #include "server/state_under_test.h"
 
@@ -20,6 +22,18 @@ nlohmann::json Pod(const std::string& ns, nlohmann::json labels, nlohmann::json 
              {{{"name", "main"}, {"image", "pytorch"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}},
           {"status", {{"phase", "Pending"}}}};
 }
+
+// The state machine with a pod link and `nodes` nodes for pods, of 8 A100s each.
+struct PodsOnA100s : StateUnderTest {
+  explicit PodsOnA100s(int nodes) {
+    state->SetPodLink(&pods);
+    KubeNodeFacts facts;
+    facts.labels = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}};
+    facts.gpus = 8;
+    for (int n = 0; n < nodes; ++n) state->ApplyKubeNode("k" + std::to_string(n), facts);
+  }
+  RecordingLink pods;
+};
 
 TEST(KubePodSecurity, AJobSpecCannotClaimAPod) {
   StateUnderTest t;
@@ -66,13 +80,7 @@ TEST(KubePodSecurity, TheNamespaceNotALabelChoosesTheTeamAndGangsStayInTheirName
 
   // Two namespaces' pods with one gang name are two gangs: nlp's pod never completes, nor
   // is placed with, vision's gang.
-  StateUnderTest t;
-  RecordingLink pods;
-  t.state->SetPodLink(&pods);
-  KubeNodeFacts facts;
-  facts.labels = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}};
-  facts.gpus = 8;
-  for (const char* n : {"k1", "k2"}) t.state->ApplyKubeNode(n, facts);
+  PodsOnA100s t(2);
   auto member = [](const std::string& ns, const std::string& name) {
     KubePodJob pod;
     pod.ns = ns;
@@ -90,6 +98,36 @@ TEST(KubePodSecurity, TheNamespaceNotALabelChoosesTheTeamAndGangsStayInTheirName
   t.state->Cycle();
   EXPECT_TRUE(t.state->TakeOutput().effects.orders.empty());
   for (const KubePodWait& w : t.state->KubePodWaits()) EXPECT_NE(w.message.find("1 of 2"), std::string::npos);
+}
+
+// A pod names its user (gantry.io/user): a member of its namespace's team, or a name of its
+// own namespace; never another team's user, whose per-user limits it would fill.
+TEST(KubePodSecurity, APodCannotNameAnotherTeamsUser) {
+  PodsOnA100s t(1);
+  auto pod = [](const std::string& name, const std::string& user) {
+    KubePodJob p;
+    p.ns = "nlp";
+    p.name = name;
+    p.uid = "uid-" + name;
+    p.spec.team = "nlp";
+    p.spec.user = user;
+    p.spec.request.gpus = 1;
+    return WatchedPod{"nlp/" + name, "nlp", name, p.uid, p, false};
+  };
+  t.state->ApplyKubePod(pod("as-alice", "alice"));        // vision's user
+  t.state->ApplyKubePod(pod("as-other-ns", "x@vision"));  // another namespace's name
+  t.state->ApplyKubePod(pod("as-bob", "bob"));            // nlp's own user
+  t.state->ApplyKubePod(pod("as-own-ns", "trainer@nlp"));
+  std::map<std::string, KubePodWait> waits;
+  for (const KubePodWait& w : t.state->KubePodWaits()) waits[w.name] = w;
+  ASSERT_EQ(waits.count("as-alice"), 1u);
+  EXPECT_EQ(waits["as-alice"].code, "refused");
+  EXPECT_NE(waits["as-alice"].message.find("metadata.annotations[gantry.io/user]"), std::string::npos);
+  EXPECT_EQ(waits["as-other-ns"].code, "refused");
+  EXPECT_EQ(waits.count("as-bob"), 0u);
+  EXPECT_EQ(waits.count("as-own-ns"), 0u);
+  t.state->Cycle();
+  EXPECT_EQ(t.state->TakeOutput().effects.orders.size(), 2u) << "bob's and trainer@nlp's pods are placed";
 }
 
 TEST(KubePodSecurity, AGangOrAShareSizedToOverflowIsRefusedNamingTheField) {
