@@ -9,9 +9,10 @@ jobs=$(nproc)
 echo "== build and run every test under AddressSanitizer + UBSan"
 bash scripts/install-npm.sh
 bash scripts/build.sh build-asan -DGANTRY_SANITIZE=ON -DGANTRY_BUILD_BENCH=OFF
-# The Kubernetes tests' API server: built once per source version, then cached.
+# The Kubernetes tests' API server and controller manager: built once per source version,
+# then cached.
 started=$(date +%s)
-echo "kube-apiserver: $(bash scripts/kube-scratch.sh build) ($(($(date +%s) - started)) s)"
+echo "kube-apiserver, kube-controller-manager: $(bash scripts/kube-scratch.sh build) ($(($(date +%s) - started)) s)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 ./build-asan/gantry --version
