@@ -17,6 +17,14 @@ namespace {
 // How long a pod may wait before it is told why (its PodScheduled condition).
 constexpr DurationMs kWaitUntold = 2 * kSecondMs;
 
+// Takes the pod `key` out of every waiting gang (a gang left empty goes).
+void LeaveGangs(std::map<std::string, std::map<std::string, KubePodJob>>& gangs, const std::string& key) {
+  for (auto it = gangs.begin(); it != gangs.end();) {
+    it->second.erase(key);
+    it = it->second.empty() ? gangs.erase(it) : std::next(it);
+  }
+}
+
 // "namespace/name/uid" of a pod job's member.
 std::string PodRef(const KubePodJob& pod) { return pod.ns + "/" + pod.name + "/" + pod.uid; }
 
@@ -103,10 +111,7 @@ void ControllerState::ApplyKubePod(const WatchedPod& w, bool listed) {
   refused_pods_.erase(w.key);
   // A pod waiting in a gang that changed its labels waits in its new gang only (or none):
   // one pod is never a member of two gangs, nor of a gang and a job of its own.
-  for (auto it = gangs_waiting_.begin(); it != gangs_waiting_.end();) {
-    it->second.erase(w.key);
-    it = it->second.empty() ? gangs_waiting_.erase(it) : std::next(it);
-  }
+  LeaveGangs(gangs_waiting_, w.key);
   // A pod Gantry did not place (bound by its nodeName, or ended) is not queued: the kubelet has it.
   if (pod.Ended() || pod.deleting || !pod.node.empty()) return;
   PodArrived(pod);
@@ -183,10 +188,7 @@ void ControllerState::PodChanged(PodTrack& track, const KubePodJob& pod, bool li
 void ControllerState::PodGone(const std::string& key, const std::string& why) {
   pod_refusals_.erase(key);
   refused_pods_.erase(key);
-  for (auto it = gangs_waiting_.begin(); it != gangs_waiting_.end();) {
-    it->second.erase(key);
-    it = it->second.empty() ? gangs_waiting_.erase(it) : std::next(it);
-  }
+  LeaveGangs(gangs_waiting_, key);
   auto tracked = pod_jobs_.find(key);
   if (tracked == pod_jobs_.end()) return;
   PodTrack track = std::move(tracked->second);
