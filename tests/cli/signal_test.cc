@@ -15,6 +15,11 @@
 namespace gantry::testing {
 namespace {
 
+// A stop is prompt under this: well inside the 30 s Kubernetes and the 90 s systemd wait
+// before a SIGKILL (what these tests guard against: a process that ignores the signal),
+// with room for a sanitized build on a busy machine.
+constexpr double kStopSeconds = 8.0;
+
 // A `gantry` command started with `args` (its output to DIR/out.log), signalled later.
 class Command {
  public:
@@ -41,10 +46,11 @@ class Command {
   }
   bool Running() { return pid_ > 0 && waitpid(pid_, &status_, WNOHANG) == 0; }
   // Sends `sig`; the seconds until the process ended (99 when it did not within 5 s).
+  // Seconds from `sig` to the process's exit; 99 when it has not exited after 15 s.
   double SecondsToExit(int sig) {
     auto t0 = std::chrono::steady_clock::now();
     kill(pid_, sig);
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 1500; ++i) {
       if (waitpid(pid_, &status_, WNOHANG) == pid_) {
         pid_ = -1;
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -73,7 +79,7 @@ TEST(Signals, AnAgentRetryingAnUnreachableServerStops) {
                         "--data-dir", dir + "/agent"});
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     ASSERT_TRUE(agent.Running()) << agent.Output();
-    EXPECT_LT(agent.SecondsToExit(sig), 2.0) << agent.Output();
+    EXPECT_LT(agent.SecondsToExit(sig), kStopSeconds) << agent.Output();
   }
 }
 
@@ -105,7 +111,7 @@ TEST_F(SignalsWithServer, WaitLogsFollowAndRunStop) {
       Command c(dir_ + "/cli", args, Env());
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       ASSERT_TRUE(c.Running()) << args[0] << ": " << c.Output();
-      EXPECT_LT(c.SecondsToExit(sig), 2.0) << args[0] << ": " << c.Output();
+      EXPECT_LT(c.SecondsToExit(sig), kStopSeconds) << args[0] << ": " << c.Output();
     }
   }
 }
@@ -114,7 +120,7 @@ TEST_F(SignalsWithServer, ACliRetryingAServerThatDoesNotAnswerStops) {
   Command c(dir_ + "/cli", {"queue"}, {"GANTRY_SERVER=" + Unreachable(), std::string("GANTRY_TOKEN=") + kAliceToken});
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   if (c.Running()) {
-    EXPECT_LT(c.SecondsToExit(SIGTERM), 2.0) << c.Output();
+    EXPECT_LT(c.SecondsToExit(SIGTERM), kStopSeconds) << c.Output();
   }
 }
 
@@ -123,7 +129,7 @@ TEST_F(SignalsWithServer, TheServerStops) {
   auto t0 = std::chrono::steady_clock::now();
   server_->Kill(SIGTERM);  // waits for it
   took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(took, 2.0);
+  EXPECT_LT(took, kStopSeconds);
 }
 
 }  // namespace

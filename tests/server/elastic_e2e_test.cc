@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "elastic_cluster.h"
 
 namespace gantry::testing {
@@ -58,24 +60,37 @@ TEST(ElasticPools, ABurstGrowsTheSpotPoolAReclaimMovesACheckpointingJobAndThePoo
   t.Mark("spot-0 registered (the spot pool's minimum)");
 
   // A checkpointing job: counts to 40 in steps of 0.25 s, saves its step on SIGTERM to a
-  // directory every node sees, and resumes from it on its next run.
+  // directory every node sees, and resumes from it on its next run. Its first run does not
+  // end before its node is reclaimed, and the other jobs end only once the test has sent the
+  // reclaim (the file `go`): on a loaded machine the nodes come up seconds apart, and no job
+  // may end before all four have run together.
   const std::string ckpt = c.dir() + "/ckpt";
   std::filesystem::create_directories(ckpt);
   std::filesystem::permissions(ckpt, std::filesystem::perms::all);
+  const std::string go = ckpt + "/go";
   const std::string train = fmt::format(
       "s=$(cat {0}/step 2>/dev/null || echo 0); echo \"run $GANTRY_RESTART_COUNT from step $s\" >> {0}/runs; "
       "trap 'echo $s > {0}/step; echo saved $s >> {0}/runs; exit 143' TERM; "
-      "while [ $s -lt 40 ]; do s=$((s+1)); sleep 0.25; done; echo \"done at $s\" >> {0}/runs",
+      "while [ $s -lt 40 ] || [ \"$GANTRY_RESTART_COUNT\" = 0 ]; do [ $s -lt 40 ] && s=$((s+1)); sleep 0.25; done; "
+      "echo \"done at $s\" >> {0}/runs",
       ckpt);
+  const std::string after_go = fmt::format("until [ -e {} ]; do sleep 0.2; done; sleep 1", go);
   nlohmann::json trainer = {
       {"name", "trainer"}, {"gpus", 2}, {"gpu_types", nlohmann::json::array({"A100-80GB"})}, {"command", train}};
   std::string trainer_id = c.Submit(trainer.dump());
   std::vector<std::string> burst;
   for (int i = 0; i < 2; ++i) {
-    burst.push_back(c.Submit(R"({"name": "burst", "gpus": 2, "gpu_types": ["A100-80GB"], "command": "sleep 6"})"));
+    burst.push_back(c.Submit(nlohmann::json{
+        {"name", "burst"}, {"gpus", 2}, {"gpu_types", nlohmann::json::array({"A100-80GB"})}, {"command", after_go}}
+                                 .dump()));
   }
-  std::string critical = c.Submit(R"({"name": "critical", "gpus": 2, "gpu_types": ["A100-80GB"], "priority": "critical",
-                   "preemptible": false, "command": "sleep 6"})");
+  std::string critical = c.Submit(nlohmann::json{
+      {"name", "critical"},
+      {"gpus", 2},
+      {"gpu_types", nlohmann::json::array({"A100-80GB"})},
+      {"priority", "critical"},
+      {"preemptible", false},
+      {"command", after_go}}.dump());
   t.Mark("submitted: trainer (checkpoints), 2 burst jobs (2 GPUs each), 1 critical job");
 
   std::string reason;
@@ -101,6 +116,7 @@ TEST(ElasticPools, ABurstGrowsTheSpotPoolAReclaimMovesACheckpointingJobAndThePoo
   std::string reclaimed = NodeOf(c, trainer_id);
   ASSERT_EQ(reclaimed.rfind("spot-", 0), 0u) << reclaimed;
   c.Cloud("reclaim " + reclaimed + " 2");
+  std::ofstream(go).flush();
   t.Mark("fake cloud: reclaim notice for " + reclaimed + " (2 s)");
   std::string second;
   ASSERT_TRUE(c.WaitFor(

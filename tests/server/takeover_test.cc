@@ -102,7 +102,8 @@ TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedN
   EXPECT_EQ(GetJson(leader, "/v1/jobs?limit=100")["jobs"].size(), 3u) << "the CLI's submit made one job";
 
   // The short job's GPU time ends at its real exit (2 s after its start), not when the new
-  // leader heard of it (the take-over alone takes more than 3 s).
+  // leader heard of it (the kill came after its start, and the take-over alone takes more
+  // than the 4 s lease): under 3.9 s leaves room for a slow spawn on a loaded machine.
   nlohmann::json usage = GetJson(leader, "/v1/usage?by=job");
   double short_seconds = -1;
   for (const auto& line : usage["lines"]) {
@@ -110,7 +111,7 @@ TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedN
   }
   std::printf("the short job's billed GPU time: %.2f s (it ran 2 s)\n", short_seconds);
   EXPECT_GE(short_seconds, 1.5) << usage.dump();
-  EXPECT_LT(short_seconds, 3.0) << usage.dump();
+  EXPECT_LT(short_seconds, 3.9) << usage.dump();
 
   // The CLI reaches the new leader through the same list: it cancels the adopted job.
   out = Cli(p, "cancel " + long_job, &rc);
