@@ -46,7 +46,7 @@ const std::map<std::string, std::string>& Examples() {
       {"agent",
        "  gantry agent --server https://gantry:8080 --token-file /etc/gantry/agent.token --data-dir /var/lib/gantry"},
       {"sim",
-       "  gantry sim --cluster examples/clusters/mixed.yaml --trace trace.csv --trace-format csv --compare "
+       "  gantry sim --cluster examples/clusters/mixed-64x8.yaml --trace trace.csv --trace-format csv --compare "
        "fifo,gantry"},
       {"completion", "  source <(gantry completion bash)\n  gantry completion zsh > \"${fpath[1]}/_gantry\""},
       {"man", "  gantry man submit | man -l -\n  gantry man --dir /usr/local/share/man/man1"},

@@ -79,7 +79,8 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
       ->required()
       ->check(CLI::ExistingFile);
   sim_cmd->add_option("--trace", sim.trace_path, "Trace file")->required()->check(CLI::ExistingFile);
-  sim_cmd->add_option("--trace-format", sim.trace_format, "philly or csv")->check(CLI::IsMember({"philly", "csv"}));
+  sim_cmd->add_option("--trace-format", sim.trace_format, "philly, csv or pods (kubectl get pods -A -o json)")
+      ->check(CLI::IsMember({"philly", "csv", "pods"}));
   sim_cmd->add_option("--policy", sim.sim.policy, "Scheduling policy")->check(CLI::IsMember(PolicyNames()));
   sim_cmd->add_option("--compare", sim.compare, "Several policies, one table")
       ->delimiter(',')
@@ -115,7 +116,8 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
                          "Config directory: gpu_types, scheduler_config, team_quotas, users (.yaml)");
   server_cmd->add_flag("--standalone", server.standalone, "Run jobs on this machine with an in-process agent");
   server_cmd->add_option("--fake-gpus", server.fake_gpus, "Standalone without GPUs: e.g. 2x8xA100-80GB,1x4xT4");
-  server_cmd->add_option("--ready-file", server.ready_file, "Write the bound address here once serving");
+  server_cmd->add_option("--ready-file", server.ready_file,
+                         "Write the URL it serves at (http://HOST:PORT) here once serving");
   server_cmd
       ->add_option("--leader-lease", server.leader_lease_s,
                    "PostgreSQL store: seconds a silent leader keeps the lead before a standby takes over")
@@ -173,6 +175,12 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
                        "preempt and bill them (docs/KUBERNETES.md)");
   server_cmd->add_option("--kube-scheduler-name", server.kube.scheduler_name, "The schedulerName of Gantry's pods")
       ->default_str(server.kube.scheduler_name);
+  server_cmd
+      ->add_option("--kube-eviction-wait", server.kube.eviction_wait_s,
+                   "Seconds a preempted pod's eviction may wait for its PodDisruptionBudget before the pod is "
+                   "deleted all the same")
+      ->default_str("60")
+      ->check(CLI::Range(0.0, 86400.0));
   server_cmd->add_option("--kube-namespace-team", server.kube.namespace_teams,
                          "NAMESPACE=TEAM: the team of a namespace's pods (repeat; default: the namespace's name)");
   server_cmd->add_option("--kube-priority-class", server.kube.priority_classes,

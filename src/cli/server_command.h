@@ -26,6 +26,7 @@ struct KubeServerOptions {
   // Gantry class (NAME=CLASS).
   bool pods = false;
   std::string scheduler_name = "gantry";
+  double eviction_wait_s = 60;  // a preemption waits so long for a PodDisruptionBudget
   std::vector<std::string> namespace_teams, priority_classes;
   bool enabled() const { return in_cluster || !api.empty(); }
 };

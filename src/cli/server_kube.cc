@@ -52,7 +52,7 @@ Status KubeServerSide::StartPods(const KubeServerOptions& o) {
     return Status::Invalid("--kube-scheduler-name", "is a scheduler's name (1-253 characters)");
   }
   Controller& controller = controller_;
-  binder_ = std::make_unique<PodBinder>(config_, controller);
+  binder_ = std::make_unique<PodBinder>(config_, controller, static_cast<DurationMs>(o.eviction_wait_s * 1000));
   controller.SetPodLink(binder_.get());
   pods_ = std::make_unique<PodWatch>(
       config_, policy, [&controller](const WatchedPod& pod) { controller.ApplyKubePod(pod); },

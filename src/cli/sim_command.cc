@@ -8,6 +8,7 @@
 
 #include "core/config_dir.h"
 #include "core/spec_yaml.h"
+#include "sim/pod_trace.h"
 #include "sim/report.h"
 
 namespace gantry {
@@ -38,7 +39,8 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
     return 2;
   }
   TraceFormat format = options.trace_format == "csv" ? TraceFormat::kCsv : TraceFormat::kPhilly;
-  auto trace = LoadTrace(options.trace_path, format, options.strict);
+  auto trace = options.trace_format == "pods" ? LoadPodTrace(options.trace_path, config->catalog, options.strict)
+                                              : LoadTrace(options.trace_path, format, options.strict);
   if (!trace) {
     err << "gantry sim: " << options.trace_path << ": " << trace.status().message() << "\n";
     return 2;

@@ -1,5 +1,6 @@
-// JobOfPod: a pod's spec, labels and annotations read into a Gantry job spec.
-#include "kube/pod_job.h"
+// JobOfPod: a pod's spec, labels and annotations read into a Gantry job spec; JobOfGang:
+// a gang's pods as one.
+#include "core/kube_pod.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +10,9 @@
 #include <cmath>
 
 #include "core/duration.h"
+#include "core/json_fields.h"
 #include "core/sharing_config.h"
-#include "kube/kube_client.h"
+#include "core/time.h"
 
 namespace gantry {
 
@@ -252,7 +254,65 @@ Status ReadGang(const nlohmann::json& pod, KubePodJob* out) {
   return Status::Ok();
 }
 
+// GPU Feature Discovery writes the product with dashes for spaces ("NVIDIA-A100-SXM4-80GB").
+std::string ProductKey(std::string s) {
+  for (char& c : s) c = c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Whether two gang members ask for the same (a gang is one job: each member is one node's part).
+bool SameAsk(const JobSpec& a, const JobSpec& b) {
+  const GpuRequest &x = a.request, &y = b.request;
+  return x.sharing == y.sharing && x.gpus == y.gpus && x.gpu_milli == y.gpu_milli && x.mig_profile == y.mig_profile &&
+         x.gpu_types == y.gpu_types && x.cpus == y.cpus && x.memory_mib == y.memory_mib &&
+         x.gpu_memory_mib == y.gpu_memory_mib && a.node_selector == b.node_selector && a.tolerations == b.tolerations &&
+         a.priority_class == b.priority_class;
+}
+
 }  // namespace
+
+std::string PodRef(const KubePodJob& pod) { return pod.ns + "/" + pod.name + "/" + pod.uid; }
+
+PodRefParts SplitPodRef(const std::string& ref) {
+  size_t a = ref.find('/'), b = ref.rfind('/');
+  if (a == std::string::npos || a == b) return {};
+  return {ref.substr(0, a), ref.substr(a + 1, b - a - 1), ref.substr(b + 1)};
+}
+
+const GpuType* TypeOfProduct(const GpuCatalog& catalog, const std::string& product) {
+  if (product.empty()) return nullptr;
+  if (const GpuType* t = catalog.Find(product)) return t;
+  const std::string key = ProductKey(product);
+  for (const GpuType& t : catalog.types()) {
+    if (ProductKey(t.name) == key) return &t;
+    for (const std::string& alias : t.aliases) {
+      if (ProductKey(alias) == key) return &t;
+    }
+  }
+  return nullptr;
+}
+
+Expected<JobSpec> JobOfGang(const std::vector<KubePodJob>& members) {
+  if (members.empty()) return Status::Invalid("gang", "has no members");
+  JobSpec spec = members.front().spec;
+  for (const KubePodJob& m : members) {
+    if (!SameAsk(m.spec, spec)) {
+      return Status::Invalid("gang", fmt::format("the members of gang {} ask for different resources; Gantry places "
+                                                 "a gang as one job of equal parts",
+                                                 members.front().gang));
+    }
+    spec.kube_pods.push_back(PodRef(m));
+  }
+  if (members.size() > 1) {
+    if (!spec.request.whole_gpus()) {
+      return Status::Invalid("gang", "a gang's members take whole GPUs, not shares or MIG slices");
+    }
+    spec.name = members.front().ns + "/" + members.front().gang;
+    spec.request.num_nodes = static_cast<int>(members.size());
+    spec.request.gpus *= static_cast<int>(members.size());
+  }
+  return spec;
+}
 
 Expected<int64_t> QuantityMilli(const std::string& text) {
   // sign, digits with at most one point, then a suffix or an exponent (e3, E-2)
@@ -306,8 +366,11 @@ Expected<KubePodJob> JobOfPod(const nlohmann::json& pod, const KubePodPolicy& po
   const nlohmann::json& status = ObjectAt(pod, "status");
   out.phase = StringAt(status, "phase");
   out.ended_reason = StringAt(status, "reason");
-  for (const nlohmann::json& container : ArrayAt(status, "containerStatuses")) {
+  const nlohmann::json& containers = ArrayAt(status, "containerStatuses");
+  out.containers_ended = !containers.empty();
+  for (const nlohmann::json& container : containers) {
     const nlohmann::json& ended = ObjectAt(ObjectAt(container, "state"), "terminated");
+    out.containers_ended = out.containers_ended && !ended.empty();
     const int64_t code = IntAt(ended, "exitCode");
     if (code == 0 || out.exit_code != 0) continue;
     out.exit_code = static_cast<int>(std::clamp<int64_t>(code, INT32_MIN, INT32_MAX));
@@ -316,6 +379,7 @@ Expected<KubePodJob> JobOfPod(const nlohmann::json& pod, const KubePodPolicy& po
   if (out.phase == "Failed" && out.exit_code == 0) out.exit_code = 1;
   out.ended_reason = Shown(out.ended_reason);
   out.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  if (out.deleting && !ParseUtc(StringAt(meta, "deletionTimestamp"), &out.deletion_ms)) out.deletion_ms = -1;
 
   if (out.node.empty()) {
     // What Gantry writes when it binds (kube/pod_binder.h) is never the pod's own to say: a

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/encoding.h"
+#include "core/json_fields.h"
 #include "core/status.h"
 #include "core/token_file.h"
 
@@ -44,14 +45,6 @@ struct KubeResponse {
   // The API server's own words for a refusal (its Status message), with the HTTP status.
   std::string Error() const;
 };
-
-// Fields of API objects, read without trusting their types: a field that is missing or of
-// another type reads as empty (an object, "", false, 0), never as an exception.
-const nlohmann::json& ObjectAt(const nlohmann::json& object, const char* key);
-const nlohmann::json& ArrayAt(const nlohmann::json& object, const char* key);
-std::string StringAt(const nlohmann::json& object, const char* key);
-bool BoolAt(const nlohmann::json& object, const char* key);
-int64_t IntAt(const nlohmann::json& object, const char* key);
 
 class KubeClient {
  public:

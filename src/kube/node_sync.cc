@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "kube/pod_job.h"
+#include "core/kube_pod.h"
 
 namespace gantry {
 

@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "kube/pod_job.h"
+#include "core/kube_pod.h"
 #include "kube/watch_loop.h"
+#include "server/kube_pod_facts.h"
 
 namespace gantry {
 

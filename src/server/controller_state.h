@@ -474,6 +474,10 @@ class ControllerState {
   void IndexPodJobs();
   void PodChanged(PodTrack& track, const KubePodJob& pod, bool listed);
   void PodGone(const std::string& key, const std::string& why);
+  // Ends the run of a placed pod job's member (its pod gone or stopped).
+  void EndPodRun(const PodTrack& track, JobRecord& job, const std::string& why);
+  // A pod deleted past its grace period whose object stays (a finalizer): its run is over.
+  void EndPodRunsPastTheirDeletion();
   void FormGang(const std::string& gang_key);
   void CreatePodJob(const std::vector<KubePodJob>& members);
   void RefusePods(const std::vector<KubePodJob>& members, const Status& why);

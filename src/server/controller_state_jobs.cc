@@ -499,9 +499,12 @@ void ControllerState::Tick() {
   SampleHistory();
   RefreshPredictions();
   if (autoscaling_.Due(now)) Autoscale();
-  if (!refused_pods_.empty() && now - last_pod_retry_ms_ >= 10 * kSecondMs) {
-    last_pod_retry_ms_ = now;
-    RetryRefusedPods();  // a team under its limits again, a quota changed
+  if (!pod_jobs_.empty() || !refused_pods_.empty()) {
+    if (now - last_pod_retry_ms_ >= 10 * kSecondMs) {
+      last_pod_retry_ms_ = now;
+      RetryRefusedPods();             // a team under its limits again, a quota changed
+      EndPodRunsPastTheirDeletion();  // a pod kept by a finalizer past its grace
+    }
   }
   dirty_ = true;  // ages and fair share move with time
 }

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "core/time.h"
 #include "server/controller_state.h"
@@ -16,6 +15,8 @@ namespace {
 
 // How long a pod may wait before it is told why (its PodScheduled condition).
 constexpr DurationMs kWaitUntold = 2 * kSecondMs;
+// How long after a deleted pod's grace period its node's kubelet surely stopped it.
+constexpr DurationMs kKubeletSlack = 30 * kSecondMs;
 
 // Takes the pod `key` out of every waiting gang (a gang left empty goes).
 void LeaveGangs(std::map<std::string, std::map<std::string, KubePodJob>>& gangs, const std::string& key) {
@@ -25,45 +26,29 @@ void LeaveGangs(std::map<std::string, std::map<std::string, KubePodJob>>& gangs,
   }
 }
 
-// "namespace/name/uid" of a pod job's member.
-std::string PodRef(const KubePodJob& pod) { return pod.ns + "/" + pod.name + "/" + pod.uid; }
-
-struct PodRefParts {
-  std::string ns, name, uid;
-  std::string key() const { return ns + "/" + name; }
-};
-PodRefParts SplitPodRef(const std::string& ref) {
-  size_t a = ref.find('/'), b = ref.rfind('/');
-  if (a == std::string::npos || a == b) return {};
-  return {ref.substr(0, a), ref.substr(a + 1, b - a - 1), ref.substr(b + 1)};
-}
-
-// GPU Feature Discovery writes the product with dashes for spaces ("NVIDIA-A100-SXM4-80GB").
-std::string ProductKey(std::string s) {
-  for (char& c : s) c = c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-const GpuType* TypeOfProduct(const GpuCatalog& catalog, const std::string& product) {
-  if (product.empty()) return nullptr;
-  if (const GpuType* t = catalog.Find(product)) return t;
-  const std::string key = ProductKey(product);
-  for (const GpuType& t : catalog.types()) {
-    if (ProductKey(t.name) == key) return &t;
-    for (const std::string& alias : t.aliases) {
-      if (ProductKey(alias) == key) return &t;
-    }
-  }
-  return nullptr;
-}
-
-// Whether two gang members ask for the same (a gang is one job: each member is one node's part).
-bool SameAsk(const JobSpec& a, const JobSpec& b) {
-  const GpuRequest &x = a.request, &y = b.request;
-  return x.sharing == y.sharing && x.gpus == y.gpus && x.gpu_milli == y.gpu_milli && x.mig_profile == y.mig_profile &&
-         x.gpu_types == y.gpu_types && x.cpus == y.cpus && x.memory_mib == y.memory_mib &&
-         x.gpu_memory_mib == y.gpu_memory_mib && a.node_selector == b.node_selector && a.tolerations == b.tolerations &&
-         a.priority_class == b.priority_class;
+// The pod's own field for a job field Gantry's checks name, so that a refusal points at
+// what the pod's author wrote; a field the pod's reader names already (or none) as it is.
+std::string PodFieldOf(const std::string& job_field) {
+  static const std::map<std::string, std::string> fields = {
+      {"gpus", "spec.containers[].resources.limits[nvidia.com/gpu]"},
+      {"mig_profile", "spec.containers[].resources.limits[nvidia.com/mig-<profile>]"},
+      {"gpu_fraction", "metadata.annotations[gantry.io/gpu-fraction]"},
+      {"sharing", "metadata.annotations[gantry.io/gpu-sharing]"},
+      {"gpu_memory_gb", "metadata.annotations[gantry.io/gpu-memory]"},
+      {"gpu_types", "spec.nodeSelector[nvidia.com/gpu.product]"},
+      {"cpus", "spec.containers[].resources.requests[cpu]"},
+      {"memory_gb", "spec.containers[].resources.requests[memory]"},
+      {"memory_mib", "spec.containers[].resources.requests[memory]"},
+      {"time_limit", "spec.activeDeadlineSeconds"},
+      {"estimated_duration", "metadata.annotations[gantry.io/estimated-duration]"},
+      {"priority", "spec.priorityClassName"},
+      {"preemptible", "metadata.annotations[gantry.io/preemptible]"},
+      {"user", "metadata.annotations[gantry.io/user]"},
+      {"team", "metadata.namespace"},
+      {"name", "metadata.name"},
+      {"gang", "metadata.labels[gantry.io/gang]"}};
+  auto it = fields.find(job_field);
+  return it == fields.end() ? job_field : it->second;
 }
 
 }  // namespace
@@ -177,11 +162,24 @@ void ControllerState::PodChanged(PodTrack& track, const KubePodJob& pod, bool li
                  : fmt::format("the pod failed{}", pod.ended_reason.empty() ? "" : ": " + pod.ended_reason));
     return;
   }
+  // Being deleted, and the kubelet stopped every container: its GPUs are free, whatever the
+  // phase says (kubelets before 1.27 leave a deleted pod Running) or a finalizer keeps.
+  if (pod.deleting && pod.containers_ended) {
+    EndPodRun(track, *job, "its pod was deleted and its containers stopped");
+    return;
+  }
   // Placed and durable, yet not bound: the bind was lost (a restart between the commit and
   // the call). It goes to the same node again; the API server binds a pod once.
   if (listed && pod.node.empty() && !pod.deleting && job->state == JobState::kRunning) {
     Event(*job, "bind_again", {{"pod", pod.key()}, {"node", node_id}});
     SendStart(*job, node);
+  }
+  // Stopping and durable, yet the pod lives on and no deletion began: the stop was lost (a
+  // restart before its call, or while its eviction waited for a PodDisruptionBudget).
+  if (listed && !pod.deleting && job->state == JobState::kStopping) {
+    Event(*job, "stop_again", {{"pod", pod.key()}, {"node", node_id}});
+    const DurationMs grace_ms = std::max<DurationMs>(0, RunningOf(job->spec->id).stop_at_ms - now_);
+    SendAfterCommit(node, StopOrder{job->spec->id, job->runs, node_id, grace_ms, job->reason, ""});
   }
 }
 
@@ -213,11 +211,35 @@ void ControllerState::PodGone(const std::string& key, const std::string& why) {
     if (!gang.empty()) FormGang(gang);
     return;
   }
-  const Placement& placement = RunningOf(job->spec->id).placement;
-  if (track.member < static_cast<int>(placement.nodes.size())) {
-    const std::string node_id = snap_.nodes[placement.nodes[track.member].node].id;
-    const bool asked = job->state == JobState::kStopping;
-    DoExited(job->spec->id, job->runs, node_id, asked ? 0 : 137, asked ? "" : why);
+  EndPodRun(track, *job, why);
+}
+
+void ControllerState::EndPodRun(const PodTrack& track, JobRecord& job, const std::string& why) {
+  const Placement& placement = RunningOf(job.spec->id).placement;
+  if (track.member >= static_cast<int>(placement.nodes.size())) return;
+  const std::string node_id = snap_.nodes[placement.nodes[track.member].node].id;
+  const bool asked = job.state == JobState::kStopping;
+  DoExited(job.spec->id, job.runs, node_id, asked ? 0 : 137, asked ? "" : why);
+}
+
+void ControllerState::EndPodRunsPastTheirDeletion() {
+  std::vector<std::string> over;
+  for (const auto& [key, track] : pod_jobs_) {
+    const KubePodJob& pod = track.pod;
+    if (pod.deleting && pod.deletion_ms >= 0 && now_ > pod.deletion_ms + kKubeletSlack) over.push_back(key);
+  }
+  for (const std::string& key : over) {
+    auto tracked = pod_jobs_.find(key);
+    PodTrack& track = tracked->second;
+    const DurationMs late_ms = now_ - track.pod.deletion_ms;
+    track.pod.deletion_ms = -1;  // once
+    JobRecord* job = Find(track.job_id);
+    if (!job || (job->state != JobState::kRunning && job->state != JobState::kStopping)) continue;
+    Event(*job, "pod_kept", {{"pod", key}, {"past_grace_ms", late_ms}});
+    EndPodRun(track, *job,
+              fmt::format("its pod's grace period ended {}s ago and the pod is still there (a finalizer holds it?); "
+                          "its containers were stopped by then",
+                          late_ms / 1000));
   }
 }
 
@@ -238,32 +260,19 @@ void ControllerState::FormGang(const std::string& gang_key) {
 void ControllerState::RefusePods(const std::vector<KubePodJob>& members, const Status& why) {
   for (const KubePodJob& m : members) {
     refused_pods_[m.key()] = m;  // tried again when a node comes
-    pod_refusals_[m.key()] = {
-        m.ns, m.name, m.uid, "refused",
-        fmt::format("Gantry cannot run this pod: {}{}", why.field().empty() ? "" : why.field() + ": ", why.message())};
+    pod_refusals_[m.key()] = {m.ns, m.name, m.uid, "refused",
+                              fmt::format("Gantry cannot run this pod: {}{}",
+                                          why.field().empty() ? "" : PodFieldOf(why.field()) + ": ", why.message())};
   }
 }
 
 void ControllerState::CreatePodJob(const std::vector<KubePodJob>& members) {
-  JobSpec spec = members.front().spec;
-  for (const KubePodJob& m : members) {
-    if (!SameAsk(m.spec, spec)) {
-      RefusePods(members, Status::Invalid("gang", fmt::format("the members of gang {} ask for different resources; "
-                                                              "Gantry places a gang as one job of equal parts",
-                                                              members.front().gang)));
-      return;
-    }
-    spec.kube_pods.push_back(PodRef(m));
+  auto gang = JobOfGang(members);
+  if (!gang) {
+    RefusePods(members, gang.status());
+    return;
   }
-  if (members.size() > 1) {
-    if (!spec.request.whole_gpus()) {
-      RefusePods(members, Status::Invalid("gang", "a gang's members take whole GPUs, not shares or MIG slices"));
-      return;
-    }
-    spec.name = members.front().ns + "/" + members.front().gang;
-    spec.request.num_nodes = static_cast<int>(members.size());
-    spec.request.gpus *= static_cast<int>(members.size());
-  }
+  JobSpec spec = std::move(*gang);
   // A user named by gantry.io/user is a users.yaml member of the pod's team, or a name of the
   // pod's own namespace (NAME@NAMESPACE, as its service accounts are): never another team's
   // user, whose limits a pod would fill.

@@ -1,30 +1,14 @@
 // A Kubernetes pod that asks for Gantry (`schedulerName: gantry`) as the controller gets it:
-// the pod read as a job spec (kube/pod_job.h reads it), or why it cannot be one, with what
+// the pod read as a job spec (core/kube_pod.h reads it), or why it cannot be one, with what
 // the controller needs to keep the pod and its job in step (uid, node, phase, gang).
 #pragma once
 
 #include <string>
 
-#include "core/job.h"
+#include "core/kube_pod.h"
 #include "core/status.h"
 
 namespace gantry {
-
-struct KubePodJob {
-  std::string ns, name, uid;
-  std::string node;          // spec.nodeName: bound already (by Gantry, or before it ran)
-  std::string phase;         // status.phase
-  std::string ended_reason;  // why it ended (status.reason or the container's termination reason)
-  int exit_code = 0;         // the first non-zero exit code of its containers once it ended
-  bool deleting = false;
-  // Pods of one gang are placed together or not at all: its name ("" for none) and the
-  // members it needs (0: not said).
-  std::string gang;
-  int gang_min_members = 0;
-  JobSpec spec;
-  bool Ended() const { return phase == "Succeeded" || phase == "Failed"; }
-  std::string key() const { return ns + "/" + name; }
-};
 
 // One pod as the watch saw it: `job` read from it (or why not), and whether it is gone
 // (a pod still terminating is not: its job's `deleting` says so).

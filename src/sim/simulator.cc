@@ -63,7 +63,9 @@ void Simulation::Admit(size_t i) {
   if (!s.ok()) {
     js.rejected = true;
     ++rejected_;
-    if (rejected_samples_.size() < 10) rejected_samples_.push_back(spec.id + ": " + s.ToString());
+    if (rejected_samples_.size() < 10) {
+      rejected_samples_.push_back(spec.id + (spec.name.empty() ? "" : " (" + spec.name + ")") + ": " + s.ToString());
+    }
     return;
   }
   double slowest = 1.0;

@@ -1,19 +1,24 @@
 // libFuzzer: what the Kubernetes API server (or anyone who can write a Node object) hands
 // the controller: Node objects read into Gantry node facts, TokenReview answers and pods
 // read into an agent's identity, TokenReview answers made into a metrics reader's
-// SubjectAccessReview, and pods a tenant writes read as Gantry jobs. Any JSON, of any
-// shape, must read as facts or a refusal, never crash or throw.
+// SubjectAccessReview, pods a tenant writes read as Gantry jobs, and a cluster's pods as a
+// simulator trace (a List, or one Pod a line). Any JSON, of any shape, must read as facts or
+// a refusal, never crash or throw.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "core/kube_pod.h"
 #include "kube/agent_identity.h"
 #include "kube/metrics_reader.h"
 #include "kube/node_sync.h"
-#include "kube/pod_job.h"
+#include "sim/pod_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  nlohmann::json j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(data), size), nullptr, false);
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto trace = gantry::ParsePodTrace(text, gantry::GpuCatalog::Builtin(), false);
+  if (trace) (void)trace->jobs.size();
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) return 0;
   gantry::KubeNodeFacts facts = gantry::NodeFacts(j);
   for (const auto& [k, v] : facts.labels) (void)(k.size() + v.size());

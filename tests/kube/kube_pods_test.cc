@@ -2,7 +2,8 @@
 // of three models (no agent: nodes for pods), two namespaces as two teams, pods made as a
 // user makes them. A pod that fits is bound with the GPUs Gantry chose written on it; one
 // that cannot fit says Gantry's reason where `kubectl describe` shows it; a gang is bound
-// whole or not at all; a higher class's pod preempts (the victim is told, then deleted);
+// whole or not at all; a higher class's pod preempts (the victim is told, then evicted,
+// its PodDisruptionBudget honoured for a bounded wait);
 // two half-GPU pods share one GPU; a pod that ends frees its GPUs; a pending pod deleted
 // leaves the queue; bound pods are billed. No kubelet runs here: the test sets the phases
 // a kubelet would and ends pods being deleted as a kubelet would.
@@ -443,6 +444,59 @@ TEST_F(KubePods, OneGantryHoldsAnAgentsNodeAndNodesForPodsUnderOneQuota) {
       << WaitMessage("vision", "over");
   ASSERT_EQ(alice.Delete("/v1/jobs/" + bare.value("id", ""))->status, 200);
   ASSERT_TRUE(Soon([&] { return NodeOf("vision", "over") == "gpu-0"; })) << ServerLog();
+}
+
+TEST_F(KubePods, APreemptionHonoursADisruptionBudgetForAsLongAsItMayWaitThenDeletes) {
+  ASSERT_EQ(kube_.Api("POST", "/api/v1/nodes", GpuNode("gpu-0", "Tesla-T4", 4)).first, 201);
+  // Two of nlp's pods hold the node's 4 T4s; a budget lets none of the guarded one go (no
+  // disruption controller runs here: the budget allows no disruption at all).
+  for (const char* name : {"guarded", "free"}) {
+    nlohmann::json pod = GantryPod(name, Whole("2", "Tesla-T4"));
+    pod["metadata"]["labels"]["app"] = name;
+    ASSERT_EQ(kube_.Api("POST", "/api/v1/namespaces/nlp/pods", pod).first, 201);
+  }
+  nlohmann::json budget = {{"apiVersion", "policy/v1beta1"},
+                           {"kind", "PodDisruptionBudget"},
+                           {"metadata", {{"name", "keep-one"}}},
+                           {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "guarded"}}}}}}}};
+  auto [made, answer] = kube_.Api("POST", "/apis/policy/v1beta1/namespaces/nlp/poddisruptionbudgets", budget);
+  ASSERT_EQ(made, 201) << answer.dump();
+  ServerProcess server(dir_, "");
+  StartOnKube(server, kube_, dir_,
+              {"--kube-pods", "--kube-priority-class", "urgent=high", "--kube-eviction-wait", "6"});
+  ASSERT_TRUE(Soon([&] { return NodeOf("nlp", "guarded") == "gpu-0" && NodeOf("nlp", "free") == "gpu-0"; }))
+      << ServerLog();
+  // The kubelet runs them (a pod still Pending is evicted whatever its budget says).
+  SetPhase("nlp", "guarded", "Running");
+  SetPhase("nlp", "free", "Running");
+  auto deleting = [&](const std::string& name) {
+    nlohmann::json pod = Pod("nlp", name);
+    return pod.is_object() && pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp");
+  };
+  auto has_event = [&](const std::string& name, const std::string& reason) {
+    auto reasons = EventReasons("nlp", name);
+    return std::find(reasons.begin(), reasons.end(), reason) != reasons.end();
+  };
+  // vision's urgent pod needs the whole node: both are preempted. The free one is evicted at
+  // once; the guarded one's eviction is refused, and the pod is told so.
+  const auto asked = std::chrono::steady_clock::now();
+  Make("vision", "urgent", OfClass("4", "Tesla-T4", "urgent"));
+  ASSERT_TRUE(Soon([&] { return deleting("free"); })) << ServerLog();
+  ASSERT_TRUE(Soon([&] { return has_event("guarded", "EvictionRefused"); })) << ServerLog();
+  EXPECT_FALSE(deleting("guarded")) << "the budget is honoured while Gantry may wait";
+  EXPECT_EQ(NodeOf("vision", "urgent"), "");
+  // Past --kube-eviction-wait (6 s) it is deleted all the same, saying so, and the urgent
+  // pod gets the node once the kubelet has stopped both.
+  ASSERT_TRUE(Soon([&] { return deleting("guarded"); })) << ServerLog();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_GE(waited, 6.0) << "deleted before the wait was over";
+  EXPECT_TRUE(has_event("guarded", "EvictionOverridden"));
+  EXPECT_FALSE(has_event("free", "EvictionRefused"));
+  int finished = 0;
+  ASSERT_TRUE(Soon([&] {
+    finished += FinishDeletions("nlp");
+    return finished == 2 && NodeOf("vision", "urgent") == "gpu-0";
+  })) << ServerLog();
 }
 
 // kube-controller-manager's Job controller runs here too: a batch/v1 Job makes its pods.

@@ -2,9 +2,9 @@
 // container's when larger), MIG slices, shares from annotations, the node selector and
 // single-value affinity, tolerations, times, gangs and the team from the namespace; and
 // what Gantry cannot honour refused with the pod's field named.
-#include "kube/pod_job.h"
-
 #include <gtest/gtest.h>
+
+#include "core/kube_pod.h"
 
 namespace gantry::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "kube/pod_job.h"
+#include "core/kube_pod.h"
 #include "server/state_under_test.h"
 
 namespace gantry::testing {
@@ -118,6 +118,9 @@ TEST(KubePodSecurity, APodCannotNameAnotherTeamsUser) {
   t.state->ApplyKubePod(pod("as-other-ns", "x@vision"));  // another namespace's name
   t.state->ApplyKubePod(pod("as-bob", "bob"));            // nlp's own user
   t.state->ApplyKubePod(pod("as-own-ns", "trainer@nlp"));
+  WatchedPod unknown_class = pod("unknown-class", "bob");  // a PriorityClass mapped to no Gantry class
+  unknown_class.job->spec.priority_class = "bogus";
+  t.state->ApplyKubePod(unknown_class);
   std::map<std::string, KubePodWait> waits;
   for (const KubePodWait& w : t.state->KubePodWaits()) waits[w.name] = w;
   ASSERT_EQ(waits.count("as-alice"), 1u);
@@ -126,6 +129,10 @@ TEST(KubePodSecurity, APodCannotNameAnotherTeamsUser) {
   EXPECT_EQ(waits["as-other-ns"].code, "refused");
   EXPECT_EQ(waits.count("as-bob"), 0u);
   EXPECT_EQ(waits.count("as-own-ns"), 0u);
+  // A refusal names the pod's own field, not the Gantry job field behind it.
+  EXPECT_NE(waits["unknown-class"].message.find("spec.priorityClassName: unknown priority class 'bogus'"),
+            std::string::npos)
+      << waits["unknown-class"].message;
   t.state->Cycle();
   EXPECT_EQ(t.state->TakeOutput().effects.orders.size(), 2u) << "bob's and trainer@nlp's pods are placed";
 }

@@ -94,6 +94,48 @@ TEST(KubePodState, APodIsAJobPlacedOnANodeForPodsAndItsStartGoesToThePodLink) {
   EXPECT_TRUE(t.orders.empty()) << "an ended pod is not deleted";
 }
 
+// A deleted pod whose object stays (a finalizer, or a kubelet that leaves a deleted pod's
+// phase Running) still frees its GPUs: when its containers are all stopped, or at the
+// latest half a minute past its grace period.
+TEST(KubePodState, ADeletedPodsGpusAreFreeOnceItsContainersStopOrItsGraceIsLongOver) {
+  PodsState t;
+  t.state->ApplyKubePod(Pod("nlp", "held", 8));
+  t.state->ApplyKubePod(Pod("nlp", "kept", 8));
+  t.Cycle();
+  ASSERT_EQ(t.orders.size(), 2u);
+  std::map<std::string, StartOrder> started;
+  for (const auto& o : t.orders) {
+    const StartOrder& s = std::get<StartOrder>(o.order);
+    started[s.spec->name] = s;
+  }
+  auto deleting = [&](const std::string& name) {
+    WatchedPod pod = Pod("nlp", name, 8);
+    pod.job->node = started["nlp/" + name].node_id;
+    pod.job->phase = "Running";
+    pod.job->deleting = true;
+    pod.job->deletion_ms = t.now + 5000;  // a 5 s grace period
+    return pod;
+  };
+  auto state_of = [&](const std::string& name) {
+    return (*t.state->GetJob(kAdmin, started["nlp/" + name].job_id))["state"].get<std::string>();
+  };
+  // Its containers stopped, its phase still Running, a finalizer keeps the object: it ended.
+  WatchedPod stopped = deleting("held");
+  stopped.job->containers_ended = true;
+  t.state->ApplyKubePod(stopped);
+  EXPECT_EQ(state_of("held"), "failed");
+  // No word from the kubelet at all: the run ends 30 s past the grace period, not before.
+  t.state->ApplyKubePod(deleting("kept"));
+  t.At(t.now + 20'000);
+  t.state->Tick();
+  EXPECT_EQ(state_of("kept"), "running");
+  t.At(t.now + 40'000);
+  t.state->Tick();
+  EXPECT_EQ(state_of("kept"), "failed");
+  nlohmann::json job = *t.state->GetJob(kAdmin, started["nlp/kept"].job_id);
+  EXPECT_NE(job.dump().find("the pod is still there"), std::string::npos) << job.dump();
+}
+
 TEST(KubePodState, ABareJobNeverGoesToANodeForPods) {
   PodsState t;
   JobSpec spec;
