@@ -235,7 +235,9 @@ std::string PodBinder::UndoStolenBind(KubeClient& client, const PodRefParts& pod
   const nlohmann::json& meta = ObjectAt(now->body, "metadata");
   const std::string uid = StringAt(meta, "uid");
   if (uid.empty() || uid == pod.uid) return "";
-  if (StringAt(ObjectAt(meta, "annotations"), "gantry.io/job") != order.job_id) return "";
+  // Another pod of the name on the node Gantry bound to: the bind landed on it. (Not its
+  // annotations: the pod's owner may write those.)
+  if (StringAt(ObjectAt(now->body, "spec"), "nodeName") != order.node_id) return "";
   const nlohmann::json options = {
       {"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"gracePeriodSeconds", 0}, {"preconditions", {{"uid", uid}}}};
   client.Post(EventsPath(pod.ns),
@@ -268,7 +270,11 @@ void PodBinder::Bind(KubeClient& client, const StartOrder& order) {
     auto now = client.Get(PodPath(pod));
     std::string node = now.ok() && now->ok() ? StringAt(ObjectAt(now->body, "spec"), "nodeName") : "";
     std::string uid = now.ok() && now->ok() ? StringAt(ObjectAt(now->body, "metadata"), "uid") : "";
-    if (node != order.node_id || uid != pod.uid) refusal = r->Error();
+    if (node == order.node_id && uid != pod.uid) {
+      refusal = UndoStolenBind(client, pod, order);  // an earlier try bound a pod made again
+    } else if (node != order.node_id) {
+      refusal = r->Error();
+    }
   } else if (!r.ok()) {
     refusal = r.status().message();
   } else if (!r->ok()) {
@@ -320,15 +326,17 @@ bool PodBinder::Remove(KubeClient& client, PendingStop stop) {
     const bool waited_enough = stop.refused_since_ms >= 0 && now - stop.refused_since_ms >= budget_wait_ms_;
     const Eviction eviction = waited_enough ? Eviction::kImpossible : Evict(client, pod, options, &refusal);
     if (eviction == Eviction::kDone) return true;
-    if (eviction == Eviction::kRefusedForNow && !waited_enough) {
+    if (eviction == Eviction::kRefusedForNow && !waited_enough && budget_wait_ms_ > 0) {
       if (stop.refused_since_ms < 0) {
         stop.refused_since_ms = now;
         tell("EvictionRefused", fmt::format("{}; Gantry asks again every {}s and deletes the pod after {}s",
                                             refusal.substr(0, 512), kEvictionRetryMs / 1000, budget_wait_ms_ / 1000));
       }
+      // Again in 5 s, or when the wait is over if that comes first.
+      const TimeMs due = std::min(now + kEvictionRetryMs, stop.refused_since_ms + budget_wait_ms_);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        retries_.emplace(now + kEvictionRetryMs, std::move(stop));
+        retries_.emplace(due, std::move(stop));
       }
       wake_.notify_all();
       return false;
