@@ -19,8 +19,9 @@ class Agents : public ::testing::Test {
     // Jobs run as `nobody` on a root agent: they signal through files in this directory.
     std::filesystem::permissions(dir_, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
     // Long enough for a killed agent to start again and register on a loaded machine (a
-    // sanitized build beside others): the restart test is about adoption, not the timeout.
-    server_->AddArgs({"--node-timeout", "4"});
+    // sanitized build beside others; its start runs a probe container): the restart test is
+    // about adoption, not the timeout. Short enough for the lost-node test's 15 s wait.
+    server_->AddArgs({"--node-timeout", "8"});
     server_->Start();
     agent_ = std::make_unique<AgentProcess>(dir_, "node-a", "4xT4");
     agent_->Start(server_->address());
