@@ -1,5 +1,5 @@
 // Keeps up with the pods that ask for Gantry (spec.schedulerName, by a field selector, so
-// the API server sends no other pod): each read as a job (kube/pod_job.h), or with the
+// the API server sends no other pod): each read as a job (core/kube_pod.h), or with the
 // reason it cannot be one, for the controller to queue, bind, or tell the pod why not.
 // One watch of every namespace, from the controller that leads. A gang named by the
 // coscheduling label (scheduling.x-k8s.io/pod-group) without Gantry's member-count

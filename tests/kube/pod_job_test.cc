@@ -1,4 +1,4 @@
-// Pods read as Gantry jobs (kube/pod_job.h): GPUs from limits (containers summed, an init
+// Pods read as Gantry jobs (core/kube_pod.h): GPUs from limits (containers summed, an init
 // container's when larger), MIG slices, shares from annotations, the node selector and
 // single-value affinity, tolerations, times, gangs and the team from the namespace; and
 // what Gantry cannot honour refused with the pod's field named.
