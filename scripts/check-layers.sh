@@ -13,10 +13,11 @@ declare -A allowed=(
   [protocol]="core"
   [net]="core"
   [agent]="core protocol net"
-  [server]="core sched billing protocol"
+  [identity]="core"
+  [server]="core sched billing protocol identity"
   [client]="core protocol billing net"
   [kube]="core protocol server"
-  [cli]="core sched billing sim protocol net agent server client kube"
+  [cli]="core sched billing sim protocol net agent server client kube identity"
 )
 
 status=0

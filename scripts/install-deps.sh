@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev libboost1.74-dev
   libsqlite3-dev libpqxx-dev postgresql libcpp-httplib-dev libssl-dev libhowardhinnant-date-dev tzdata
+  libcjose-dev libjansson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl procps openssl clang libclang-rt-14-dev
   python3 python3-venv groff-base

@@ -1,6 +1,6 @@
-// The dashboard's shell: sign-in with a token (kept in session storage), the hash router,
-// and polling for live pages. Each page is a module under pages/ with render(main, params, ctx).
-import { api, h, session } from './lib.js';
+// The dashboard's shell: sign-in (single sign-on through the server's identity provider,
+// or a token kept in session storage), the hash router, and polling for live pages. Each page is a module under pages/ with render(main, params, ctx).
+import { api, h, refreshSession, session } from './lib.js';
 import * as overview from './pages/overview.js';
 import * as queue from './pages/queue.js';
 import * as jobs from './pages/jobs.js';
@@ -38,13 +38,20 @@ function every(gen, ms, fn) {
   }, ms));
 }
 
+let authConfig = { oidc: false };
+
 function signIn(message) {
   stopTimers();
   document.getElementById('nav').hidden = true;
   document.getElementById('who').hidden = true;
   const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', required: true });
+  const next = location.hash && location.hash !== '#/' ? `?next=${encodeURIComponent(location.hash)}` : '';
   const form = h('form', { class: 'signin card' },
     h('h1', {}, 'Sign in to Gantry'),
+    authConfig.oidc ? [
+      h('a', { id: 'sso', class: 'button', href: `/auth/login${next}` }, 'Sign in with single sign-on'),
+      h('p', { class: 'muted' }, `Your organisation's identity provider (${authConfig.issuer}).`),
+      h('p', { class: 'muted' }, 'Or, with a token:')] : [],
     h('label', { for: 'token' }, 'API token'), input,
     h('p', { class: 'muted' }, 'The token from `gantry server` (admin.token) or the one your admin gave you. It is kept in this tab only.'),
     h('button', { type: 'submit' }, 'Sign in'));
@@ -103,12 +110,24 @@ async function start() {
   await route();
 }
 
-document.getElementById('sign-out').addEventListener('click', () => {
+document.getElementById('sign-out').addEventListener('click', async () => {
+  // A provider sign-in ends at the server too (its session revoked, its cookie cleared).
+  if (session.sso) {
+    await fetch('/v1/auth/logout', { method: 'POST', headers: { Authorization: `Bearer ${session.token}` } }).catch(() => null);
+  }
   session.token = '';
+  session.sso = false;
   session.who = null;
-  signIn('');
+  signIn('Signed out.');
 });
-window.addEventListener('gantry:signed-out', () => signIn('Your token was refused: sign in again.'));
+window.addEventListener('gantry:signed-out', () => signIn(session.refusal || 'Your token was refused: sign in again.'));
 window.addEventListener('hashchange', () => { if (session.who) route(); });
 
-if (session.token) start().catch(() => signIn('')); else signIn('');
+async function boot() {
+  authConfig = await fetch('/v1/auth/config').then((r) => r.json()).catch(() => ({ oidc: false }));
+  // Back from the provider (or a new tab): the session's cookie gives an access token.
+  if (!session.token && authConfig.oidc && await refreshSession()) return start();
+  if (session.token) return start();
+  return signIn(session.refusal);
+}
+boot().catch(() => signIn(''));

@@ -1,5 +1,5 @@
 // Shared pieces of the dashboard's pages: the API client (bearer token from session
-// storage), DOM building without innerHTML (names come from users), formatting, tables,
+// storage, renewed for provider sign-ins), DOM building without innerHTML (names come from users), formatting, tables,
 // pagers and charts.
 
 export const session = {
@@ -7,7 +7,29 @@ export const session = {
   set token(t) { if (t) sessionStorage.setItem('gantry.token', t); else sessionStorage.removeItem('gantry.token'); },
   who: null, // {user, team, role} from /v1/whoami
   get admin() { return this.who && this.who.role === 'admin'; },
+  // Signed in through the identity provider: the session's refresh token is an HttpOnly
+  // cookie the page never sees; a new access token comes from /v1/auth/refresh.
+  get sso() { return sessionStorage.getItem('gantry.sso') === '1'; },
+  set sso(on) { if (on) sessionStorage.setItem('gantry.sso', '1'); else sessionStorage.removeItem('gantry.sso'); },
+  refusal: '', // why the last refresh was refused
 };
+
+// A new access token for the provider sign-in this browser holds (its cookie); false when
+// there is none any more (signed out, revoked, or no longer in a mapped group).
+export async function refreshSession() {
+  const res = await fetch('/v1/auth/refresh', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) {
+    const why = (data && data.error && data.error.message) || '';
+    session.refusal = why.startsWith('no refresh token') ? '' : why; // never signed in here: nothing to say
+    session.token = '';
+    session.sso = false;
+    return false;
+  }
+  session.token = data.access_token;
+  session.sso = true;
+  return true;
+}
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -19,10 +41,12 @@ export class ApiError extends Error {
 }
 
 // Calls the REST API with the signed-in token; JSON answers are parsed, text returned as is.
-export async function api(path, { method = 'GET', body, text = false } = {}) {
+export async function api(path, { method = 'GET', body, text = false } = {}, retried = false) {
   const headers = { Authorization: `Bearer ${session.token}` };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  // An expired access token of a provider sign-in: renewed once, then the call again.
+  if (res.status === 401 && session.sso && !retried && await refreshSession()) return api(path, { method, body, text }, true);
   if (res.status === 401) {
     session.token = '';
     window.dispatchEvent(new Event('gantry:signed-out'));

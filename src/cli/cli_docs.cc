@@ -48,6 +48,9 @@ const std::map<std::string, std::string>& Examples() {
       {"sim",
        "  gantry sim --cluster examples/clusters/mixed-64x8.yaml --trace trace.csv --trace-format csv --compare "
        "fifo,gantry"},
+      {"login", "  gantry login --server https://gantry.example.org   # single sign-on (the device flow)"},
+      {"tokens", "  gantry tokens list\n  gantry tokens revoke s-4f0c2a9e1b3d5c7f"},
+      {"login-node", "  gantry login-node --server https://gantry.example.org --token-file /etc/gantry/login1.token"},
       {"completion", "  source <(gantry completion bash)\n  gantry completion zsh > \"${fpath[1]}/_gantry\""},
       {"man", "  gantry man submit | man -l -\n  gantry man --dir /usr/local/share/man/man1"},
       {"help", "  gantry help submit"},

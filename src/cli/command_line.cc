@@ -5,6 +5,7 @@
 
 #include "cli/cli_docs.h"
 #include "client/http_client.h"
+#include "core/time.h"
 #include "sim/policy.h"
 
 namespace gantry {
@@ -46,6 +47,23 @@ bool IsDaemonCommand(const std::string& name) {
   return name == "server" || name == "agent" || name == "gpus" || name == "sim" || name == "demo" || name == "token" ||
          name == "job-shim";
 }
+
+namespace {
+
+void DefineLoginNodeCommand(CLI::App& app, DaemonCommands& c) {
+  LoginNodeOptions& o = c.login_node;
+  c.login_node_cmd = app.add_subcommand(
+      "login-node", "Serve a login node: its users' gantry gets them a session of their own Unix account, no token");
+  c.login_node_cmd->add_option("--server", o.server, "The Gantry server (or GANTRY_SERVER)");
+  c.login_node_cmd->add_option("--token-file", o.token_file, "This host's token (gantry token --role login-node)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  c.login_node_cmd->add_option("--ca-cert", o.ca_cert, "PEM CA certificate that signed the server's (https://)")
+      ->check(CLI::ExistingFile);
+  c.login_node_cmd->add_option("--socket", o.socket, "The local socket users' gantry asks")->default_str(o.socket);
+}
+
+}  // namespace
 
 void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
   DemoOptions& demo = c.demo;
@@ -239,12 +257,18 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
   c.token_cmd = app.add_subcommand("token", "Create a token for a user: prints it once, and the users.yaml entry");
   c.token_cmd->add_option("--user", token.user, "User name")->required();
   c.token_cmd->add_option("--team", token.team, "Team")->required();
-  c.token_cmd->add_option("--role", token.role, "user, team-admin, admin or agent (a node agent)")
-      ->check(CLI::IsMember({"user", "team-admin", "admin", "agent"}));
+  c.token_cmd->add_option("--role", token.role, "user, team-admin, admin, agent (a node agent) or login-node")
+      ->check(CLI::IsMember({"user", "team-admin", "admin", "agent", "login-node"}));
+  c.token_cmd->add_option("--expires", token.expires,
+                          "UTC time after which the token is refused (2027-06-30T00:00:00Z)");
   c.token_cmd->add_option("--node", token.node, "The one node an agent token speaks for (--role agent)");
   c.token_cmd->add_option("--pool", token.pool, "Or: the node pool whose autoscaled nodes it speaks for (--role agent)")
       ->excludes("--node");
   c.token_cmd->callback([&token] {
+    TimeMs expires = 0;
+    if (!token.expires.empty() && !ParseUtc(token.expires, &expires)) {
+      throw CLI::ValidationError("--expires", "a UTC time such as 2027-06-30T00:00:00Z, not '" + token.expires + "'");
+    }
     bool bound = !token.node.empty() || !token.pool.empty();
     if ((token.role == "agent") != bound) {
       throw CLI::ValidationError("--node",
@@ -252,6 +276,7 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
                                  "other roles have neither");
     }
   });
+  DefineLoginNodeCommand(app, c);
 }
 
 CommandLine::CommandLine(const std::string& only) {

@@ -14,6 +14,7 @@
 #include "cli/cli_docs.h"
 #include "cli/demo.h"
 #include "cli/gpus_command.h"
+#include "cli/login_node_command.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
 #include "cli/token_command.h"
@@ -34,16 +35,19 @@ struct DaemonCommands {
   AgentOptions agent;
   GpusCommandOptions gpus;
   TokenCommandOptions token;
+  LoginNodeOptions login_node;
   CLI::App* demo_cmd = nullptr;
   CLI::App* sim_cmd = nullptr;
   CLI::App* server_cmd = nullptr;
   CLI::App* agent_cmd = nullptr;
   CLI::App* gpus_cmd = nullptr;
   CLI::App* token_cmd = nullptr;
+  CLI::App* login_node_cmd = nullptr;
 
   // Whether the parsed command line chose one of these commands (none when not defined).
   bool chosen() const {
-    return demo_cmd && (*demo_cmd || *sim_cmd || *server_cmd || *agent_cmd || *gpus_cmd || *token_cmd);
+    return demo_cmd &&
+           (*demo_cmd || *sim_cmd || *server_cmd || *agent_cmd || *gpus_cmd || *token_cmd || *login_node_cmd);
   }
 };
 

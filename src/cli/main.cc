@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   if (*c.agent_cmd) return gantry::RunAgent(c.agent, std::cout, std::cerr);
   if (*c.gpus_cmd) return gantry::RunGpusCommand(c.gpus, std::cout, std::cerr);
   if (*c.token_cmd) return gantry::RunTokenCommand(c.token, std::cout);
+  if (*c.login_node_cmd) return gantry::RunLoginNode(c.login_node, std::cout, std::cerr);
   if (*c.server_cmd) {
     c.server.sync_full = !c.no_fsync;
     c.server.open_metrics = !c.metrics_auth;

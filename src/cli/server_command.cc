@@ -33,6 +33,7 @@
 #include "protocol/inventory.h"
 #include "server/agent_hub.h"
 #include "server/http_api.h"
+#include "server/identity_service.h"
 
 namespace gantry {
 
@@ -285,8 +286,10 @@ Expected<HttpOptions> HttpOptionsFrom(const ServerOptions& o, AgentHub& hub, Sta
     auto tls = TlsContext::Load(o.tls_cert, o.tls_key, o.tls_ciphers);
     if (!tls) return tls.status();
     hopts.tls = *tls;
+    hopts.tls_served = true;
   }
   hopts.open_metrics = o.open_metrics;
+  hopts.public_url = o.public_url;
   return hopts;
 }
 
@@ -359,6 +362,12 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     if (!loaded) return fail(loaded.status(), 2);
     users = std::move(*loaded);
   }
+  std::optional<IdentityConfig> identity_config;
+  if (!o.config_dir.empty() && fs::exists(o.config_dir + "/identity.yaml")) {
+    auto loaded = IdentityConfig::LoadFile(o.config_dir + "/identity.yaml");
+    if (!loaded) return fail(loaded.status(), 2);
+    identity_config = std::move(*loaded);
+  }
   Controller controller(std::move(*copts), std::move(*store));
   if (Status s = controller.Recover(); !s.ok()) {
     return fail(Status::Internal("recovery from " + RedactDbUrl(db) + " failed: " + s.ToString()), 1);
@@ -370,7 +379,7 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     if (Status s = StartStandalone(o, data_dir, controller, local, out); !s.ok()) return fail(s, 2);
     if (Status s = AddStandaloneAdmin(controller, data_dir, users, out); !s.ok()) return fail(s, 1);
   }
-  if (users.size() == 0) {
+  if (users.size() == 0 && !identity_config) {
     err << "gantry server: no users: write " << (o.config_dir.empty() ? "CONFIG" : o.config_dir)
         << "/users.yaml (see docs/USER_GUIDE.md) or use --standalone\n";
     return 2;
@@ -379,6 +388,13 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   AgentHub hub(controller, data_dir + "/logs", static_cast<int64_t>(o.runner.max_log_mb * 1024 * 1024));
   auto hopts = HttpOptionsFrom(o, hub, local);
   if (!hopts) return fail(hopts.status(), 2);
+  std::unique_ptr<IdentityService> identity;
+  if (identity_config) {
+    identity = std::make_unique<IdentityService>(std::move(*identity_config), controller);
+    hopts->identity = identity.get();
+    out << "sign-in: " << (identity->has_oidc() ? "OpenID Connect (" + identity->config().oidc->issuer + ")" : "")
+        << (identity->has_oidc() ? ", " : "") << "login nodes, static tokens" << std::endl;
+  }
   std::unique_ptr<KubeServerSide> kube;
   if (o.kube.enabled()) {
     auto started = KubeServerSide::Start(o.kube, controller, *hopts);

@@ -19,6 +19,7 @@ int RunTokenCommand(const TokenCommandOptions& o, std::ostream& out) {
   entry << YAML::Key << "role" << YAML::Value << o.role;
   if (!o.node.empty()) entry << YAML::Key << "node" << YAML::Value << o.node;
   if (!o.pool.empty()) entry << YAML::Key << "pool" << YAML::Value << o.pool;
+  if (!o.expires.empty()) entry << YAML::Key << "expires" << YAML::Value << o.expires;
   entry << YAML::Key << "token_sha256" << YAML::Value << Sha256Hex(token) << YAML::EndMap;
   out << "token (give it to " << o.user << "; it is not stored anywhere): " << token << "\n"
       << "users.yaml entry:\n  - " << entry.c_str() << "\n";

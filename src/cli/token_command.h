@@ -11,9 +11,10 @@ namespace gantry {
 struct TokenCommandOptions {
   std::string user;
   std::string team;
-  std::string role = "user";  // user, team-admin, admin or agent
+  std::string role = "user";  // user, team-admin, admin, agent or login-node
   std::string node;           // the one node an agent token speaks for
   std::string pool;           // or the pool whose autoscaled nodes it speaks for
+  std::string expires;        // UTC time from which the token is refused (empty: never)
 };
 
 int RunTokenCommand(const TokenCommandOptions& options, std::ostream& out);

@@ -15,6 +15,7 @@
 #include "client/http_client.h"
 #include "client/job_edit_commands.h"
 #include "client/jobs_file.h"
+#include "client/login_commands.h"
 #include "client/run_commands.h"
 #include "client/submit_command.h"
 #include "client/tables.h"
@@ -258,6 +259,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   AddJobEditCommands(app, out, plumbing);
   AddRunCommands(app, out, err, plumbing);
   AddSubmitCommand(app, out, err, plumbing);
+  AddLoginCommands(app, out, err, plumbing);
   return cmds;
 }
 

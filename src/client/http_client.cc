@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "client/local_listener.h"
+#include "client/session_file.h"
 #include "core/config_dir.h"
 #include "core/yaml_util.h"
 #include "net/leader_follower.h"
@@ -100,6 +101,7 @@ Status ResolveClientConfig(ClientConfig& c) {
       from_file.token_file = r.Optional<std::string>("token_file", "");
       from_file.profiles = r.Optional<std::string>("profiles", "");
       from_file.ca_cert = r.Optional<std::string>("ca_cert", "");
+      from_file.team = r.Optional<std::string>("team", "");
       server_wait = r.Optional<std::string>("server_wait", "");
       if (Status s = r.Finish(); !s.ok()) return s;
     } catch (const YAML::Exception& e) {
@@ -126,7 +128,6 @@ Status ResolveClientConfig(ClientConfig& c) {
   pick(c.token, {Env("GANTRY_TOKEN"), from_token_file, from_file.token});
   auto servers = ParseServerList(c.server, "server");
   if (!servers) return servers.status();
-  if (c.token.empty()) c.token = StandaloneAdminToken(*servers);
   pick(c.profiles, {Env("GANTRY_PROFILES"), from_file.profiles, config_home + "/gantry/profiles.yaml"});
   pick(c.ca_cert, {Env("GANTRY_CA_CERT"), from_file.ca_cert});
   c.profiles = ExpandHome(c.profiles);
@@ -139,6 +140,15 @@ Status ResolveClientConfig(ClientConfig& c) {
     if (!seconds) return seconds.status();
     c.server_wait_s = *seconds;
   }
+  pick(c.team, {Env("GANTRY_TEAM"), from_file.team});
+  // No token given: this server's session (gantry login), or the login node's service, or
+  // on this machine the standalone server's admin token.
+  if (c.token.empty() && !c.no_session) {
+    auto session = SessionToken(c);
+    if (!session) return session.status();
+    c.token = *session;
+  }
+  if (c.token.empty()) c.token = StandaloneAdminToken(*servers);
   return Status::Ok();
 }
 
@@ -153,6 +163,7 @@ void SetTlsConnector(TlsConnector connector) { Tls() = std::move(connector); }
 ApiClient::ApiClient(const ClientConfig& config)
     : server_(config.server),
       token_(config.token),
+      team_(config.team),
       wait_s_(config.server_wait_s < 0 ? kFailoverWaitS : config.server_wait_s),
       lone_waits_(config.server_wait_s > 0) {
   auto urls = ParseServerList(config.server, "server");
@@ -193,6 +204,7 @@ Expected<HttpAnswer> ToAnswer(HttpResponse r, const std::string& server) {
 Expected<HttpAnswer> ApiClient::Send(HttpRequest request, bool resend) {
   if (!bad_server_.empty()) return Status::Invalid("server", bad_server_);
   if (!token_.empty()) request.headers.emplace("Authorization", "Bearer " + token_);
+  if (!team_.empty()) request.headers.emplace("X-Gantry-Team", team_);
   return ToAnswer(servers_->Send(request, resend, std::chrono::seconds(wait_s_), lone_waits_), server_);
 }
 

@@ -1,6 +1,6 @@
 // The CLI's connection to a server: address and token from flags, the environment
-// (GANTRY_SERVER, GANTRY_TOKEN, GANTRY_TOKEN_FILE, GANTRY_CA_CERT, GANTRY_SERVER_WAIT) or
-// ~/.config/gantry/config.yaml, and
+// (GANTRY_SERVER, GANTRY_TOKEN, GANTRY_TOKEN_FILE, GANTRY_CA_CERT, GANTRY_SERVER_WAIT,
+// GANTRY_TEAM) or ~/.config/gantry/config.yaml, else a session (client/session_file.h), and
 // JSON requests that turn server errors into messages naming the field. With several
 // servers (a leader and standbys on one PostgreSQL store), requests follow the leader and
 // wait out a take-over.
@@ -28,6 +28,10 @@ struct ClientConfig {
   std::string token_file;
   std::string profiles;  // job profiles YAML
   std::string ca_cert;   // PEM CA for an https:// server (GANTRY_CA_CERT); else the system's CAs
+  // The team a signed-in member of several acts for (GANTRY_TEAM, config.yaml `team`): sent
+  // as X-Gantry-Team; empty: the session's default team.
+  std::string team;
+  bool no_session = false;  // resolve without the saved session (gantry login, logout)
   // GANTRY_SERVER_WAIT / server_wait: seconds a request waits for a leader, a lone address
   // included (one Kubernetes Service or virtual IP in front of a leader and its standby).
   // -1: ApiClient::kFailoverWaitS with several addresses, none for a lone one.
@@ -78,6 +82,7 @@ class ApiClient {
   std::unique_ptr<LeaderFollower> servers_;
   std::string server_;  // as the user gave it, for messages
   std::string token_;
+  std::string team_;
   int wait_s_ = kFailoverWaitS;
   bool lone_waits_ = false;  // a lone address is asked again until wait_s_ has passed
   std::string bad_server_;   // why --server could not be read, reported on the first request

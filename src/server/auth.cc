@@ -4,20 +4,22 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/clock.h"
 #include "core/notify.h"
+#include "core/time.h"
 #include "core/yaml_util.h"
 
 namespace gantry {
 
 namespace {
-constexpr const char* kRoleNames[] = {"user", "team-admin", "admin", "agent"};
+constexpr const char* kRoleNames[] = {"user", "team-admin", "admin", "agent", "login-node"};
 constexpr const char* kAccountChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
 }  // namespace
 
 const char* ToString(Role r) { return kRoleNames[static_cast<int>(r)]; }
 
 bool ParseRole(const std::string& text, Role* out) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     if (text == kRoleNames[i]) {
       *out = static_cast<Role>(i);
       return true;
@@ -89,9 +91,14 @@ Expected<UserDirectory> UserDirectory::FromYaml(const std::string& text) {
     e.token_sha256 = r.Required<std::string>("token_sha256");
     e.actor.node = r.Optional<std::string>("node", "");
     e.actor.pool = r.Optional<std::string>("pool", "");
+    std::string expires = r.Optional<std::string>("expires", "");
     if (Status s = r.Finish(); !s.ok()) return s;
+    if (!expires.empty() && !ParseUtc(expires, &e.expires_ms)) {
+      return Status::Invalid(where + ".expires", "must be a UTC time: 2027-06-30T00:00:00Z, not '" + expires + "'");
+    }
     if (!ParseRole(role, &e.actor.role)) {
-      return Status::Invalid(where + ".role", "must be user, team-admin, admin or agent, not '" + role + "'");
+      return Status::Invalid(where + ".role",
+                             "must be user, team-admin, admin, agent or login-node, not '" + role + "'");
     }
     const bool bound = !e.actor.node.empty() || !e.actor.pool.empty();
     if ((e.actor.role == Role::kAgent) != bound || (!e.actor.node.empty() && !e.actor.pool.empty())) {
@@ -118,7 +125,8 @@ Expected<UserDirectory> UserDirectory::LoadFile(const std::string& path) {
 
 void UserDirectory::Add(const UserEntry& e) {
   by_hash_.insert_or_assign(e.token_sha256, e);
-  if (e.actor.role != Role::kAgent) by_name_.insert_or_assign(e.actor.user, e.actor);
+  if (e.actor.role != Role::kAgent && e.actor.role != Role::kLoginNode)
+    by_name_.insert_or_assign(e.actor.user, e.actor);
 }
 
 const Actor* UserDirectory::FindUser(const std::string& name) const {
@@ -135,7 +143,9 @@ const TeamPolicy& UserDirectory::Team(const std::string& team) const {
 const Actor* UserDirectory::Authenticate(const std::string& token) const {
   if (token.empty()) return nullptr;
   auto it = by_hash_.find(Sha256Hex(token));
-  return it == by_hash_.end() ? nullptr : &it->second.actor;
+  if (it == by_hash_.end()) return nullptr;
+  if (it->second.expires_ms != INT64_MAX && WallClock().NowMs() >= it->second.expires_ms) return nullptr;
+  return &it->second.actor;
 }
 
 }  // namespace gantry

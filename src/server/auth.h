@@ -2,6 +2,8 @@
 // clear), each naming a user, a team and a role; and what each role may do.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,8 +13,9 @@
 
 namespace gantry {
 
-// kAgent is a node agent's token: it may use /v1/agent/* only.
-enum class Role : uint8_t { kUser, kTeamAdmin, kAdmin, kAgent };
+// kAgent is a node agent's token: it may use /v1/agent/* only. kLoginNode is a login node's
+// (a host where many Unix users run gantry): it may only ask for its users' sessions.
+enum class Role : uint8_t { kUser, kTeamAdmin, kAdmin, kAgent, kLoginNode };
 const char* ToString(Role r);
 bool ParseRole(const std::string& text, Role* out);
 
@@ -23,15 +26,22 @@ struct Actor {
   std::string node = "";  // agents: the one node this token speaks for
   // Agents of an autoscaled pool (instead of `node`): the nodes its scale-up hook started.
   std::string pool = "";
+  // A signed-in person's other teams (identity.yaml's groups), whose jobs they may submit
+  // (`--team`); they see a team's jobs by acting for it (X-Gantry-Team, GANTRY_TEAM).
+  std::vector<std::string> other_teams = {};
 
   bool admin() const { return role == Role::kAdmin; }
+  bool MemberOf(const std::string& t) const {
+    return t == team || std::find(other_teams.begin(), other_teams.end(), t) != other_teams.end();
+  }
   // Users and team admins see their own team's jobs; admins see every team's.
   bool SeesTeam(const std::string& t) const { return admin() || t == team; }
 };
 
 struct UserEntry {
   Actor actor;
-  std::string token_sha256;  // hex
+  std::string token_sha256;        // hex
+  int64_t expires_ms = INT64_MAX;  // users.yaml `expires` (UTC): refused from then on
 };
 
 // What a team's members may do, from users.yaml `teams:`. Teams not listed get the
@@ -54,6 +64,8 @@ struct TeamPolicy {
 // The token table and team policies. users.yaml:
 //   users:
 //     - {name: alice, team: vision, role: user, token_sha256: <64 hex digits>}
+//     - {name: ci-bot, team: vision, token_sha256: ..., expires: "2027-06-30T00:00:00Z"}
+//     - {name: login1, team: ops, role: login-node, token_sha256: ...}   # a login node's host token
 //     - {name: agent-n1, team: ops, role: agent, node: n1, token_sha256: ...}
 //     - {name: agent-spot, team: ops, role: agent, pool: spot-a100, token_sha256: ...}
 //   teams:
@@ -67,7 +79,7 @@ class UserDirectory {
   void Add(const UserEntry& e);
   void SetTeam(const std::string& team, TeamPolicy policy) { teams_[team] = std::move(policy); }
   bool HasTeamPolicy(const std::string& team) const { return teams_.count(team) > 0; }
-  // The actor a bearer token belongs to, or null.
+  // The actor a bearer token belongs to, or null (a token past its expiry included).
   const Actor* Authenticate(const std::string& token) const;
   // A person (not an agent) by user name, or null.
   const Actor* FindUser(const std::string& name) const;

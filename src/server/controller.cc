@@ -60,6 +60,7 @@ Status Controller::Recover() {
   auto open = store_->OpenAllocations();
   if (!open) return open.status();
   if (Status s = state_.Recover(*stored, std::move(*open)); !s.ok()) return s;
+  sessions_.Load(stored->sessions);
   auto month = store_->Allocations(state_.MonthStart(), state_.MonthEnd());
   state_.StartMonth(month ? *month : std::vector<Allocation>{});
   return Status::Ok();
@@ -239,6 +240,15 @@ void Controller::Tick() {
     state_.StartMonth(month ? *month : std::vector<Allocation>{});
   }
   state_.Tick();
+  if (Now() - sessions_saved_ms_ >= 30 * 1000) {  // sessions' last use, and ended ones to drop
+    sessions_saved_ms_ = Now();
+    state_.SaveSessions(sessions_.TakeChanged(Now()));
+  }
+}
+
+void Controller::SaveSessions(bool wait) {
+  std::future<void> saved = Enqueue([this] { state_.SaveSessions(sessions_.TakeChanged(Now())); });
+  if (wait) saved.get();
 }
 
 void Controller::RefreshQuotas() {

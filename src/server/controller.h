@@ -20,6 +20,7 @@
 #include "server/controller_state.h"
 #include "server/notifier.h"
 #include "server/pool_hooks.h"
+#include "server/sessions.h"
 
 namespace gantry {
 
@@ -122,6 +123,11 @@ class Controller : public NodeReports {
   // Waits until the queue is drained and committed (tests).
   void Sync();
 
+  // Sign-in sessions (read back by Recover). SaveSessions writes what changed in them to
+  // the store, and with `wait` returns once that is durable.
+  SessionTable& sessions() { return sessions_; }
+  void SaveSessions(bool wait);
+
  private:
   struct Post {
     std::function<void()> apply;
@@ -162,7 +168,9 @@ class Controller : public NodeReports {
   std::unique_ptr<Store> store_;
   std::unique_ptr<ReloadableFile<QuotaConfig>> quota_file_;
   std::shared_ptr<const QuotaConfig> quotas_;
-  ControllerState state_;  // owner thread only
+  ControllerState state_;         // owner thread only
+  SessionTable sessions_;         // thread-safe
+  TimeMs sessions_saved_ms_ = 0;  // owner thread
   Notifier notifier_;
   PoolHooks hooks_;  // node pools' hook commands, each on its own thread
 

@@ -218,6 +218,10 @@ class ControllerState {
   // A new quota file: the engine is rebuilt and the queue re-sorted at the next cycle.
   void SetQuotas(std::shared_ptr<const QuotaConfig> quotas);
   std::string MetaValue(const std::string& key) const;
+  // Sign-in sessions' documents to write with the next commit (server/sessions.h).
+  void SaveSessions(std::vector<std::pair<std::string, std::string>> docs) {
+    for (auto& d : docs) batch_.sessions.push_back(std::move(d));
+  }
   void SetMetaValue(const std::string& key, const std::string& value);
   // The periodic work: lost nodes, time limits, accounting (flush, budgets, cost, idle).
   void Tick();

@@ -103,7 +103,7 @@ Status ControllerState::CheckSubmitter(const Actor& who, JobSpec& spec) const {
     }
     if (!team_given) spec.team = target ? target->team : who.team;
   }
-  if (!who.admin() && spec.team != who.team) {
+  if (!who.admin() && !who.MemberOf(spec.team)) {
     return Status::Denied("team", fmt::format("you may submit only for team {}", who.team));
   }
   return Status::Ok();

@@ -20,33 +20,11 @@
 #include "core/spec_yaml.h"
 #include "core/yaml_util.h"
 #include "server/agent_hub.h"
+#include "server/http_reply.h"
+#include "server/identity_service.h"
 #include "server/web_assets.h"
 
 namespace gantry {
-
-int HttpStatus(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kTooLarge: return 413;
-    case StatusCode::kKeyReused: return 422;
-    case StatusCode::kOverLimit: return 429;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kInternal: return 500;
-  }
-  return 500;
-}
-
-nlohmann::json ErrorJson(const Status& refusal) {
-  nlohmann::json e = {{"code", CodeName(refusal.code())}, {"message", refusal.message()}};
-  if (!refusal.field().empty()) e["field"] = refusal.field();
-  return {{"error", e}};
-}
 
 namespace {
 
@@ -64,29 +42,6 @@ int HttpStatusOfOutcome(const std::string& outcome) {
     if (outcome == CodeName(code)) return HttpStatus(code);
   }
   return 500;
-}
-
-nlohmann::json ErrorBody(const std::string& code, const std::string& message, const std::string& field) {
-  nlohmann::json e = {{"code", code}, {"message", message}};
-  if (!field.empty()) e["field"] = field;
-  return {{"error", e}};
-}
-
-void Send(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, kReplaceBadUtf8), "application/json");
-}
-
-void Reply(httplib::Response& res, const Status& refusal) { Send(res, HttpStatus(refusal.code()), ErrorJson(refusal)); }
-
-void Reply(httplib::Response& res, const Answer& answer) {
-  if (!answer) return Reply(res, answer.status());
-  Send(res, 200, *answer);
-}
-
-void ReplyError(httplib::Response& res, int status, const std::string& code, const std::string& message,
-                const std::string& field = "") {
-  Send(res, status, ErrorBody(code, message, field));
 }
 
 // Whether the request asks for a dry run (?dry_run=true or 1).
@@ -190,9 +145,14 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   // The event loop waits for a body only where a handler reads one: an API call with a valid
   // token (Gate refuses the others at once; no page or probe outside /v1/ takes a body).
   server_->SetBodyGate([this](std::string_view path, std::string_view authorization) {
+    if (options_.identity && IsOpenAuthPath(path)) return true;  // small bodies: Gate
     if (path.rfind("/v1/", 0) != 0 || authorization.rfind("Bearer ", 0) != 0) return false;
     std::string_view token = authorization.substr(7);
     if (users_.Authenticate(std::string(token))) return true;
+    if (options_.identity && (IdentityService::IsSessionToken(std::string(token)) ||
+                              options_.identity->MayBeProviderToken(std::string(token)))) {
+      return true;  // checked by Gate
+    }
     return path.rfind("/v1/agent/", 0) == 0 && options_.agent_token_plausible && options_.agent_token_plausible(token);
   });
   server_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -229,6 +189,7 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
     ReplyError(res, 500, "internal", what);
   });
   Routes();
+  AuthRoutes();
 }
 
 namespace {
@@ -243,6 +204,12 @@ std::optional<Actor> HttpApi::Caller(const httplib::Request& req, bool may_ask) 
   if (header.rfind("Bearer ", 0) != 0) return std::nullopt;
   std::string token = header.substr(7);
   if (const Actor* known = users_.Authenticate(token)) return *known;
+  if (options_.identity && (IdentityService::IsSessionToken(token) || options_.identity->MayBeProviderToken(token))) {
+    std::string why;
+    auto person = options_.identity->Authenticate(token, req.get_header_value("X-Gantry-Team"), req.remote_addr, &why);
+    if (!person) t_token_refusal = why;
+    return person;
+  }
   // Another kind of agent token, for the agents' endpoints only.
   if (!may_ask || req.path.rfind("/v1/agent/", 0) != 0 || !options_.verify_agent_token ||
       !options_.agent_token_plausible || !options_.agent_token_plausible(token)) {
@@ -286,8 +253,15 @@ bool HttpApi::Gate(const httplib::Request& req, httplib::Response& res) {
                "body");
     return true;
   }
-  // A body is read only for a caller with a valid token.
+  // A body is read only for a caller with a valid token, or a small one for sign-in.
   bool body = n > 0 || req.has_header("Transfer-Encoding");
+  if (options_.identity && IsOpenAuthPath(req.path)) {
+    if (!body || (n > 0 && n <= kOpenAuthBodyBytes)) return false;
+    ReplyError(res, 413, "payload_too_large",
+               fmt::format("a sign-in request's body is at most {} bytes, with Content-Length", kOpenAuthBodyBytes),
+               "body");
+    return true;
+  }
   if (body && req.path.rfind("/v1/", 0) == 0 && !Caller(req)) {
     Unauthenticated(req, res);
     return true;
@@ -356,29 +330,36 @@ void HttpApi::ServeJobLog(const nlohmann::json& job, const httplib::Request& req
   res.set_content(chunk, "text/plain");
 }
 
+std::function<void(const httplib::Request&, httplib::Response&)> HttpApi::Authed(Handler fn) {
+  return [this, fn](const httplib::Request& req, httplib::Response& res) {
+    std::optional<Actor> who = Caller(req);
+    if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0)) {
+      std::string why =
+          who->role == Role::kAgent ? "an agent token may use /v1/agent/* only" : "only node agents use /v1/agent/*";
+      controller_.RecordAudit(*who, req.method + " " + req.path, "", "forbidden", why);
+      ReplyError(res, 403, "forbidden", why, "Authorization");
+      return;
+    }
+    if (who && (who->role == Role::kLoginNode) != (req.path == "/v1/auth/login-node")) {
+      std::string why = who->role == Role::kLoginNode ? "a login node's token may use /v1/auth/login-node only"
+                                                      : "only login nodes use /v1/auth/login-node";
+      controller_.RecordAudit(*who, req.method + " " + req.path, "", "forbidden", why);
+      ReplyError(res, 403, "forbidden", why, "Authorization");
+      return;
+    }
+    if (!who) return Unauthenticated(req, res);
+    if (req.body.size() > options_.limits.max_body_bytes) {  // a chunked body: its size is known now
+      controller_.RecordAudit(*who, req.method + " " + req.path, "", "payload_too_large",
+                              fmt::format("body of {} bytes", req.body.size()));
+      return ReplyError(res, 413, "payload_too_large", "the request body is larger than the server accepts", "body");
+    }
+    fn(*who, req, res);
+  };
+}
+
 void HttpApi::Routes() {
   httplib::Server& s = *server_;
-  // Authenticates (401 without a valid bearer token) and runs `fn` with the caller.
-  using Handler = std::function<void(const Actor&, const httplib::Request&, httplib::Response&)>;
-  auto authed = [this](Handler fn) {
-    return [this, fn](const httplib::Request& req, httplib::Response& res) {
-      std::optional<Actor> who = Caller(req);
-      if (who && (who->role == Role::kAgent) != (req.path.rfind("/v1/agent/", 0) == 0)) {
-        std::string why =
-            who->role == Role::kAgent ? "an agent token may use /v1/agent/* only" : "only node agents use /v1/agent/*";
-        controller_.RecordAudit(*who, req.method + " " + req.path, "", "forbidden", why);
-        ReplyError(res, 403, "forbidden", why, "Authorization");
-        return;
-      }
-      if (!who) return Unauthenticated(req, res);
-      if (req.body.size() > options_.limits.max_body_bytes) {  // a chunked body: its size is known now
-        controller_.RecordAudit(*who, req.method + " " + req.path, "", "payload_too_large",
-                                fmt::format("body of {} bytes", req.body.size()));
-        return ReplyError(res, 413, "payload_too_large", "the request body is larger than the server accepts", "body");
-      }
-      fn(*who, req, res);
-    };
-  };
+  auto authed = [this](Handler fn) { return Authed(std::move(fn)); };
 
   // The dashboard: its page at /, its files under /ui/, compiled in. Loading them needs no
   // token; every number the page shows comes from the API with the signed-in user's token.

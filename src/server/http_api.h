@@ -11,16 +11,12 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/http_front.h"
+#include "server/http_reply.h"
 
 namespace gantry {
 
 class AgentHub;
-
-// The HTTP status an answer of this code is sent with: the one place Status codes become
-// HTTP (401, 403, 404, 409, 413, 422, 500; 200 for kOk).
-int HttpStatus(StatusCode code);
-// The JSON body of a refusal: {"error": {"code", "message", "field"}} (field when known).
-nlohmann::json ErrorJson(const Status& refusal);
+class IdentityService;
 
 struct HttpOptions {
   FrontLimits limits;               // connections, timeouts, body size, workers
@@ -46,7 +42,17 @@ struct HttpOptions {
   std::function<Expected<std::string>(const std::string& token, const std::string& client_address)>
       verify_metrics_reader;
   int max_poll_s = 25;  // longest long poll an agent may ask for
+  // People's sign-in (identity.yaml): session tokens, /auth/* and /v1/auth/*; null: static
+  // tokens only.
+  IdentityService* identity = nullptr;
+  std::string public_url;   // where browsers reach this server (the sign-in's redirect URI)
+  bool tls_served = false;  // served over HTTPS: cookies are Secure
 };
+
+// The sign-in endpoints that take a body from a caller without a token yet (a device code,
+// a refresh token), kept to kOpenAuthBodyBytes.
+bool IsOpenAuthPath(std::string_view path);
+constexpr size_t kOpenAuthBodyBytes = 4096;
 
 class HttpApi {
  public:
@@ -62,6 +68,13 @@ class HttpApi {
 
  private:
   void Routes();
+  // Sign-in (http_auth.cc): /v1/auth/*, the dashboard's /auth/login and /auth/callback, and
+  // /v1/tokens.
+  void AuthRoutes();
+  // A handler that authenticates (401 without a valid bearer token), keeps each kind of
+  // token to its endpoints, and runs `fn` with the caller.
+  using Handler = std::function<void(const Actor&, const httplib::Request&, httplib::Response&)>;
+  std::function<void(const httplib::Request&, httplib::Response&)> Authed(Handler fn);
   // GET /v1/jobs/ID/logs for a job the caller may see: one run's (default: the latest) rank's
   // (default: 0) stream from an offset, with X-Log-Offset, X-Log-Run, X-Log-Ranks,
   // X-Job-State and, where the cap cut what was asked for, X-Log-Cut.

@@ -66,6 +66,10 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE leader ADD COLUMN takeovers BIGINT NOT NULL DEFAULT 0;
     )sql",
+    // Sign-in sessions (server/sessions.h): one JSON document each.
+    R"sql(
+    CREATE TABLE sessions(id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+    )sql",
 };
 
 // Any number that fits: the advisory lock that serialises migrations across servers.
@@ -93,6 +97,9 @@ const char* const kInsertAudit =
     "INSERT INTO audit(ts_ms, \"user\", role, action, target, outcome, detail) VALUES($1, $2, $3, $4, $5, $6, $7)";
 const char* const kUpsertMeta =
     "INSERT INTO meta(key, value) VALUES($1, $2) ON CONFLICT(key) DO UPDATE SET value = excluded.value";
+const char* const kUpsertSession =
+    "INSERT INTO sessions(id, doc) VALUES($1, $2) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc";
+const char* const kDeleteSession = "DELETE FROM sessions WHERE id = $1";
 const char* const kUpsertHistory =
     "INSERT INTO history(ts_ms, doc) VALUES($1, $2) ON CONFLICT(ts_ms) DO UPDATE SET doc = excluded.doc";
 const char* const kDropHistory = "DELETE FROM history WHERE ts_ms < $1";
@@ -227,6 +234,13 @@ class PostgresStore : public Store {
                    a.idle);
       }
       for (const HistoryRow& h : b.history) script.Add(kUpsertHistory, h.ts_ms, h.doc);
+      for (const auto& [id, doc] : b.sessions) {
+        if (doc.empty()) {
+          script.Add(kDeleteSession, id);
+        } else {
+          script.Add(kUpsertSession, id, doc);
+        }
+      }
       if (b.history_drop_before_ms >= 0) script.Add(kDropHistory, b.history_drop_before_ms);
       tx.exec(script.sql());
       tx.commit();
@@ -254,6 +268,7 @@ class PostgresStore : public Store {
       for (const pqxx::row& r : tx.exec("SELECT key, value FROM meta")) {
         st.meta[r[0].as<std::string>()] = r[1].as<std::string>();
       }
+      for (const pqxx::row& r : tx.exec("SELECT doc FROM sessions")) st.sessions.push_back(r[0].as<std::string>());
       return st;
     } catch (const std::exception& e) {
       return Status::Internal(fmt::format("store read failed: {}", FirstLine(e.what())));

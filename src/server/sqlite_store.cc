@@ -61,6 +61,10 @@ const char* const kMigrations[] = {
     R"sql(
     CREATE TABLE IF NOT EXISTS history(ts_ms INTEGER PRIMARY KEY, doc TEXT NOT NULL);
     )sql",
+    // Sign-in sessions (server/sessions.h): one JSON document each.
+    R"sql(
+    CREATE TABLE sessions(id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+    )sql",
 };
 
 constexpr const char* kAllocationColumns =
@@ -155,6 +159,8 @@ class SqliteStore : public Store {
     upsert_history_ = Prepare("INSERT OR REPLACE INTO history(ts_ms, doc) VALUES(?1, ?2)");
     drop_history_ = Prepare("DELETE FROM history WHERE ts_ms < ?1");
     upsert_meta_ = Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
+    upsert_session_ = Prepare("INSERT OR REPLACE INTO sessions(id, doc) VALUES(?1, ?2)");
+    delete_session_ = Prepare("DELETE FROM sessions WHERE id = ?1");
     upsert_allocation_ = Prepare(
         "INSERT OR REPLACE INTO allocations VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
         "?16, ?17, ?18, ?19, ?20)");
@@ -206,6 +212,10 @@ class SqliteStore : public Store {
     }
     for (const auto& [k, v] : b.meta) ok = ok && upsert_meta_->Bind(1, k).Bind(2, v).Run() == SQLITE_DONE;
     for (const Allocation& a : b.allocations) ok = ok && WriteAllocation(a);
+    for (const auto& [id, doc] : b.sessions) {
+      ok = ok && (doc.empty() ? delete_session_->Bind(1, id).Run() : upsert_session_->Bind(1, id).Bind(2, doc).Run()) ==
+                     SQLITE_DONE;
+    }
     for (const HistoryRow& h : b.history)
       ok = ok && upsert_history_->Bind(1, h.ts_ms).Bind(2, h.doc).Run() == SQLITE_DONE;
     if (b.history_drop_before_ms >= 0) ok = ok && drop_history_->Bind(1, b.history_drop_before_ms).Run() == SQLITE_DONE;
@@ -230,6 +240,8 @@ class SqliteStore : public Store {
     while (idem.Step()) st.idempotency.push_back({idem.Text(0), idem.Text(1), idem.Text(2), idem.Text(3), idem.Int(4)});
     Statement meta(db_, "SELECT key, value FROM meta");
     while (meta.Step()) st.meta[meta.Text(0)] = meta.Text(1);
+    Statement sessions(db_, "SELECT doc FROM sessions");
+    while (sessions.Step()) st.sessions.push_back(sessions.Text(0));
     return st;
   }
 
@@ -398,6 +410,8 @@ class SqliteStore : public Store {
   Statement* insert_idem_ = nullptr;
   Statement* insert_audit_ = nullptr;
   Statement* upsert_meta_ = nullptr;
+  Statement* upsert_session_ = nullptr;
+  Statement* delete_session_ = nullptr;
   Statement* upsert_allocation_ = nullptr;
   Statement* upsert_history_ = nullptr;
   Statement* drop_history_ = nullptr;

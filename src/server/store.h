@@ -76,6 +76,8 @@ struct StoreBatch {
   std::vector<Allocation> allocations;  // upserted by (job_id, run, slot)
   std::vector<HistoryRow> history;      // cluster samples for the dashboard's charts
   TimeMs history_drop_before_ms = -1;   // samples older than this are deleted (-1: none)
+  // Sign-in sessions (server/sessions.h), upserted by id; an empty document deletes one.
+  std::vector<std::pair<std::string, std::string>> sessions;
 
   // Adds `later`'s writes after this batch's (the committer merges queued batches).
   void Append(StoreBatch&& later) {
@@ -90,13 +92,15 @@ struct StoreBatch {
     append(audit, later.audit);
     append(allocations, later.allocations);
     append(history, later.history);
+    append(sessions, later.sessions);
     history_drop_before_ms = std::max(history_drop_before_ms, later.history_drop_before_ms);
     for (auto& [k, v] : later.meta) meta[k] = std::move(v);
   }
 
   bool empty() const {
     return jobs.empty() && events.empty() && node_events.empty() && nodes.empty() && idempotency.empty() &&
-           audit.empty() && meta.empty() && allocations.empty() && history.empty() && history_drop_before_ms < 0;
+           audit.empty() && meta.empty() && allocations.empty() && history.empty() && history_drop_before_ms < 0 &&
+           sessions.empty();
   }
 };
 
@@ -106,6 +110,7 @@ struct StoredState {
   std::vector<std::pair<std::string, std::string>> nodes;
   std::vector<IdempotencyRecord> idempotency;
   std::map<std::string, std::string> meta;
+  std::vector<std::string> sessions;  // session documents
 };
 
 class Store {

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -12,21 +13,24 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export function token() { return randomBytes(24).toString('hex'); }
 const sha256 = (t) => createHash('sha256').update(t).digest('hex');
 
-// `users`: [{name, team, role, token, node?}]; `quotas`: team_quotas.yaml text.
-export async function startServer({ users, quotas = '', fakeGpus = '2x4xA100-80GB', extraArgs = [] }) {
+// `users`: [{name, team, role, token, node?}]; `quotas`: team_quotas.yaml text; `files`:
+// more config files by name (identity.yaml...); `listen`: HOST:PORT (default: any port).
+export async function startServer({ users, quotas = '', fakeGpus = '2x4xA100-80GB', extraArgs = [], files = {},
+  listen = '127.0.0.1:0' }) {
   const binary = process.env.GANTRY_BINARY;
   if (!binary) throw new Error('GANTRY_BINARY is not set');
   const dir = mkdtempSync(join(tmpdir(), 'gantry-browser-'));
   const config = join(dir, 'config');
   mkdirSync(config);
-  const teams = [...new Set(users.filter((u) => u.role !== 'agent').map((u) => u.team))];
+  const teams = [...new Set(users.filter((u) => u.role !== 'agent' && u.role !== 'login-node').map((u) => u.team))];
   writeFileSync(join(config, 'users.yaml'), ['teams:',
     ...teams.map((t) => `  ${t}: {priorities: [high, medium, low], unix_account: nobody}`), 'users:',
     ...users.map((u) => `  - {name: ${u.name}, team: ${u.team}, role: ${u.role}${u.node ? `, node: ${u.node}` : ''}, token_sha256: ${sha256(u.token)}}`)].join('\n') + '\n');
   if (quotas) writeFileSync(join(config, 'team_quotas.yaml'), quotas);
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(config, name), text, { mode: 0o600 });
   const ready = join(dir, 'ready');
   const log = join(dir, 'server.log');
-  const args = ['server', '--standalone', '--fake-gpus', fakeGpus, '--listen', '127.0.0.1:0', '--config', config,
+  const args = ['server', '--standalone', '--fake-gpus', fakeGpus, '--listen', listen, '--config', config,
     '--data-dir', join(dir, 'data'), '--ready-file', ready, '--no-fsync', '--history-interval', '1', ...extraArgs];
   const proc = spawn(binary, args, { stdio: ['ignore', openSync(log, 'w'), openSync(log, 'a')] });
   for (let i = 0; i < 600 && !existsSync(ready); i++) await sleep(50);
@@ -41,6 +45,15 @@ export async function startServer({ users, quotas = '', fakeGpus = '2x4xA100-80G
       if (!process.env.GANTRY_KEEP) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+// A TCP port free on 127.0.0.1 now (for a server whose address must be known before it starts).
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
 }
 
 // The REST API with a token: {status, body}.

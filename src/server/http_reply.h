@@ -1,0 +1,29 @@
+// The REST API's answers: JSON bodies, and errors as {"error": {code, message, field}} with
+// the HTTP status their code maps to. Shared by the route files.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/status.h"
+
+namespace httplib {
+struct Response;
+}
+
+namespace gantry {
+
+// The HTTP status an answer of this code is sent with: the one place Status codes become
+// HTTP (401, 403, 404, 409, 413, 422, 500; 200 for kOk).
+int HttpStatus(StatusCode code);
+// The JSON body of a refusal: {"error": {"code", "message", "field"}} (field when known).
+nlohmann::json ErrorJson(const Status& refusal);
+nlohmann::json ErrorBody(const std::string& code, const std::string& message, const std::string& field);
+
+void Send(httplib::Response& res, int status, const nlohmann::json& body);
+void Reply(httplib::Response& res, const Status& refusal);
+void Reply(httplib::Response& res, const Expected<nlohmann::json>& answer);
+void ReplyError(httplib::Response& res, int status, const std::string& code, const std::string& message,
+                const std::string& field = "");
+
+}  // namespace gantry
