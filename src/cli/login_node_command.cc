@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "client/http_client.h"
+#include "core/json_fields.h"
 
 namespace gantry {
 
@@ -99,8 +101,8 @@ class LoginNodeService {
     session["server"] = config_.server;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      cache_[cred.uid] = {
-          session, std::chrono::steady_clock::now() + std::chrono::seconds(session.value("expires_in", int64_t{0}))};
+      cache_[cred.uid] = {session, std::chrono::steady_clock::now() + std::chrono::seconds(std::clamp<int64_t>(
+                                                                          IntAt(session, "expires_in"), 0, 86400))};
     }
     Answer(fd, session);
   }

@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ostream>
 #include <thread>
 
 #include "client/session_file.h"
 #include "client/tables.h"
+#include "core/json_fields.h"
 
 namespace gantry {
 
@@ -38,7 +40,7 @@ int Login(ClientConfig cfg, std::ostream& out, std::ostream& err) {
     err << "gantry: " << (config ? DescribeError(*config) : config.status().message()) << "\n";
     return 1;
   }
-  if (!config->body.value("oidc", false)) {
+  if (!BoolAt(config->body, "oidc")) {
     err << "gantry: " << cfg.server
         << " has no single sign-on (identity.yaml oidc:): use the token your admin gave you (--token-file, "
            "GANTRY_TOKEN)\n";
@@ -50,14 +52,15 @@ int Login(ClientConfig cfg, std::ostream& out, std::ostream& err) {
     return 1;
   }
   const nlohmann::json& d = started->body;
-  const std::string complete = d.value("verification_uri_complete", "");
-  out << "To sign in to " << cfg.server << " (" << config->body.value("issuer", "") << "), open\n  "
-      << d.value("verification_uri", "") << "\nand enter the code\n  " << d.value("user_code", "") << "\n";
+  const std::string complete = StringAt(d, "verification_uri_complete");
+  out << "To sign in to " << cfg.server << " (" << StringAt(config->body, "issuer") << "), open\n  "
+      << StringAt(d, "verification_uri") << "\nand enter the code\n  " << StringAt(d, "user_code") << "\n";
   if (!complete.empty()) out << "(or open " << complete << ")\n";
   out << "Waiting for you to finish there (Ctrl-C gives up)..." << std::endl;
-  int interval_s = std::max(1, d.value("interval", 5));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(d.value("expires_in", 600));
-  const std::string poll = nlohmann::json{{"device_code", d.value("device_code", "")}}.dump();
+  int interval_s = static_cast<int>(std::clamp<int64_t>(IntAt(d, "interval"), 1, 60));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(std::clamp<int64_t>(IntAt(d, "expires_in"), 1, 3600));
+  const std::string poll = nlohmann::json{{"device_code", StringAt(d, "device_code")}}.dump();
   while (std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::seconds(interval_s));
     auto a = api.Post("/v1/auth/device/token", poll, "application/json");
@@ -65,7 +68,7 @@ int Login(ClientConfig cfg, std::ostream& out, std::ostream& err) {
       err << "gantry: " << a.status().message() << "\n";
       return 1;
     }
-    std::string code = a->body.is_object() && a->body.contains("error") ? a->body["error"].value("code", "") : "";
+    std::string code = StringAt(ObjectAt(a->body, "error"), "code");
     if (a->status == 400 && code == "authorization_pending") continue;
     if (a->status == 400 && code == "slow_down") {
       interval_s += 5;
@@ -80,8 +83,8 @@ int Login(ClientConfig cfg, std::ostream& out, std::ostream& err) {
       err << "gantry: " << saved.ToString() << "\n";
       return 1;
     }
-    out << "Signed in to " << cfg.server << " as " << s.user << " (teams: " << TeamsOf(a->body["teams"])
-        << (a->body.value("admin", false) ? "; admin" : "") << "), acting for " << s.team << ". Session kept in "
+    out << "Signed in to " << cfg.server << " as " << s.user << " (teams: " << TeamsOf(ObjectAt(a->body, "teams"))
+        << (BoolAt(a->body, "admin") ? "; admin" : "") << "), acting for " << s.team << ". Session kept in "
         << SessionFilePath() << "\n";
     return 0;
   }
@@ -117,14 +120,14 @@ int Logout(ClientConfig cfg, std::ostream& out, std::ostream& err) {
 void PrintSessions(std::ostream& out, const nlohmann::json& body) {
   out << fmt::format("{:<19} {:<12} {:<22} {:<20} {:<8} {:<21} {:<16} {}\n", "ID", "USER", "SOURCE", "TEAMS", "STATE",
                      "LAST USED", "FROM", "EXPIRES");
-  for (const auto& s : body.value("sessions", nlohmann::json::array())) {
+  for (const auto& s : ArrayAt(body, "sessions")) {
     std::string teams;
-    const nlohmann::json members = s.value("teams", nlohmann::json::object());
+    const nlohmann::json& members = ObjectAt(s, "teams");
     for (const auto& [team, role] : members.items()) teams += (teams.empty() ? "" : ",") + team;
-    out << fmt::format("{:<19} {:<12} {:<22} {:<20} {:<8} {:<21} {:<16} {}\n", s.value("id", ""), s.value("user", ""),
-                       s.value("source", ""), teams + (s.value("admin", false) ? " (admin)" : ""), s.value("state", ""),
-                       s.value("last_used", "").empty() ? "-" : s.value("last_used", ""),
-                       s.value("last_address", "").empty() ? "-" : s.value("last_address", ""), s.value("expires", ""));
+    out << fmt::format("{:<19} {:<12} {:<22} {:<20} {:<8} {:<21} {:<16} {}\n", StringAt(s, "id"), StringAt(s, "user"),
+                       StringAt(s, "source"), teams + (BoolAt(s, "admin") ? " (admin)" : ""), StringAt(s, "state"),
+                       StringAt(s, "last_used").empty() ? "-" : StringAt(s, "last_used"),
+                       StringAt(s, "last_address").empty() ? "-" : StringAt(s, "last_address"), StringAt(s, "expires"));
   }
 }
 
@@ -151,8 +154,8 @@ void AddLoginCommands(CLI::App& app, std::ostream& out, std::ostream& err, const
       *chosen = [=, &out] {
         return request([](ApiClient& a) { return a.Get("/v1/whoami"); },
                        [&out](const nlohmann::json& b) {
-                         out << b.value("user", "") << " (team " << b.value("team", "") << ", role "
-                             << b.value("role", "") << ")\n";
+                         out << StringAt(b, "user") << " (team " << StringAt(b, "team") << ", role "
+                             << StringAt(b, "role") << ")\n";
                        });
       };
     });
@@ -178,7 +181,7 @@ void AddLoginCommands(CLI::App& app, std::ostream& out, std::ostream& err, const
         for (const std::string& id : *ids) {
           int one = request([id](ApiClient& a) { return a.Delete("/v1/tokens/" + id); },
                             [&out](const nlohmann::json& b) {
-                              out << "session " << b.value("revoked", "") << " of " << b.value("user", "")
+                              out << "session " << StringAt(b, "revoked") << " of " << StringAt(b, "user")
                                   << ": revoked\n";
                             });
           rc = std::max(rc, one);

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <fstream>
 
 #include "client/http_client.h"
+#include "core/json_fields.h"
 #include "core/yaml_util.h"
 
 namespace gantry {
@@ -70,12 +72,12 @@ std::optional<SavedSession> LoadSession(const std::string& server) {
   if (it == all.end() || !it->is_object()) return std::nullopt;
   SavedSession s;
   s.server = server;
-  s.access_token = it->value("access_token", "");
-  s.refresh_token = it->value("refresh_token", "");
-  s.access_expires_s = it->value("access_expires_s", int64_t{0});
-  s.user = it->value("user", "");
-  s.team = it->value("team", "");
-  s.source = it->value("source", "");
+  s.access_token = StringAt(*it, "access_token");
+  s.refresh_token = StringAt(*it, "refresh_token");
+  s.access_expires_s = IntAt(*it, "access_expires_s");
+  s.user = StringAt(*it, "user");
+  s.team = StringAt(*it, "team");
+  s.source = StringAt(*it, "source");
   if (s.access_token.empty()) return std::nullopt;
   return s;
 }
@@ -99,11 +101,11 @@ void ForgetSession(const std::string& server) {
 SavedSession SessionOfAnswer(const std::string& server, const nlohmann::json& answer, const std::string& source) {
   SavedSession s;
   s.server = server;
-  s.access_token = answer.value("access_token", "");
-  s.refresh_token = answer.value("refresh_token", "");
-  s.access_expires_s = NowS() + answer.value("expires_in", int64_t{0});
-  s.user = answer.value("user", "");
-  s.team = answer.value("team", "");
+  s.access_token = StringAt(answer, "access_token");
+  s.refresh_token = StringAt(answer, "refresh_token");
+  s.access_expires_s = NowS() + std::clamp<int64_t>(IntAt(answer, "expires_in"), 0, 7 * 86400);
+  s.user = StringAt(answer, "user");
+  s.team = StringAt(answer, "team");
   s.source = source;
   return s;
 }
@@ -140,7 +142,7 @@ Expected<nlohmann::json> AskLoginNode(const std::string& socket_path) {
     return Status{StatusCode::kUnavailable, "the login node's service (" + socket_path + ") gave no session"};
   }
   if (doc.contains("error")) {
-    return Status{StatusCode::kUnauthenticated, "the login node's service: " + doc.value("error", std::string())};
+    return Status{StatusCode::kUnauthenticated, "the login node's service: " + StringAt(doc, "error")};
   }
   return doc;
 }
@@ -177,7 +179,7 @@ Expected<std::string> SessionToken(const ClientConfig& c) {
       while (!u.empty() && u.back() == '/') u.pop_back();
       return u;
     };
-    if (!answer->value("server", std::string()).empty() && trimmed(answer->value("server", "")) != trimmed(c.server)) {
+    if (!StringAt(*answer, "server").empty() && trimmed(StringAt(*answer, "server")) != trimmed(c.server)) {
       return std::string();
     }
     SavedSession s = SessionOfAnswer(c.server, *answer, "login-node");

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <string_view>
+
+#include "core/json_fields.h"
 
 namespace gantry {
 
@@ -32,9 +36,46 @@ struct JwsDeleter {
 };
 using JwsPtr = std::unique_ptr<cjose_jws_t, JwsDeleter>;
 
+// Whether `part` is base64url without padding, of a length base64 can have. cjose's decoder
+// aborts the process (an assert) on some malformed input, so nothing else reaches it.
+bool Base64UrlShaped(std::string_view part) {
+  if (part.size() % 4 == 1) return false;
+  return std::all_of(part.begin(), part.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+}
+
+// Three base64url parts, the first two not empty: what a compact JWS is.
+bool CompactJwsShape(const std::string& token) {
+  if (token.empty() || token.size() > kMaxTokenBytes) return false;
+  size_t header_end = token.find('.');
+  size_t claims_end = header_end == std::string::npos ? header_end : token.find('.', header_end + 1);
+  if (claims_end == std::string::npos || header_end == 0 || claims_end == header_end + 1) return false;
+  std::string_view t(token);
+  return Base64UrlShaped(t.substr(0, header_end)) &&
+         Base64UrlShaped(t.substr(header_end + 1, claims_end - header_end - 1)) &&
+         Base64UrlShaped(t.substr(claims_end + 1));
+}
+
+// The members of a public JWK that cjose decodes are well-formed base64url (see above).
+bool JwkShaped(const nlohmann::json& key, const std::string& kty) {
+  static constexpr std::array<const char*, 2> kRsa = {"n", "e"};
+  static constexpr std::array<const char*, 2> kEc = {"x", "y"};
+  for (const char* m : kty == "RSA" ? kRsa : kEc) {
+    auto it = key.find(m);
+    if (it == key.end() || !it->is_string() || it->get<std::string>().empty() ||
+        !Base64UrlShaped(it->get<std::string>())) {
+      return false;
+    }
+  }
+  if (kty == "EC") {
+    std::string crv = StringAt(key, "crv");
+    if (crv != "P-256" && crv != "P-384" && crv != "P-521") return false;
+  }
+  return true;
+}
+
 JwsPtr ImportJws(const std::string& token) {
-  if (token.empty() || token.size() > kMaxTokenBytes || std::count(token.begin(), token.end(), '.') != 2)
-    return nullptr;
+  if (!CompactJwsShape(token)) return nullptr;
   cjose_err err;
   return JwsPtr(cjose_jws_import(token.data(), token.size(), &err));
 }
@@ -51,7 +92,15 @@ std::string HeaderField(cjose_jws_t* jws, const char* name) {
 bool SecondsClaim(const nlohmann::json& claims, const char* name, int64_t* out) {
   auto it = claims.find(name);
   if (it == claims.end() || !it->is_number()) return false;
-  *out = it->is_number_float() ? static_cast<int64_t>(it->get<double>()) : it->get<int64_t>();
+  if (it->is_number_float()) {
+    double v = it->get<double>();
+    if (!(v > -9e15 && v < 9e15)) return false;  // NaN or past any time: no time at all
+    *out = static_cast<int64_t>(v);
+  } else if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return false;
+  } else {
+    *out = it->get<int64_t>();
+  }
   return true;
 }
 
@@ -81,7 +130,7 @@ Status CheckAudience(const nlohmann::json& claims, const std::string& audience) 
 Status CheckTimes(const nlohmann::json& claims, const JwtExpectations& want) {
   int64_t exp = 0, iat = 0, nbf = 0;
   if (!SecondsClaim(claims, "exp", &exp)) return Refused("the token has no expiry (exp)");
-  if (exp + want.skew_s <= want.now_s) return Refused("the token has expired (exp)");
+  if (exp <= want.now_s - want.skew_s) return Refused("the token has expired (exp)");
   if (!SecondsClaim(claims, "iat", &iat)) return Refused("the token has no issue time (iat)");
   if (iat > want.now_s + want.skew_s) return Refused("the token is issued in the future (iat)");
   if (SecondsClaim(claims, "nbf", &nbf) && nbf > want.now_s + want.skew_s) {
@@ -124,12 +173,13 @@ Expected<JwksKeys> JwksKeys::FromJson(const std::string& text) {
   for (const auto& key : doc["keys"]) {
     if (out.keys_.size() >= kMaxJwksKeys) break;
     if (!key.is_object()) continue;
-    std::string kty = key.value("kty", "");
+    std::string kty = StringAt(key, "kty");
     if (kty != "RSA" && kty != "EC") continue;                                  // oct and others: no
     if (key.contains("use") && key["use"] != "sig") continue;                   // encryption keys
     if (key.contains("d") || key.contains("p") || key.contains("k")) continue;  // private parts
     std::string alg = key.contains("alg") && key["alg"].is_string() ? key["alg"].get<std::string>() : "";
     if (!alg.empty() && (!KeyTypeOfAlg(alg) || KeyTypeOfAlg(alg) != kty)) continue;
+    if (!JwkShaped(key, kty)) continue;
     std::string json = key.dump();
     cjose_err err;
     cjose_jwk_t* jwk = cjose_jwk_import(json.data(), json.size(), &err);

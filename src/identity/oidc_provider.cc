@@ -247,8 +247,9 @@ Expected<ProviderTokens> OidcProvider::TokensOf(const nlohmann::json& answer, co
   t.id_token = StringField(answer, "id_token");
   t.access_token = StringField(answer, "access_token");
   t.refresh_token = StringField(answer, "refresh_token");
-  if (answer.contains("expires_in") && answer["expires_in"].is_number())
+  if (answer.contains("expires_in") && answer["expires_in"].is_number_integer()) {
     t.expires_in_s = answer["expires_in"].get<int64_t>();
+  }
   if (t.id_token.empty()) {
     if (id_token_required)
       return Refused("id_token", "the provider answered without an ID token (is `openid` a scope?)");

@@ -63,7 +63,7 @@ const char* const kMigrations[] = {
     )sql",
     // Sign-in sessions (server/sessions.h): one JSON document each.
     R"sql(
-    CREATE TABLE sessions(id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS sessions(id TEXT PRIMARY KEY, doc TEXT NOT NULL);
     )sql",
 };
 

@@ -62,6 +62,15 @@ TEST_F(OidcBearerTest, AProviderTokenForTheApiActsAsItsPersonInTheirTeams) {
   EXPECT_EQ(who["user"], "carla");
   EXPECT_EQ(who["team"], "nlp");  // the first of her teams
   EXPECT_EQ(WhoAmI(token, "vision").second["team"], "vision");
+  // She submits for either of her teams (--team), and for no other.
+  httplib::Client c(server_->address());
+  httplib::Headers h = {{"Authorization", "Bearer " + token}};
+  auto vision = c.Post("/v1/jobs", h, R"({"gpus": 1, "team": "vision", "command": "sleep 30"})", "application/json");
+  ASSERT_EQ(vision->status, 201) << vision->body;
+  EXPECT_EQ(nlohmann::json::parse(vision->body)["team"], "vision");
+  EXPECT_EQ(nlohmann::json::parse(vision->body)["user"], "carla");
+  auto ops = c.Post("/v1/jobs", h, R"({"gpus": 1, "team": "ops", "command": "sleep 30"})", "application/json");
+  EXPECT_EQ(ops->status, 403) << ops->body;
   auto [other, body] = WhoAmI(token, "ops");
   EXPECT_EQ(other, 401);
   EXPECT_NE(body.dump().find("carla is not a member of team ops (member of: nlp,vision)"), std::string::npos)
