@@ -131,7 +131,7 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
       ->default_str(DefaultDataDir());
   server_cmd->add_option("--listen", server.listen, "HOST:PORT (port 0: any free port)")->default_str(server.listen);
   server_cmd->add_option("--config", server.config_dir,
-                         "Config directory: gpu_types, scheduler_config, team_quotas, users (.yaml)");
+                         "Config directory: gpu_types, scheduler_config, team_quotas, users, identity (.yaml)");
   server_cmd->add_flag("--standalone", server.standalone, "Run jobs on this machine with an in-process agent");
   server_cmd->add_option("--fake-gpus", server.fake_gpus, "Standalone without GPUs: e.g. 2x8xA100-80GB,1x4xT4");
   server_cmd->add_option("--ready-file", server.ready_file,
@@ -168,7 +168,8 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
   server_cmd->add_option("--idle-timeout", server.idle_timeout_s, "Seconds an idle keep-alive connection is kept")
       ->check(CLI::Range(1, 86400));
   server_cmd->add_option("--public-url", server.public_url,
-                         "The server's address as users reach it, for links in job notifications (default: --listen)");
+                         "The server's address as users reach it: links in notifications, the sign-in's redirect URI "
+                         "(default: --listen; for sign-in, the request's Host)");
   server_cmd->add_option("--sendmail", server.sendmail, "Program job notification mail goes through")
       ->default_str(server.sendmail);
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");

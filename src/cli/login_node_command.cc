@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -30,6 +31,8 @@
 namespace gantry {
 
 namespace {
+
+constexpr int kMaxCallers = 64;  // connections served at once
 
 // The name and Unix groups of `uid`, from the system's account database.
 bool AccountOf(uid_t uid, std::string* name, std::vector<std::string>* groups) {
@@ -81,12 +84,12 @@ class LoginNodeService {
       return Answer(fd, {{"error", fmt::format("uid {} has no account on this host", cred.uid)}});
     }
     {
+      // A refused account asks again no sooner than a minute later: its refusals cannot
+      // flood the server (or its audit log).
       std::lock_guard<std::mutex> lock(mu_);
-      auto cached = cache_.find(cred.uid);
-      // A session with 5 minutes left is handed out again, to its own account only.
-      if (cached != cache_.end() &&
-          cached->second.second - std::chrono::minutes(5) > std::chrono::steady_clock::now()) {
-        return Answer(fd, cached->second.first);
+      auto refused = refused_.find(cred.uid);
+      if (refused != refused_.end() && refused->second.second > std::chrono::steady_clock::now()) {
+        return Answer(fd, {{"error", refused->second.first}});
       }
     }
     ApiClient api(config_);
@@ -95,15 +98,17 @@ class LoginNodeService {
     if (!a) return Answer(fd, {{"error", a.status().message()}});
     if (a->status != 200) {
       err_ << fmt::format("gantry login-node: no session for {} (uid {}): {}\n", user, cred.uid, DescribeError(*a));
+      if (a->status == 400 || a->status == 403) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (refused_.size() > 10000) refused_.clear();
+        refused_[cred.uid] = {DescribeError(*a), std::chrono::steady_clock::now() + std::chrono::minutes(1)};
+      }
       return Answer(fd, {{"error", DescribeError(*a)}});
     }
+    // Not kept here: a session is the account's as the kernel names it now (a uid given to
+    // another account, a revoked session, changed groups: each asks the server afresh).
     nlohmann::json session = a->body;
     session["server"] = config_.server;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cache_[cred.uid] = {session, std::chrono::steady_clock::now() + std::chrono::seconds(std::clamp<int64_t>(
-                                                                          IntAt(session, "expires_in"), 0, 86400))};
-    }
     Answer(fd, session);
   }
 
@@ -111,7 +116,7 @@ class LoginNodeService {
   ClientConfig config_;
   std::ostream& err_;
   std::mutex mu_;
-  std::map<uid_t, std::pair<nlohmann::json, std::chrono::steady_clock::time_point>> cache_;
+  std::map<uid_t, std::pair<std::string, std::chrono::steady_clock::time_point>> refused_;
 };
 
 int Listen(const std::string& path, std::ostream& err) {
@@ -122,6 +127,15 @@ int Listen(const std::string& path, std::ostream& err) {
     fs::create_directories(dir, ec);
     ::chmod(dir.c_str(), 0755);
   }
+  // Whoever may write the socket's directory may put another socket in its place, posing as
+  // this service: it must be this account's (or root's), writable by nobody else.
+  struct stat d;
+  if (::lstat(dir.empty() ? "." : dir.c_str(), &d) != 0 || !S_ISDIR(d.st_mode) ||
+      (d.st_uid != 0 && d.st_uid != ::geteuid()) || (d.st_mode & (S_IWGRP | S_IWOTH))) {
+    err << "gantry login-node: " << dir.string()
+        << " must be a directory of root or of this account that nobody else may write (it holds the socket)\n";
+    return -1;
+  }
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path)) {
     err << "gantry login-node: --socket path too long\n";
@@ -131,8 +145,10 @@ int Listen(const std::string& path, std::ostream& err) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   ::unlink(path.c_str());
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0 ||
-      ::chmod(path.c_str(), 0666) != 0) {
+  const mode_t previous = ::umask(0111);  // the socket is made 0666: every user may connect
+  const bool bound = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::umask(previous);
+  if (!bound || ::listen(fd, 64) != 0) {
     err << "gantry login-node: cannot listen on " << path << ": " << std::strerror(errno) << "\n";
     if (fd >= 0) ::close(fd);
     return -1;
@@ -165,25 +181,38 @@ int RunLoginNode(const LoginNodeOptions& o, std::ostream& out, std::ostream& err
   if (listener < 0) return 2;
   auto service = std::make_shared<LoginNodeService>(config, err);
   std::atomic<bool> stopping{false};
+  auto busy = std::make_shared<std::atomic<int>>(0);
   std::thread acceptor([&] {
     while (!stopping) {
       pollfd p{listener, POLLIN, 0};
       if (::poll(&p, 1, 200) != 1) continue;
       int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      std::thread([service, fd] {
-        timeval tv{20, 0};
-        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        service->Serve(fd);
-        // What a client wrote is never read (nothing it says counts); drained before the
-        // close, so the answer is not cut by a reset.
-        ::shutdown(fd, SHUT_WR);
-        char sink[4096];
-        pollfd p{fd, POLLIN, 0};
-        for (int i = 0; i < 16 && ::poll(&p, 1, 200) == 1 && ::read(fd, sink, sizeof sink) > 0; ++i) {
-        }
+      // A bounded number of callers at once: past it, a connection is closed, not served.
+      if (busy->load() >= kMaxCallers) {
         ::close(fd);
-      }).detach();
+        continue;
+      }
+      ++*busy;
+      try {
+        std::thread([service, fd, busy] {
+          timeval tv{20, 0};
+          ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+          service->Serve(fd);
+          // What a client wrote is never read (nothing it says counts); drained before the
+          // close, so the answer is not cut by a reset.
+          ::shutdown(fd, SHUT_WR);
+          char sink[4096];
+          pollfd p{fd, POLLIN, 0};
+          for (int i = 0; i < 16 && ::poll(&p, 1, 200) == 1 && ::read(fd, sink, sizeof sink) > 0; ++i) {
+          }
+          ::close(fd);
+          --*busy;
+        }).detach();
+      } catch (const std::system_error&) {  // no thread to be had now: this caller is not served
+        ::close(fd);
+        --*busy;
+      }
     }
   });
   out << "gantry login-node: serving " << o.socket << " for " << config.server << std::endl;

@@ -27,6 +27,7 @@ class StandbyResponder {
     } else {
       server_ = std::make_unique<httplib::Server>();
     }
+    server_->set_socket_options(ListenSocketOptions);  // a port in use is refused
     auto answer = [this](const httplib::Request&, httplib::Response& res) {
       std::string leader;
       {

@@ -17,6 +17,7 @@
 #include "client/jobs_file.h"
 #include "client/login_commands.h"
 #include "client/run_commands.h"
+#include "client/session_file.h"
 #include "client/submit_command.h"
 #include "client/tables.h"
 #include "client/terminal_safe.h"
@@ -65,6 +66,12 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     auto a = send(api);
     if (!a) {
       err << "gantry: " << a.status().message() << "\n";
+      return 1;
+    }
+    if (a->status == 401 && cfg->token_from_session) {  // ended at the server: asked afresh next time
+      ForgetSession(cfg->server);
+      err << "gantry: " << DescribeError(*a)
+          << "\n(the session is forgotten here: run the command again, or gantry login)\n";
       return 1;
     }
     if (a->status >= 300) {

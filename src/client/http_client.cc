@@ -113,7 +113,9 @@ Status ResolveClientConfig(ClientConfig& c) {
       if (v.empty()) v = o;
     }
   };
-  pick(c.server, {Env("GANTRY_SERVER"), from_file.server, "http://127.0.0.1:8080"});
+  pick(c.server, {Env("GANTRY_SERVER"), from_file.server});
+  if (c.server.empty() && !c.no_session) c.server = ImpliedServer();  // gantry login's, or the login node's
+  pick(c.server, {"http://127.0.0.1:8080"});
   std::string token_file_source = !c.token_file.empty()               ? "--token-file"
                                   : !Env("GANTRY_TOKEN_FILE").empty() ? "GANTRY_TOKEN_FILE"
                                                                       : file + ": token_file";
@@ -147,6 +149,7 @@ Status ResolveClientConfig(ClientConfig& c) {
     auto session = SessionToken(c);
     if (!session) return session.status();
     c.token = *session;
+    c.token_from_session = !c.token.empty();
   }
   if (c.token.empty()) c.token = StandaloneAdminToken(*servers);
   return Status::Ok();

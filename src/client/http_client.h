@@ -31,7 +31,8 @@ struct ClientConfig {
   // The team a signed-in member of several acts for (GANTRY_TEAM, config.yaml `team`): sent
   // as X-Gantry-Team; empty: the session's default team.
   std::string team;
-  bool no_session = false;  // resolve without the saved session (gantry login, logout)
+  bool no_session = false;          // resolve without the saved session (gantry login, logout)
+  bool token_from_session = false;  // the token is the saved session's (forgotten on a 401)
   // GANTRY_SERVER_WAIT / server_wait: seconds a request waits for a leader, a lone address
   // included (one Kubernetes Service or virtual IP in front of a leader and its standby).
   // -1: ApiClient::kFailoverWaitS with several addresses, none for a lone one.

@@ -78,6 +78,14 @@ int Login(ClientConfig cfg, std::ostream& out, std::ostream& err) {
       err << "gantry: sign-in refused: " << DescribeError(*a) << "\n";
       return 1;
     }
+    // A session signed in before from here ends: one session per server and home.
+    if (std::optional<SavedSession> old = LoadSession(cfg.server); old && !old->refresh_token.empty()) {
+      ClientConfig previous = cfg;
+      previous.token = old->access_token;
+      ApiClient(previous)
+          .Post("/v1/auth/logout", nlohmann::json{{"refresh_token", old->refresh_token}}.dump(), "application/json")
+          .ok();
+    }
     SavedSession s = SessionOfAnswer(cfg.server, a->body, "oidc");
     if (Status saved = SaveSession(s); !saved.ok()) {
       err << "gantry: " << saved.ToString() << "\n";

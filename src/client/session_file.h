@@ -37,6 +37,10 @@ SavedSession SessionOfAnswer(const std::string& server, const nlohmann::json& an
 // node's service; "" when there is neither. `c.server` and `c.ca_cert` are resolved.
 Expected<std::string> SessionToken(const ClientConfig& c);
 
+// The server to use when none is configured: the one this user is signed in to when there
+// is exactly one, else the login node's (its service is asked, and its session kept), else "".
+std::string ImpliedServer();
+
 // The login node's socket ($GANTRY_LOGIN_SOCKET, else /run/gantry/login.sock).
 std::string LoginSocketPath();
 // Asks the login node's service for a session (its JSON answer), or why not.

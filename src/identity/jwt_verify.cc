@@ -212,7 +212,16 @@ Expected<nlohmann::json> VerifyJwt(const std::string& token, const JwksKeys& key
   if (!kty) return Refused("the token's algorithm '" + alg.substr(0, 16) + "' is not one a provider signs with");
   cjose_header_t* header = cjose_jws_get_protected(jws.get());
   cjose_err err;
-  if (header && cjose_header_get(header, "crit", &err)) return Refused("the token has critical header extensions");
+  // Critical extensions (of any JSON type) are none Gantry understands; a type other than a
+  // JWT's (a logout token, an encrypted one) is not an identity.
+  if (char* crit = header ? cjose_header_get_raw(header, "crit", &err) : nullptr) {
+    cjose_get_dealloc()(crit);
+    return Refused("the token has critical header extensions");
+  }
+  const std::string typ = HeaderField(jws.get(), "typ");
+  if (!typ.empty() && typ != "JWT" && typ != "jwt" && typ != "at+jwt" && typ != "application/at+jwt") {
+    return Refused("the token is a '" + typ.substr(0, 32) + "', not an identity or access token");
+  }
   const std::string kid = HeaderField(jws.get(), CJOSE_HDR_KID);
   bool tried = false;
   bool verified = false;

@@ -104,6 +104,10 @@ Status ControllerState::CheckSubmitter(const Actor& who, JobSpec& spec) const {
     if (!team_given) spec.team = target ? target->team : who.team;
   }
   if (!who.admin() && !who.MemberOf(spec.team)) {
+    if (!who.other_teams.empty()) {
+      return Status::Denied("team", fmt::format("you are not a member of team {}: you may submit for {}, {}", spec.team,
+                                                who.team, fmt::join(who.other_teams, ", ")));
+    }
     return Status::Denied("team", fmt::format("you may submit only for team {}", who.team));
   }
   return Status::Ok();

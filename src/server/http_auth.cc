@@ -64,6 +64,14 @@ std::string SafeNext(const std::string& next) {
              : "";
 }
 
+// Text from the request as one line of printable characters (it goes to the audit log).
+std::string PlainText(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return text;
+}
+
 void SignInPage(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
@@ -99,7 +107,8 @@ void HttpApi::AuthRoutes() {
            }));
   if (!id) return;
 
-  const bool secure = options_.tls_served;
+  // Secure cookies where browsers reach the server over HTTPS, a proxy's TLS included.
+  const bool secure = options_.tls_served || options_.public_url.rfind("https://", 0) == 0;
   const std::string public_url = options_.public_url;
   auto redirect_uri = [public_url, secure](const httplib::Request& req) {
     if (!public_url.empty()) return public_url + "/auth/callback";
@@ -117,10 +126,13 @@ void HttpApi::AuthRoutes() {
   });
   s.Get("/auth/callback", [this, id, secure](const httplib::Request& req, httplib::Response& res) {
     if (req.has_param("error")) {
-      std::string why = req.get_param_value("error").substr(0, 80);
-      std::string more = req.get_param_value("error_description").substr(0, 200);
-      controller_.RecordAudit({"-", "", Role::kUser}, "sign-in oidc", "", "unauthenticated",
-                              "the provider answered " + why + (more.empty() ? "" : ": " + more));
+      std::string why = PlainText(req.get_param_value("error").substr(0, 80));
+      std::string more = PlainText(req.get_param_value("error_description").substr(0, 200));
+      if (id->AbandonBrowserSignIn(req.get_param_value("state"))) {
+        controller_.RecordAudit(
+            {"-", "", Role::kUser}, "sign-in oidc", "", "unauthenticated",
+            "the provider answered " + why + (more.empty() ? "" : ": " + more) + " (from " + req.remote_addr + ")");
+      }
       return SignInPage(res, 401, "The identity provider answered: " + why + (more.empty() ? "" : " (" + more + ")"));
     }
     std::string next;
@@ -144,10 +156,9 @@ void HttpApi::AuthRoutes() {
     if (from_cookie) token = CookieValue(req, kRefreshCookie);
     if (token.empty()) return ReplyError(res, 401, "unauthenticated", "no refresh token: sign in", "refresh_token");
     auto signed_in = id->Refresh(token, req.remote_addr);
-    if (!signed_in) {
-      if (from_cookie) res.set_header("Set-Cookie", Cookie(kRefreshCookie, "", "/v1/auth", "Strict", 0, secure));
-      return Reply(res, signed_in.status());
-    }
+    // A refused cookie is left as it is: another tab's refresh at the same moment may have
+    // just set its successor, which clearing it here would take away.
+    if (!signed_in) return Reply(res, signed_in.status());
     nlohmann::json view = signed_in->View();
     if (from_cookie) {  // the refresh token stays in the cookie, out of the page's reach
       view.erase("refresh_token");

@@ -334,9 +334,15 @@ Expected<std::shared_ptr<TlsContext>> TlsContext::Load(const std::string& cert_f
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
+void ListenSocketOptions(int socket) {
+  int yes = 1;
+  setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+}
+
 HttpFront::HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls)
     : limits_(limits), tls_(std::move(tls)), epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
   new_task_queue = [] { return new InlineQueue(); };
+  set_socket_options(ListenSocketOptions);
   set_payload_max_length(limits_.max_body_bytes);
   set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     Conn* c = t_conn.get();

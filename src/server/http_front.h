@@ -61,6 +61,11 @@ class TlsContext {
   SSL_CTX* ctx_;
 };
 
+// Options of a listening socket: SO_REUSEADDR (a restart binds at once) but not
+// cpp-httplib's default SO_REUSEPORT, with which a second server on a port in use would
+// start too and take half of its connections.
+void ListenSocketOptions(int socket);
+
 class HttpFront : public httplib::Server {
  public:
   struct Conn;

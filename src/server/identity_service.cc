@@ -66,7 +66,12 @@ nlohmann::json IdentityService::PublicConfig() const {
 
 void IdentityService::Audit(const std::string& user, const std::string& action, const std::string& outcome,
                             const std::string& detail) {
-  controller_.RecordAudit(Actor{user.empty() ? "-" : user, "", Role::kUser}, action, user, outcome, detail);
+  // One line each: what a provider or a caller wrote cannot start a forged line.
+  std::string line = detail;
+  for (char& c : line) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  controller_.RecordAudit(Actor{user.empty() ? "-" : user, "", Role::kUser}, action, user, outcome, line);
 }
 
 bool IdentityService::Admit(const std::string& address) {
@@ -147,8 +152,9 @@ Expected<SignedIn> IdentityService::SignInWith(const ProviderTokens& tokens, con
   std::vector<std::string> groups = GroupsOfClaim(tokens.claims, config_.groups_claim);
   Memberships m = MapGroups(groups, config_.groups);
   if (m.empty()) {
-    std::string why = fmt::format("none of {}'s groups ({}) is mapped to a team in identity.yaml", *user,
-                                  groups.empty() ? "none in the " + config_.groups_claim + " claim" : Join(groups));
+    std::string why = fmt::format(
+        "none of {}'s groups ({}) is mapped to a team: ask your Gantry admin to map one (identity.yaml groups:)", *user,
+        groups.empty() ? "none in the " + config_.groups_claim + " claim" : Join(groups));
     Audit(*user, action, "forbidden", why + " (from " + address + ")");
     return Status::Denied("groups", why);
   }
@@ -225,6 +231,11 @@ Expected<SignedIn> IdentityService::FinishBrowserSignIn(const std::string& code,
     return tokens.status();
   }
   return SignInWith(*tokens, "oidc", address);
+}
+
+bool IdentityService::AbandonBrowserSignIn(const std::string& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return browser_.erase(state) > 0;
 }
 
 Expected<DeviceStart> IdentityService::StartDeviceSignIn(const std::string& address) {

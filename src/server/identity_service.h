@@ -59,6 +59,10 @@ class IdentityService {
   Expected<SignedIn> FinishBrowserSignIn(const std::string& code, const std::string& state, const std::string& binding,
                                          const std::string& address, std::string* next);
 
+  // The provider sent the browser back with an error: whether that sign-in was under way
+  // here (it ends). Only those are audited: anyone can call /auth/callback.
+  bool AbandonBrowserSignIn(const std::string& state);
+
   // The CLI's device grant: started, then polled until the user finished at the provider.
   Expected<DeviceStart> StartDeviceSignIn(const std::string& address);
   Expected<SignedIn> FinishDeviceSignIn(const std::string& device_code, const std::string& address);

@@ -134,6 +134,14 @@ try {
   assert.ok(lines.some((l) => /^bob refresh oidc forbidden/.test(l)), lines.join('\n'));
   assert.ok(lines.some((l) => /^alice sign-out ok/.test(l)), lines.join('\n'));
 
+  // Anyone may call /auth/callback: an error for no sign-in under way is not audited, and
+  // nothing a caller writes makes a line of its own.
+  const forged = await fetch(`${gantryUrl}/auth/callback?state=made-up&error=access_denied&error_description=` +
+    encodeURIComponent('x\n2026-12-06T02:40:00Z  dave  user  sign-in oidc  dave  ok'));
+  assert.equal(forged.status, 401);
+  const rows = (await call(server, server.admin, 'GET', '/v1/audit?limit=500')).body.audit;
+  assert.ok(!rows.some((a) => /dave/.test(`${a.user} ${a.detail}`) || /[\r\n]/.test(a.detail)), 'no forged audit line');
+
   // The CLI: gantry login (the device flow, finished in the browser), then submit with it.
   const home = mkdtempSync(join(tmpdir(), 'gantry-sso-home-'));
   let verify = null;

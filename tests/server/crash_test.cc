@@ -32,6 +32,20 @@ TEST(CrashSafety, ASigtermRightAfterStartStopsTheServer) {
   }
 }
 
+// A second server on a port another one holds does not start (cpp-httplib's SO_REUSEPORT
+// let it, and the two then shared the port's connections: requests went to either).
+TEST(CrashSafety, ASecondServerOnAPortInUseDoesNotStart) {
+  std::string dir = TempPath("port-in-use");
+  std::filesystem::remove_all(dir);
+  ServerProcess first(dir + "/a", "1x1xT4");
+  first.Start();
+  ServerProcess second(dir + "/b", "1x1xT4");
+  second.AddArgs({"--listen", first.address().substr(first.address().find("://") + 3)});
+  second.Launch();
+  EXPECT_TRUE(second.ExitsWithin(20));
+  EXPECT_NE(ReadFileNoThrow(dir + "/b/server.log").value_or("").find("cannot listen on 127.0.0.1:"), std::string::npos);
+}
+
 class CrashStorm : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CrashStorm, KillNineNeverLosesOrDuplicatesAnAcknowledgedJob) {
