@@ -101,10 +101,22 @@ async function route() {
   main.replaceChildren(h('p', {}, 'No such page.'));
 }
 
+// A member of several teams picks the one the pages show (and act for).
+function teamPicker(who) {
+  document.getElementById('team-pick')?.remove();
+  const teams = [...(who.teams || [])].sort();
+  if (teams.length < 2) return;
+  const pick = h('select', { id: 'team-pick', 'aria-label': 'Team' },
+    teams.map((t) => h('option', { value: t, selected: t === who.team }, `team ${t}`)));
+  pick.addEventListener('change', () => { session.team = pick.value; start().catch(showError); });
+  document.getElementById('who').prepend(pick);
+}
+
 async function start() {
   session.who = await api('/v1/whoami');
   document.getElementById('who-name').textContent =
     `${session.who.user} · ${session.who.role}${session.who.team ? ` · team ${session.who.team}` : ''}`;
+  teamPicker(session.who);
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
   await route();
@@ -117,6 +129,7 @@ document.getElementById('sign-out').addEventListener('click', async () => {
   }
   session.token = '';
   session.sso = false;
+  session.team = '';
   session.who = null;
   signIn('Signed out.');
 });

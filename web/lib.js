@@ -12,6 +12,9 @@ export const session = {
   get sso() { return sessionStorage.getItem('gantry.sso') === '1'; },
   set sso(on) { if (on) sessionStorage.setItem('gantry.sso', '1'); else sessionStorage.removeItem('gantry.sso'); },
   refusal: '', // why the last refresh was refused
+  // The team a member of several acts for (sent as X-Gantry-Team); '' : their default.
+  get team() { return sessionStorage.getItem('gantry.team') || ''; },
+  set team(t) { if (t) sessionStorage.setItem('gantry.team', t); else sessionStorage.removeItem('gantry.team'); },
 };
 
 // A new access token for the provider sign-in this browser holds (its cookie); false when
@@ -43,6 +46,7 @@ export class ApiError extends Error {
 // Calls the REST API with the signed-in token; JSON answers are parsed, text returned as is.
 export async function api(path, { method = 'GET', body, text = false } = {}, retried = false) {
   const headers = { Authorization: `Bearer ${session.token}` };
+  if (session.team) headers['X-Gantry-Team'] = session.team;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   // An expired access token of a provider sign-in: renewed once, then the call again.

@@ -413,7 +413,10 @@ void HttpApi::Routes() {
     })(req, res);
   });
   s.Get("/v1/whoami", authed([](const Actor& who, const httplib::Request&, httplib::Response& res) {
-          Send(res, 200, {{"user", who.user}, {"team", who.team}, {"role", ToString(who.role)}});
+          // `teams`: the teams a signed-in person may act for (X-Gantry-Team), theirs first.
+          nlohmann::json teams = {who.team};
+          for (const std::string& t : who.other_teams) teams.push_back(t);
+          Send(res, 200, {{"user", who.user}, {"team", who.team}, {"role", ToString(who.role)}, {"teams", teams}});
         }));
 
   s.Post("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {

@@ -16,7 +16,7 @@ const gantryUrl = `http://127.0.0.1:${port}`;
 const secret = token();
 const idp = await startProvider({
   people: [{ name: 'alice', groups: ['ml-vision'] }, { name: 'bob', groups: ['ml-nlp'] },
-    { name: 'carol', groups: ['contractors'] }],
+    { name: 'carol', groups: ['contractors'] }, { name: 'dana', groups: ['ml-vision', 'ml-nlp'] }],
   clientSecret: secret,
   redirectUris: [`${gantryUrl}/auth/callback`],
 });
@@ -112,6 +112,17 @@ try {
   await page.waitForSelector('#reason');
   assert.match(await page.textContent('#reason'), /none of carol's groups \(contractors\) is mapped to a team/);
   await carolContext.close();
+
+  // Dana is in both teams: the page shows her default team's jobs, and the other's when she
+  // picks it.
+  const danaContext = await browser.newContext();
+  page = await dashboardSignIn(danaContext, 'dana');
+  await until('dana on nlp', async () => (await page.textContent('#main')).includes('nlp-train'));
+  await page.selectOption('#team-pick', 'vision');
+  await until('dana on vision', async () => (await page.textContent('#who-name')).includes('team vision'));
+  await until('vision jobs', async () => (await page.textContent('#main')).includes('vision-train'));
+  assert.ok(!(await page.textContent('#main')).includes('nlp-train'), 'the picked team only');
+  await danaContext.close();
 
   // Bob signs in; removed from ml-nlp at the provider, he is refused at his next refresh.
   const bobContext = await browser.newContext();
