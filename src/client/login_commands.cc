@@ -162,8 +162,14 @@ void AddLoginCommands(CLI::App& app, std::ostream& out, std::ostream& err, const
       *chosen = [=, &out] {
         return request([](ApiClient& a) { return a.Get("/v1/whoami"); },
                        [&out](const nlohmann::json& b) {
+                         std::string teams;
+                         for (const auto& t : ArrayAt(b, "teams")) {
+                           if (t.is_string()) teams += (teams.empty() ? "" : ", ") + t.get<std::string>();
+                         }
                          out << StringAt(b, "user") << " (team " << StringAt(b, "team") << ", role "
-                             << StringAt(b, "role") << ")\n";
+                             << StringAt(b, "role") << ")";
+                         if (ArrayAt(b, "teams").size() > 1) out << "; may act for: " << teams;
+                         out << "\n";
                        });
       };
     });
