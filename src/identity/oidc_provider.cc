@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "core/encoding.h"
+#include "core/json_fields.h"
 
 namespace gantry {
 
@@ -87,11 +88,6 @@ Expected<nlohmann::json> ParseAnswer(const std::string& what, const httplib::Res
   return doc;
 }
 
-std::string StringField(const nlohmann::json& doc, const char* name) {
-  auto it = doc.find(name);
-  return it != doc.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 }  // namespace
 
 std::string PkceChallenge(const std::string& verifier) {
@@ -124,19 +120,19 @@ Status OidcProvider::DiscoverLocked() {
     if (!url) return url.status();
     auto doc = ParseAnswer("discovery document", ClientFor(settings_, url->origin)->Get(url->target));
     if (!doc) return doc.status();
-    if (StringField(*doc, "issuer") != settings_.issuer) {
+    if (StringAt(*doc, "issuer") != settings_.issuer) {
       return Unavailable(
           fmt::format("the provider's discovery document names issuer '{}', not '{}' (oidc.issuer must "
                       "be exactly the provider's)",
-                      StringField(*doc, "issuer").substr(0, 200), settings_.issuer));
+                      StringAt(*doc, "issuer").substr(0, 200), settings_.issuer));
     }
     Metadata m;
-    m.authorization_endpoint = StringField(*doc, "authorization_endpoint");
-    m.token_endpoint = StringField(*doc, "token_endpoint");
-    m.device_authorization_endpoint = StringField(*doc, "device_authorization_endpoint");
-    m.userinfo_endpoint = StringField(*doc, "userinfo_endpoint");
-    m.jwks_uri = StringField(*doc, "jwks_uri");
-    m.end_session_endpoint = StringField(*doc, "end_session_endpoint");
+    m.authorization_endpoint = StringAt(*doc, "authorization_endpoint");
+    m.token_endpoint = StringAt(*doc, "token_endpoint");
+    m.device_authorization_endpoint = StringAt(*doc, "device_authorization_endpoint");
+    m.userinfo_endpoint = StringAt(*doc, "userinfo_endpoint");
+    m.jwks_uri = StringAt(*doc, "jwks_uri");
+    m.end_session_endpoint = StringAt(*doc, "end_session_endpoint");
     for (const auto& [name, value] : {std::pair<const char*, const std::string&>{"token_endpoint", m.token_endpoint},
                                       {"jwks_uri", m.jwks_uri},
                                       {"authorization_endpoint", m.authorization_endpoint}}) {
@@ -244,9 +240,9 @@ Expected<nlohmann::json> OidcProvider::PostForm(const std::string& url,
 Expected<ProviderTokens> OidcProvider::TokensOf(const nlohmann::json& answer, const std::string& nonce,
                                                 bool id_token_required) {
   ProviderTokens t;
-  t.id_token = StringField(answer, "id_token");
-  t.access_token = StringField(answer, "access_token");
-  t.refresh_token = StringField(answer, "refresh_token");
+  t.id_token = StringAt(answer, "id_token");
+  t.access_token = StringAt(answer, "access_token");
+  t.refresh_token = StringAt(answer, "refresh_token");
   if (answer.contains("expires_in") && answer["expires_in"].is_number_integer()) {
     t.expires_in_s = answer["expires_in"].get<int64_t>();
   }
@@ -263,8 +259,8 @@ Expected<ProviderTokens> OidcProvider::TokensOf(const nlohmann::json& answer, co
 
 // A token endpoint's refusal ({"error": ..., "error_description": ...}) as a Status.
 static Status TokenRefusal(const nlohmann::json& answer, int http_status) {
-  std::string error = StringField(answer, "error");
-  std::string description = StringField(answer, "error_description");
+  std::string error = StringAt(answer, "error");
+  std::string description = StringAt(answer, "error_description");
   if (error.empty()) return Unavailable(fmt::format("the provider's token endpoint answered HTTP {}", http_status));
   return Refused("oidc", "the provider refused: " + error.substr(0, 80) +
                              (description.empty() ? "" : " (" + description.substr(0, 200) + ")"));
@@ -324,7 +320,7 @@ Expected<ProviderTokens> OidcProvider::Refresh(const std::string& refresh_token,
     if (!info) return info.status();
     tokens->claims = std::move(*info);
   }
-  if (StringField(tokens->claims, "sub") != subject) {
+  if (StringAt(tokens->claims, "sub") != subject) {
     return Refused("sub", "the provider's refreshed identity is another subject");
   }
   if (tokens->refresh_token.empty()) tokens->refresh_token = refresh_token;  // not rotated: the same again
@@ -350,10 +346,10 @@ Expected<DeviceStart> OidcProvider::StartDeviceFlow() {
   if (!answer) return answer.status();
   if (status != 200) return TokenRefusal(*answer, status);
   DeviceStart d;
-  d.device_code = StringField(*answer, "device_code");
-  d.user_code = StringField(*answer, "user_code");
-  d.verification_uri = StringField(*answer, "verification_uri");
-  d.verification_uri_complete = StringField(*answer, "verification_uri_complete");
+  d.device_code = StringAt(*answer, "device_code");
+  d.user_code = StringAt(*answer, "user_code");
+  d.verification_uri = StringAt(*answer, "verification_uri");
+  d.verification_uri_complete = StringAt(*answer, "verification_uri_complete");
   if (answer->contains("interval") && (*answer)["interval"].is_number_integer()) d.interval_s = (*answer)["interval"];
   if (answer->contains("expires_in") && (*answer)["expires_in"].is_number_integer())
     d.expires_in_s = (*answer)["expires_in"];
@@ -376,7 +372,7 @@ Expected<ProviderTokens> OidcProvider::PollDeviceFlow(const std::string& device_
                &status);
   if (!answer) return answer.status();
   if (status != 200) {
-    std::string error = StringField(*answer, "error");
+    std::string error = StringAt(*answer, "error");
     if (error == "authorization_pending" || error == "slow_down") {
       return Status{StatusCode::kUnavailable, error, "device_code"};
     }

@@ -64,14 +64,6 @@ std::string SafeNext(const std::string& next) {
              : "";
 }
 
-// Text from the request as one line of printable characters (it goes to the audit log).
-std::string PlainText(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return text;
-}
-
 void SignInPage(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
@@ -126,13 +118,9 @@ void HttpApi::AuthRoutes() {
   });
   s.Get("/auth/callback", [this, id, secure](const httplib::Request& req, httplib::Response& res) {
     if (req.has_param("error")) {
-      std::string why = PlainText(req.get_param_value("error").substr(0, 80));
-      std::string more = PlainText(req.get_param_value("error_description").substr(0, 200));
-      if (id->AbandonBrowserSignIn(req.get_param_value("state"))) {
-        controller_.RecordAudit(
-            {"-", "", Role::kUser}, "sign-in oidc", "", "unauthenticated",
-            "the provider answered " + why + (more.empty() ? "" : ": " + more) + " (from " + req.remote_addr + ")");
-      }
+      std::string why = req.get_param_value("error").substr(0, 80);
+      std::string more = req.get_param_value("error_description").substr(0, 200);
+      id->AbandonBrowserSignIn(req.get_param_value("state"), why + (more.empty() ? "" : ": " + more), req.remote_addr);
       return SignInPage(res, 401, "The identity provider answered: " + why + (more.empty() ? "" : " (" + more + ")"));
     }
     std::string next;

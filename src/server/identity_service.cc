@@ -233,9 +233,13 @@ Expected<SignedIn> IdentityService::FinishBrowserSignIn(const std::string& code,
   return SignInWith(*tokens, "oidc", address);
 }
 
-bool IdentityService::AbandonBrowserSignIn(const std::string& state) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return browser_.erase(state) > 0;
+void IdentityService::AbandonBrowserSignIn(const std::string& state, const std::string& why,
+                                           const std::string& address) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (browser_.erase(state) == 0) return;
+  }
+  Audit("", "sign-in oidc", "unauthenticated", "the provider answered " + why + " (from " + address + ")");
 }
 
 Expected<DeviceStart> IdentityService::StartDeviceSignIn(const std::string& address) {

@@ -59,9 +59,9 @@ class IdentityService {
   Expected<SignedIn> FinishBrowserSignIn(const std::string& code, const std::string& state, const std::string& binding,
                                          const std::string& address, std::string* next);
 
-  // The provider sent the browser back with an error: whether that sign-in was under way
-  // here (it ends). Only those are audited: anyone can call /auth/callback.
-  bool AbandonBrowserSignIn(const std::string& state);
+  // The provider sent the browser back with an error (`why`): when that sign-in was under
+  // way here it ends and is audited; anyone can call /auth/callback, so others are not.
+  void AbandonBrowserSignIn(const std::string& state, const std::string& why, const std::string& address);
 
   // The CLI's device grant: started, then polled until the user finished at the provider.
   Expected<DeviceStart> StartDeviceSignIn(const std::string& address);
