@@ -97,6 +97,12 @@ Expected<LocalAgent::Account> LocalAgent::JobAccount(const StartOrder& o) const 
     pw = getpwuid(0);
   } else {
     pw = getpwnam(spec.user.c_str());
+    if (pw && pw->pw_uid != 0 && pw->pw_uid < options_.min_job_uid) {
+      return Status::Denied(
+          "user", fmt::format("refused to run as '{}': on node {} that is a system account (uid {}, below the "
+                              "agent's --min-job-uid {})",
+                              spec.user, o.node_id, pw->pw_uid, options_.min_job_uid));
+    }
     if (!pw && !o.unix_account.empty()) {
       pw = getpwnam(o.unix_account.c_str());
       if (!pw) {

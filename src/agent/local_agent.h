@@ -33,6 +33,7 @@ class JobCgroups;
 //   user (or auto): the submitting user's; else the team's unix_account; else the job
 //          fails (exit 126) saying so
 //   agent: the agent's own (root)
+// A person's own account must have a uid of at least min_job_uid (see LocalAgentOptions).
 // Either way a job runs as root (uid 0) only when its team's policy allows it.
 enum class RunAs : uint8_t { kAuto, kUser, kAgent };
 bool ParseRunAs(const std::string& text, RunAs* out);
@@ -43,6 +44,10 @@ struct LocalAgentOptions {
   std::string shim = {};       // the gantry binary (runs `gantry job-shim`)
   DurationMs poll_ms = 50;
   RunAs run_as = RunAs::kAuto;
+  // A person's own account below this uid (a system account: daemon, postgres, ...) runs no
+  // job, whatever a provider or a login node calls the person; a team's unix_account, which
+  // an admin names, is exempt. Root stays under the team's allow_root.
+  uid_t min_job_uid = 1000;
   // The MPS control command (nvidia-cuda-mps-control on real GPUs). Empty: no MPS daemons
   // (fake GPUs: their jobs get the MPS limits in their environment only).
   std::string mps_control = {};

@@ -18,6 +18,11 @@ void AddJobRunnerFlags(CLI::App* cmd, JobRunnerFlags& runner) {
                   "When root, run jobs as: user or auto (the submitting user, else the team's unix_account, else "
                   "the job fails), agent (root itself); root only for teams with allow_root")
       ->check(CLI::IsMember({"auto", "user", "agent"}));
+  cmd->add_option("--min-job-uid", runner.min_job_uid,
+                  "When root, a submitting user's own Unix account below this uid (a system account) runs no "
+                  "job; a team's unix_account is exempt")
+      ->default_str(std::to_string(runner.min_job_uid))
+      ->check(CLI::Range(int64_t{1}, int64_t{4294967294}));
   cmd->add_option("--job-cgroups", runner.job_cgroups,
                   "Each job in its own cgroup v2 with its CPU and memory limits: auto (when root and the machine "
                   "allows it), required, off")

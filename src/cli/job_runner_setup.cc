@@ -23,6 +23,7 @@ Expected<JobRunnerSetup> SetUpJobRunner(const JobRunnerFlags& flags, const std::
       .state_dir = state_dir,
       .shim = flags.shim.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec).string() : flags.shim,
       .run_as = run_as,
+      .min_job_uid = static_cast<uid_t>(flags.min_job_uid),
       .mps_control = fake ? "" : kMpsControl,
       .gpus = gpus,
       .load_sink = fake,

@@ -17,6 +17,7 @@ namespace gantry {
 struct JobRunnerFlags {
   std::string shim;                  // the gantry binary (job shim); empty: this one
   std::string run_jobs_as = "auto";  // --run-jobs-as: auto, user or agent (see RunAs)
+  int64_t min_job_uid = 1000;        // --min-job-uid: a person's own account below it runs no job
   std::string job_cgroups = "auto";  // --job-cgroups: auto, required or off (see JobCgroups::ForMode)
   double max_log_mb = 1024;  // --max-log-mb: a job's logs (all runs and ranks) keep their newest part up to this
   std::string address;       // --address: how jobs on this node are reached; empty: the host name

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,6 +34,26 @@ std::string Env(const char* name) {
 int64_t NowS() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+// An exclusive lock on the sessions file's lock file, held while a session is refreshed.
+// Without a writable config directory there is nothing to share, so no lock either.
+class RefreshLock {
+ public:
+  RefreshLock() {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(SessionFilePath()).parent_path(), ec);
+    fd_ = ::open((SessionFilePath() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~RefreshLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RefreshLock(const RefreshLock&) = delete;
+  RefreshLock& operator=(const RefreshLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 nlohmann::json ReadAll() {
   auto text = ReadTextFile(SessionFilePath());
@@ -168,7 +189,16 @@ Expected<nlohmann::json> AskLoginNode(const std::string& socket_path) {
 
 Expected<std::string> SessionToken(const ClientConfig& c) {
   std::optional<SavedSession> saved = LoadSession(c.server);
-  if (saved && saved->access_expires_s - kRefreshBeforeS > NowS()) return saved->access_token;
+  auto fresh = [](const std::optional<SavedSession>& s) { return s && s->access_expires_s - kRefreshBeforeS > NowS(); };
+  if (fresh(saved)) return saved->access_token;
+  std::optional<RefreshLock> lock;
+  if (saved && !saved->refresh_token.empty()) {
+    // One command refreshes at a time; one that waited finds the session renewed (a second
+    // refresh with the spent token would be refused, and late enough, end the session).
+    lock.emplace();
+    saved = LoadSession(c.server);
+    if (fresh(saved)) return saved->access_token;
+  }
   if (saved && !saved->refresh_token.empty()) {
     ClientConfig anonymous = c;
     anonymous.token.clear();

@@ -43,6 +43,15 @@ Expected<int64_t> ReadSeconds(YamlReader& r, const std::string& key, int64_t fal
   return *d / 1000;
 }
 
+// A few seconds to minutes (1s to 5m).
+Expected<int64_t> ReadShortSeconds(YamlReader& r, const std::string& key, int64_t fallback_s) {
+  std::string text = r.Optional<std::string>(key, "");
+  if (text.empty()) return fallback_s;
+  auto d = ParseDuration(text);
+  if (!d || *d < 1000 || *d > 300 * 1000) return Status::Invalid(r.PathOf(key), "must be a duration from 1s to 5m");
+  return *d / 1000;
+}
+
 }  // namespace
 
 bool ValidUserName(const std::string& name) {
@@ -87,9 +96,12 @@ Expected<IdentityConfig> IdentityConfig::FromYaml(const std::string& text) {
     YamlReader r(sessions, "sessions");
     auto access = ReadSeconds(r, "access", c.access_ttl_s);
     auto lifetime = ReadSeconds(r, "lifetime", c.session_lifetime_s);
+    auto grace = ReadShortSeconds(r, "refresh_reuse_grace", c.refresh_reuse_grace_s);
     if (Status s = r.Finish(); !s.ok()) return s;
     if (!access) return access.status();
     if (!lifetime) return lifetime.status();
+    if (!grace) return grace.status();
+    c.refresh_reuse_grace_s = *grace;
     c.access_ttl_s = *access;
     c.session_lifetime_s = *lifetime;
     if (c.access_ttl_s > c.session_lifetime_s) {

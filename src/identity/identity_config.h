@@ -49,6 +49,10 @@ struct IdentityConfig {
   GroupMap groups;
   int64_t access_ttl_s = 3600;             // a session's access token; refreshed by its refresh token
   int64_t session_lifetime_s = 7 * 86400;  // then the user signs in again
+  // A spent refresh token used again within this is a request that crossed a refresh of the
+  // same session (two tabs at once): refused, the session goes on; later, a stolen copy:
+  // the session is revoked.
+  int64_t refresh_reuse_grace_s = 30;
   struct LoginNodes {
     GroupMap groups;  // Unix groups; empty: `groups` above
     int64_t min_uid = 1000;

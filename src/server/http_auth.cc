@@ -112,7 +112,7 @@ void HttpApi::AuthRoutes() {
   s.Get("/auth/login", [id, redirect_uri, secure](const httplib::Request& req, httplib::Response& res) {
     auto start = id->StartBrowserSignIn(redirect_uri(req), SafeNext(req.get_param_value("next")), req.remote_addr);
     if (!start) return SignInPage(res, HttpStatus(start.status().code()), start.status().message());
-    res.set_header("Set-Cookie", Cookie(kSignInCookie, start->binding, "/auth", "Lax", 600, secure));
+    res.set_header("Set-Cookie", Cookie(kSignInCookie, start->cookie, "/auth", "Lax", 600, secure));
     res.set_header("Cache-Control", "no-store");
     res.set_redirect(start->url, 302);
   });
@@ -120,7 +120,8 @@ void HttpApi::AuthRoutes() {
     if (req.has_param("error")) {
       std::string why = req.get_param_value("error").substr(0, 80);
       std::string more = req.get_param_value("error_description").substr(0, 200);
-      id->AbandonBrowserSignIn(req.get_param_value("state"), why + (more.empty() ? "" : ": " + more), req.remote_addr);
+      id->AbandonBrowserSignIn(req.get_param_value("state"), CookieValue(req, kSignInCookie),
+                               why + (more.empty() ? "" : ": " + more), req.remote_addr);
       return SignInPage(res, 401, "The identity provider answered: " + why + (more.empty() ? "" : " (" + more + ")"));
     }
     std::string next;

@@ -13,8 +13,9 @@ namespace gantry {
 namespace {
 
 constexpr DurationMs kBrowserSignInMs = 10 * 60 * 1000;  // a sign-in at the provider must end within this
-constexpr size_t kMaxPending = 10000;                    // sign-ins under way at once, each kind
-constexpr int kStartsPerMinute = 30;                     // per caller address
+constexpr size_t kMaxPending = 10000;                    // device sign-ins under way at once
+constexpr const char* kSignInPurpose = "gantry browser sign-in v1";
+constexpr int kStartsPerMinute = 30;  // per caller address
 
 Status Refused(const std::string& field, const std::string& why) { return {StatusCode::kUnauthenticated, why, field}; }
 
@@ -183,49 +184,49 @@ Expected<IdentityService::BrowserStart> IdentityService::StartBrowserSignIn(cons
                                                                             const std::string& address) {
   if (!provider_) return Status::Precondition("oidc", "this server has no identity provider (identity.yaml oidc:)");
   if (!Admit(address)) return Status{StatusCode::kOverLimit, "too many sign-ins from " + address + ": wait a minute"};
-  PendingBrowser p;
-  p.nonce = NewToken().substr(4);
-  p.verifier = NewToken().substr(4) + NewToken().substr(4);
-  p.redirect_uri = redirect_uri;
-  p.next = next;
-  BrowserStart start;
-  start.binding = NewToken().substr(4);
-  p.binding_sha256 = Sha256Hex(start.binding);
-  p.expires_ms = controller_.CurrentTime() + kBrowserSignInMs;
-  std::string state = NewToken().substr(4);
-  auto url = provider_->AuthorizationUrl(redirect_uri, state, p.nonce, PkceChallenge(p.verifier));
+  const std::string state = NewToken().substr(4);
+  const std::string nonce = NewToken().substr(4);
+  const std::string verifier = NewToken().substr(4) + NewToken().substr(4);
+  auto url = provider_->AuthorizationUrl(redirect_uri, state, nonce, PkceChallenge(verifier));
   if (!url) return url.status();
-  start.url = *url;
-  std::lock_guard<std::mutex> lock(mu_);
-  DropExpired(browser_, controller_.CurrentTime());
-  if (browser_.size() >= kMaxPending) return Status{StatusCode::kOverLimit, "too many sign-ins under way: try again"};
-  browser_[state] = std::move(p);
-  return start;
+  nlohmann::json sealed = {{"state", state},       {"nonce", nonce},
+                           {"verifier", verifier}, {"redirect_uri", redirect_uri},
+                           {"next", next},         {"expires_ms", controller_.CurrentTime() + kBrowserSignInMs}};
+  return BrowserStart{*url, sealer_.Seal(sealed.dump(), kSignInPurpose)};
+}
+
+std::optional<IdentityService::BrowserSignIn> IdentityService::OpenSignInCookie(const std::string& cookie,
+                                                                                const std::string& state) const {
+  std::optional<std::string> plain = sealer_.Open(cookie, kSignInPurpose);
+  if (!plain) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(*plain, nullptr, false);
+  if (!j.is_object() || j.value("state", "") != state || state.empty() ||
+      j.value("expires_ms", int64_t{0}) <= controller_.CurrentTime()) {
+    return std::nullopt;
+  }
+  return BrowserSignIn{j.value("nonce", ""), j.value("verifier", ""), j.value("redirect_uri", ""), j.value("next", "")};
 }
 
 Expected<SignedIn> IdentityService::FinishBrowserSignIn(const std::string& code, const std::string& state,
-                                                        const std::string& binding, const std::string& address,
+                                                        const std::string& cookie, const std::string& address,
                                                         std::string* next) {
   if (!provider_) return Status::Precondition("oidc", "this server has no identity provider (identity.yaml oidc:)");
-  PendingBrowser p;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = browser_.find(state);
-    if (it == browser_.end() || it->second.expires_ms <= controller_.CurrentTime()) {
-      Audit("", "sign-in oidc", "unauthenticated", "unknown or expired sign-in state (from " + address + ")");
-      return Refused("state", "this sign-in is unknown or took over 10 minutes: start again");
-    }
-    // The browser that started the sign-in must be the one finishing it (no code planted in
-    // another person's browser).
-    if (Sha256Hex(binding) != it->second.binding_sha256) {
-      Audit("", "sign-in oidc", "unauthenticated", "sign-in finished in another browser (from " + address + ")");
-      return Refused("state", "this sign-in was started in another browser: start again");
-    }
-    p = std::move(it->second);
-    browser_.erase(it);  // one use
+  // The browser that started the sign-in must be the one finishing it (no code planted in
+  // another person's browser): its cookie holds this state.
+  std::optional<BrowserSignIn> p = OpenSignInCookie(cookie, state);
+  if (!p) {
+    Audit("", "sign-in oidc", "unauthenticated",
+          fmt::format("{} (from {})",
+                      cookie.empty() ? "no sign-in under way in this browser"
+                                     : "a sign-in cookie that "
+                                       "is not this sign-in's, was altered or is over 10 minutes old",
+                      address));
+    return Refused("state", cookie.empty() ? "no sign-in was started in this browser: start again"
+                                           : "this sign-in was started in another browser or took over 10 "
+                                             "minutes: start again");
   }
-  *next = p.next;
-  auto tokens = provider_->ExchangeCode(code, p.verifier, p.redirect_uri, p.nonce);
+  *next = p->next;
+  auto tokens = provider_->ExchangeCode(code, p->verifier, p->redirect_uri, p->nonce);
   if (!tokens) {
     Audit("", "sign-in oidc", CodeName(tokens.status().code()), tokens.status().ToString() + " (from " + address + ")");
     return tokens.status();
@@ -233,12 +234,9 @@ Expected<SignedIn> IdentityService::FinishBrowserSignIn(const std::string& code,
   return SignInWith(*tokens, "oidc", address);
 }
 
-void IdentityService::AbandonBrowserSignIn(const std::string& state, const std::string& why,
+void IdentityService::AbandonBrowserSignIn(const std::string& state, const std::string& cookie, const std::string& why,
                                            const std::string& address) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (browser_.erase(state) == 0) return;
-  }
+  if (!OpenSignInCookie(cookie, state)) return;
   Audit("", "sign-in oidc", "unauthenticated", "the provider answered " + why + " (from " + address + ")");
 }
 
@@ -298,7 +296,7 @@ Expected<SignedIn> IdentityService::FinishDeviceSignIn(const std::string& device
 Expected<SignedIn> IdentityService::Refresh(const std::string& refresh_token, const std::string& address) {
   TimeMs now = controller_.CurrentTime();
   std::optional<Session> s = controller_.sessions().FindByRefresh(refresh_token, now);
-  if (!s) return Refused("refresh_token", "the session has ended, was revoked or was refreshed already: sign in again");
+  if (!s) return RefusedRefresh(refresh_token, now, address);
   Session renewed = *s;
   if (s->source == "oidc") {
     if (!provider_) return Refused("refresh_token", "this server no longer has an identity provider");
@@ -331,6 +329,25 @@ Expected<SignedIn> IdentityService::Refresh(const std::string& refresh_token, co
   SignedIn out{std::move(*rotated), 0};
   out.expires_in_s = (out.tokens.session.access_expires_ms - now) / 1000;
   return out;
+}
+
+Status IdentityService::RefusedRefresh(const std::string& refresh_token, TimeMs now, const std::string& address) {
+  auto spent = controller_.sessions().FindSpentRefresh(refresh_token, now);
+  if (!spent) return Refused("refresh_token", "the session has ended or was revoked: sign in again");
+  const auto& [s, spent_ms] = *spent;
+  // A request that crossed another tab's (or command's) refresh of the same session: refused,
+  // the session goes on. Later, a spent token is a copy someone kept: the session ends.
+  if (now - spent_ms < config_.refresh_reuse_grace_s * 1000) {
+    return Refused("refresh_token", "this session was just refreshed by another tab or command: use its new tokens");
+  }
+  controller_.sessions().Revoke(s.id, "refresh-reuse", now);
+  controller_.SaveSessions(true);
+  Audit(s.user, "refresh", "forbidden",
+        fmt::format("session {} from {}: a refresh token spent {} s before was used again; the session is revoked "
+                    "(was a copy of it stolen?)",
+                    s.id, address, (now - spent_ms) / 1000));
+  return Refused("refresh_token",
+                 "this refresh token was used already: the session is ended for safety; sign in again");
 }
 
 bool IdentityService::SignOut(const std::string& token, const std::string& address) {

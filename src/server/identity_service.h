@@ -14,6 +14,7 @@
 
 #include "identity/identity_config.h"
 #include "identity/oidc_provider.h"
+#include "identity/sealed_box.h"
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/sessions.h"
@@ -47,21 +48,23 @@ class IdentityService {
   std::optional<Actor> Authenticate(const std::string& token, const std::string& team, const std::string& address,
                                     std::string* why);
 
-  // The dashboard: where to send the browser, and a secret for a cookie that binds the
-  // sign-in to that browser (the callback must come back with it).
+  // The dashboard: where to send the browser, and the cookie that binds the sign-in to
+  // that browser: what the callback needs (state, nonce, PKCE verifier, where to go next),
+  // sealed under this process's key, so the server keeps nothing per sign-in under way.
   struct BrowserStart {
     std::string url;
-    std::string binding;
+    std::string cookie;
   };
   Expected<BrowserStart> StartBrowserSignIn(const std::string& redirect_uri, const std::string& next,
                                             const std::string& address);
   // The provider sent the browser back: `next` gets where the browser was going.
-  Expected<SignedIn> FinishBrowserSignIn(const std::string& code, const std::string& state, const std::string& binding,
+  Expected<SignedIn> FinishBrowserSignIn(const std::string& code, const std::string& state, const std::string& cookie,
                                          const std::string& address, std::string* next);
 
-  // The provider sent the browser back with an error (`why`): when that sign-in was under
-  // way here it ends and is audited; anyone can call /auth/callback, so others are not.
-  void AbandonBrowserSignIn(const std::string& state, const std::string& why, const std::string& address);
+  // The provider sent the browser back with an error (`why`): when that browser's cookie
+  // holds that sign-in it is audited; anyone can call /auth/callback, so others are not.
+  void AbandonBrowserSignIn(const std::string& state, const std::string& cookie, const std::string& why,
+                            const std::string& address);
 
   // The CLI's device grant: started, then polled until the user finished at the provider.
   Expected<DeviceStart> StartDeviceSignIn(const std::string& address);
@@ -90,6 +93,9 @@ class IdentityService {
                                         std::string* why);
   // A session for the person the provider's claims name, or the refusal (audited).
   Expected<SignedIn> SignInWith(const ProviderTokens& tokens, const std::string& how, const std::string& address);
+  // Why a refresh token that opens no session is refused; a spent one used again past a
+  // short grace ends its session (audited).
+  Status RefusedRefresh(const std::string& refresh_token, TimeMs now, const std::string& address);
   // A caller may start so many sign-ins a minute (each costs the provider a request).
   bool Admit(const std::string& address);
   void Audit(const std::string& user, const std::string& action, const std::string& outcome, const std::string& detail);
@@ -98,22 +104,23 @@ class IdentityService {
   Controller& controller_;
   std::unique_ptr<OidcProvider> provider_;
 
-  struct PendingBrowser {
+  // What a browser's sign-in cookie holds, when it opens, is this process's and has not
+  // expired; `state` must be the one the provider sent back.
+  struct BrowserSignIn {
     std::string nonce;
     std::string verifier;
     std::string redirect_uri;
     std::string next;
-    std::string binding_sha256;
-    TimeMs expires_ms = 0;
   };
+  std::optional<BrowserSignIn> OpenSignInCookie(const std::string& cookie, const std::string& state) const;
   struct PendingDevice {
     TimeMs expires_ms = 0;
     TimeMs next_poll_ms = 0;
     int interval_s = 5;
   };
   std::mutex mu_;
-  std::map<std::string, PendingBrowser> browser_;  // by state
-  std::map<std::string, PendingDevice> device_;    // by SHA-256 of the device code
+  SealedBox sealer_;                             // the browser sign-in cookies
+  std::map<std::string, PendingDevice> device_;  // by SHA-256 of the device code
   std::map<std::string, std::vector<TimeMs>> starts_by_address_;
 };
 

@@ -17,6 +17,14 @@ constexpr size_t kEarlierAccessKept = 8;  // access tokens of a session alive at
 
 std::string FreshSecret(const char* prefix) { return prefix + NewToken().substr(4); }
 
+// Drops the entries with the oldest times until `keep` are left.
+void KeepNewest(std::map<std::string, TimeMs>& by_hash, size_t keep) {
+  while (by_hash.size() > keep) {
+    by_hash.erase(std::min_element(by_hash.begin(), by_hash.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; }));
+  }
+}
+
 }  // namespace
 
 nlohmann::json SessionToDoc(const Session& s) {
@@ -31,6 +39,7 @@ nlohmann::json SessionToDoc(const Session& s) {
           {"access_sha256", s.access_sha256},
           {"earlier_access", s.earlier_access},
           {"refresh_sha256", s.refresh_sha256},
+          {"spent_refresh", s.spent_refresh},
           {"provider_refresh", s.provider_refresh},
           {"created_ms", s.created_ms},
           {"access_expires_ms", s.access_expires_ms},
@@ -57,6 +66,7 @@ Expected<Session> SessionFromDoc(const std::string& text) {
     s.access_sha256 = d.value("access_sha256", "");
     s.earlier_access = d.value("earlier_access", std::map<std::string, TimeMs>{});
     s.refresh_sha256 = d.value("refresh_sha256", "");
+    s.spent_refresh = d.value("spent_refresh", std::map<std::string, TimeMs>{});
     s.provider_refresh = d.value("provider_refresh", "");
     s.created_ms = d.value("created_ms", TimeMs{0});
     s.access_expires_ms = d.value("access_expires_ms", TimeMs{0});
@@ -95,12 +105,14 @@ void SessionTable::Index(const Session& s) {
   if (!s.access_sha256.empty()) id_of_access_[s.access_sha256] = s.id;
   for (const auto& [hash, ends] : s.earlier_access) id_of_access_[hash] = s.id;
   if (!s.refresh_sha256.empty()) id_of_refresh_[s.refresh_sha256] = s.id;
+  for (const auto& [hash, when] : s.spent_refresh) id_of_spent_refresh_[hash] = s.id;
 }
 
 void SessionTable::Unindex(const Session& s) {
   id_of_access_.erase(s.access_sha256);
   for (const auto& [hash, ends] : s.earlier_access) id_of_access_.erase(hash);
   id_of_refresh_.erase(s.refresh_sha256);
+  for (const auto& [hash, when] : s.spent_refresh) id_of_spent_refresh_.erase(hash);
 }
 
 void SessionTable::Load(const std::vector<std::string>& docs) {
@@ -173,6 +185,17 @@ std::optional<Session> SessionTable::FindByRefresh(const std::string& refresh_to
   return s;
 }
 
+std::optional<std::pair<Session, TimeMs>> SessionTable::FindSpentRefresh(const std::string& refresh_token, TimeMs now) {
+  if (refresh_token.rfind("gsr_", 0) != 0) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string hash = Sha256Hex(refresh_token);
+  auto id = id_of_spent_refresh_.find(hash);
+  if (id == id_of_spent_refresh_.end()) return std::nullopt;
+  const Session& s = by_id_.at(id->second);
+  if (!s.Live(now)) return std::nullopt;
+  return std::pair{s, s.spent_refresh.at(hash)};
+}
+
 std::optional<SessionTokens> SessionTable::Rotate(const Session& renewed, TimeMs now, int64_t access_ttl_s) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_id_.find(renewed.id);
@@ -193,10 +216,9 @@ std::optional<SessionTokens> SessionTable::Rotate(const Session& renewed, TimeMs
   // The access token handed out before stays good until its end; the oldest few go.
   if (s.access_expires_ms > now) s.earlier_access[s.access_sha256] = s.access_expires_ms;
   std::erase_if(s.earlier_access, [&](const auto& e) { return e.second <= now; });
-  while (s.earlier_access.size() > kEarlierAccessKept) {
-    s.earlier_access.erase(std::min_element(s.earlier_access.begin(), s.earlier_access.end(),
-                                            [](const auto& a, const auto& b) { return a.second < b.second; }));
-  }
+  KeepNewest(s.earlier_access, kEarlierAccessKept);
+  s.spent_refresh[s.refresh_sha256] = now;
+  KeepNewest(s.spent_refresh, kEarlierAccessKept);
   s.access_sha256 = Sha256Hex(out.access_token);
   s.refresh_sha256 = Sha256Hex(out.refresh_token);
   s.access_expires_ms = std::min(s.expires_ms, now + access_ttl_s * 1000);

@@ -31,7 +31,10 @@ struct Session {
   // Access tokens handed out before the last refresh, still good until their own end (another
   // tab of the same browser, a CLI beside it), by hash; the newest few only.
   std::map<std::string, TimeMs> earlier_access;
-  std::string refresh_sha256;    // empty: the session cannot be refreshed
+  std::string refresh_sha256;  // empty: the session cannot be refreshed
+  // Refresh tokens this session already spent, by hash, with when: one used again is a copy
+  // (stolen, or a tab's request that crossed another's refresh); the newest few only.
+  std::map<std::string, TimeMs> spent_refresh;
   std::string provider_refresh;  // the provider's refresh token (never leaves the server)
   TimeMs created_ms = 0;
   TimeMs access_expires_ms = 0;
@@ -66,6 +69,8 @@ class SessionTable {
   std::optional<Session> Authenticate(const std::string& access_token, TimeMs now, const std::string& address);
   // The live session a refresh token belongs to, or null.
   std::optional<Session> FindByRefresh(const std::string& refresh_token, TimeMs now);
+  // The live session that already spent `refresh_token`, and when it did, or null.
+  std::optional<std::pair<Session, TimeMs>> FindSpentRefresh(const std::string& refresh_token, TimeMs now);
   // New tokens for a session whose refresh was honoured, with what the provider now says
   // of the person (`renewed` carries teams, groups, provider_refresh); the old refresh
   // token is spent (a stolen copy used after the owner's refresh finds nothing).
@@ -87,6 +92,7 @@ class SessionTable {
   std::map<std::string, Session> by_id_;
   std::map<std::string, std::string> id_of_access_;
   std::map<std::string, std::string> id_of_refresh_;
+  std::map<std::string, std::string> id_of_spent_refresh_;
   std::set<std::string> changed_;
   std::map<std::string, TimeMs> use_saved_ms_;  // the last use the store has, by session
 };

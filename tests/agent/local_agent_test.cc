@@ -157,7 +157,16 @@ TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
                             "stat -c %U $GANTRY_CHECKPOINT_DIR/saved"),
                       "nobody"));
   agent->Start(AsUser(Order("u2", "true"), "no-such-user-here"));
+  // A person named like a system account (a provider's or a typo's) does not run as it; a
+  // team's unix_account, which an admin names, may be one.
+  agent->Start(AsUser(Order("u3", "id -un"), "daemon"));
+  StartOrder team_account = AsUser(Order("u4", "id -un"), "no-such-user-here");
+  team_account.unix_account = "daemon";
+  agent->Start(team_account);
   EXPECT_EQ(reports_.WaitExit("u1"), 0);
+  EXPECT_EQ(reports_.WaitExit("u3"), 126);
+  EXPECT_EQ(reports_.WaitExit("u4"), 0);
+  EXPECT_EQ(ReadFile(agent->JobDir("u4") + "/run-1/rank-0.stdout.log"), "daemon\n");
   struct passwd* nobody = getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
   EXPECT_EQ(ReadFile(agent->JobDir("u1") + "/run-1/rank-0.stdout.log"),
@@ -165,6 +174,11 @@ TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   EXPECT_EQ(reports_.WaitExit("u2"), 126);
   std::lock_guard<std::mutex> lock(reports_.mu);
   EXPECT_NE(reports_.exits["u2"].reason.find("no Unix user 'no-such-user-here'"), std::string::npos);
+  EXPECT_NE(reports_.exits["u3"].reason.find("refused to run as 'daemon'"), std::string::npos)
+      << reports_.exits["u3"].reason;
+  EXPECT_NE(reports_.exits["u3"].reason.find("system account (uid 1, below the agent's --min-job-uid 1000)"),
+            std::string::npos)
+      << reports_.exits["u3"].reason;
 }
 
 TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) {

@@ -1,6 +1,7 @@
 // libFuzzer target: what an identity provider (or anyone posing as one) hands Gantry: ID
-// tokens checked against a fixed key set, and key sets themselves. Nothing crashes, and
-// nothing unsigned by the fixed key is ever accepted.
+// tokens checked against a fixed key set, key sets themselves, and browser sign-in cookies
+// (sealed boxes). Nothing crashes, and nothing unsigned by the fixed key or unsealed by the
+// fixed box is ever accepted.
 #include <cjose/cjose.h>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "identity/jwt_verify.h"
+#include "identity/sealed_box.h"
 
 namespace {
 
@@ -39,5 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     gantry::JwtKeyId(text);
     gantry::VerifyJwt(text, *keys, {"https://idp.example.org", "gantry", "", 1800000000, 60});
   }
+  static const gantry::SealedBox box;  // its key is random: nothing a fuzzer writes opens
+  if (box.Open(text, "gantry browser sign-in v1")) std::abort();
   return 0;
 }

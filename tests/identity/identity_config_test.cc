@@ -20,7 +20,7 @@ groups:
   ml-vision: {team: vision}
   ml-vision-leads: {team: vision, role: team-admin}
   platform: {team: ops, role: admin}
-sessions: {access: 30m, lifetime: 2d}
+sessions: {access: 30m, lifetime: 2d, refresh_reuse_grace: 5s}
 login_nodes:
   groups: {vision: {team: vision}}
   min_uid: 2000
@@ -32,6 +32,7 @@ login_nodes:
   EXPECT_EQ(c->groups_claim, "roles");
   EXPECT_EQ(c->access_ttl_s, 1800);
   EXPECT_EQ(c->session_lifetime_s, 2 * 86400);
+  EXPECT_EQ(c->refresh_reuse_grace_s, 5);
   EXPECT_EQ(c->groups.at("ml-vision-leads").role, "team-admin");
   EXPECT_EQ(c->login_nodes.min_uid, 2000);
   EXPECT_EQ(c->login_nodes.groups.at("vision").team, "vision");
@@ -58,6 +59,7 @@ TEST(IdentityConfig, RefusalsNameTheField) {
            {"groups: {g: {role: user}}", "groups.g.team"},
            {"sessions: {access: 10s}", "sessions.access"},
            {"sessions: {access: 2d, lifetime: 1d}", "sessions.access"},
+           {"sessions: {refresh_reuse_grace: 1h}", "sessions.refresh_reuse_grace"},
            {"login_nodes: {min_uid: 0}", "login_nodes.min_uid"},
            {"colour: blue", ".colour"},
        }) {

@@ -48,6 +48,12 @@ TEST(Sessions, ARefreshTokenIsSpentByItsFirstUse) {
   EXPECT_NE(rotated->refresh_token, t.refresh_token);
   EXPECT_FALSE(table.FindByRefresh(t.refresh_token, kT0 + 3001 * 1000).has_value());  // the old one: spent
   EXPECT_FALSE(table.Rotate(*found, kT0 + 3001 * 1000, 3600).has_value());            // a racing second use
+  // The spent one is known as spent, with when (a copy used again ends the session).
+  auto spent = table.FindSpentRefresh(t.refresh_token, kT0 + 3001 * 1000);
+  ASSERT_TRUE(spent.has_value());
+  EXPECT_EQ(spent->first.id, t.session.id);
+  EXPECT_EQ(spent->second, kT0 + 3000 * 1000);
+  EXPECT_FALSE(table.FindSpentRefresh(rotated->refresh_token, kT0 + 3001 * 1000).has_value());
   // The access token from before stays good until its own end (another tab uses it).
   EXPECT_TRUE(table.Authenticate(t.access_token, kT0 + 3001 * 1000, "x").has_value());
   EXPECT_FALSE(table.Authenticate(t.access_token, kT0 + 3600 * 1000, "x").has_value());
