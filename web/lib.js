@@ -18,10 +18,22 @@ export const session = {
 };
 
 // A new access token for the provider sign-in this browser holds (its cookie); false when
-// there is none any more (signed out, revoked, or no longer in a mapped group).
-export async function refreshSession() {
+// there is none any more (signed out, revoked, or no longer in a mapped group). The calls
+// of a page that all found the token expired share one refresh; one that crossed another
+// tab's refresh (409) asks again with the cookie that tab left.
+let refreshing = null;
+export function refreshSession() {
+  if (!refreshing) refreshing = refreshOnce(true).finally(() => { refreshing = null; });
+  return refreshing;
+}
+
+async function refreshOnce(mayRetry) {
   const res = await fetch('/v1/auth/refresh', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   const data = await res.json().catch(() => null);
+  if (res.status === 409 && mayRetry) {
+    await new Promise((resolve) => { setTimeout(resolve, 500); });
+    return refreshOnce(false);
+  }
   if (!res.ok) {
     const why = (data && data.error && data.error.message) || '';
     session.refusal = why.startsWith('no refresh token') ? '' : why; // never signed in here: nothing to say

@@ -89,6 +89,17 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
   return env;
 }
 
+namespace {
+
+// The uids no person's own account has: below the floor, the overflow uid `nobody` (65534,
+// what NFS squashes to), systemd's dynamic service users (61184..65519), and the two
+// highest (-1 and -2 as 32 bits).
+bool IsSystemUid(uid_t uid, uid_t floor) {
+  return uid < floor || uid == 65534 || (uid >= 61184 && uid <= 65519) || uid >= 4294967294u;
+}
+
+}  // namespace
+
 Expected<LocalAgent::Account> LocalAgent::JobAccount(const StartOrder& o) const {
   if (geteuid() != 0) return Account{};  // an unprivileged agent runs everything as itself
   const JobSpec& spec = *o.spec;
@@ -97,10 +108,10 @@ Expected<LocalAgent::Account> LocalAgent::JobAccount(const StartOrder& o) const 
     pw = getpwuid(0);
   } else {
     pw = getpwnam(spec.user.c_str());
-    if (pw && pw->pw_uid != 0 && pw->pw_uid < options_.min_job_uid) {
+    if (pw && pw->pw_uid != 0 && IsSystemUid(pw->pw_uid, options_.min_job_uid)) {
       return Status::Denied(
-          "user", fmt::format("refused to run as '{}': on node {} that is a system account (uid {}, below the "
-                              "agent's --min-job-uid {})",
+          "user", fmt::format("refused to run as '{}': on node {} that is a system account (uid {}: below the "
+                              "agent's --min-job-uid {}, nobody, or systemd's dynamic users)",
                               spec.user, o.node_id, pw->pw_uid, options_.min_job_uid));
     }
     if (!pw && !o.unix_account.empty()) {

@@ -44,9 +44,10 @@ struct LocalAgentOptions {
   std::string shim = {};       // the gantry binary (runs `gantry job-shim`)
   DurationMs poll_ms = 50;
   RunAs run_as = RunAs::kAuto;
-  // A person's own account below this uid (a system account: daemon, postgres, ...) runs no
-  // job, whatever a provider or a login node calls the person; a team's unix_account, which
-  // an admin names, is exempt. Root stays under the team's allow_root.
+  // A person's own account below this uid (a system account: daemon, postgres, ...), or
+  // nobody (65534) or one of systemd's dynamic users, runs no job, whatever a provider or a
+  // login node calls the person; a team's unix_account, which an admin names, is exempt.
+  // Root stays under the team's allow_root.
   uid_t min_job_uid = 1000;
   // The MPS control command (nvidia-cuda-mps-control on real GPUs). Empty: no MPS daemons
   // (fake GPUs: their jobs get the MPS limits in their environment only).

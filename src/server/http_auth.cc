@@ -55,6 +55,22 @@ std::string StringOf(const nlohmann::json& body, const char* key) {
   return it != body.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// Whether a browser's request comes from this server's own pages: its Origin (browsers send
+// one with every POST) is the server's public URL, or the address it was asked at. Callers
+// that are not browsers send none.
+bool FromOwnPages(const httplib::Request& req, const std::string& public_url, bool secure) {
+  if (!req.has_header("Origin")) return true;
+  std::string origin = req.get_header_value("Origin");
+  std::string own = public_url;
+  while (!own.empty() && own.back() == '/') own.pop_back();
+  if (!own.empty()) {
+    size_t path = own.find('/', own.find("://") == std::string::npos ? 0 : own.find("://") + 3);
+    if (path != std::string::npos) own.resize(path);
+    if (origin == own) return true;
+  }
+  return origin == std::string(secure ? "https://" : "http://") + req.get_header_value("Host");
+}
+
 // Where the dashboard goes after signing in: one of its own pages (#/jobs), never elsewhere.
 std::string SafeNext(const std::string& next) {
   if (next.size() > 200 || next.rfind("#/", 0) != 0) return "";
@@ -120,8 +136,12 @@ void HttpApi::AuthRoutes() {
     if (req.has_param("error")) {
       std::string why = req.get_param_value("error").substr(0, 80);
       std::string more = req.get_param_value("error_description").substr(0, 200);
-      id->AbandonBrowserSignIn(req.get_param_value("state"), CookieValue(req, kSignInCookie),
-                               why + (more.empty() ? "" : ": " + more), req.remote_addr);
+      // The provider's words only for a sign-in under way in this browser: anyone can put
+      // words in this URL.
+      if (!id->AbandonBrowserSignIn(req.get_param_value("state"), CookieValue(req, kSignInCookie),
+                                    why + (more.empty() ? "" : ": " + more), req.remote_addr)) {
+        return SignInPage(res, 400, "No sign-in is under way in this browser: start again.");
+      }
       return SignInPage(res, 401, "The identity provider answered: " + why + (more.empty() ? "" : " (" + more + ")"));
     }
     std::string next;
@@ -137,11 +157,15 @@ void HttpApi::AuthRoutes() {
   });
 
   // New tokens: the CLI sends its refresh token, the dashboard its cookie.
-  s.Post("/v1/auth/refresh", [id, secure](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/auth/refresh", [id, secure, public_url](const httplib::Request& req, httplib::Response& res) {
     auto body = BodyObject(req, res);
     if (!body) return;
     std::string token = StringOf(*body, "refresh_token");
     const bool from_cookie = token.empty();
+    if (from_cookie && !FromOwnPages(req, public_url, secure)) {
+      return ReplyError(res, 403, "forbidden", "a request from another site's page may not use the session cookie",
+                        "Origin");
+    }
     if (from_cookie) token = CookieValue(req, kRefreshCookie);
     if (token.empty()) return ReplyError(res, 401, "unauthenticated", "no refresh token: sign in", "refresh_token");
     auto signed_in = id->Refresh(token, req.remote_addr);
@@ -159,9 +183,12 @@ void HttpApi::AuthRoutes() {
     res.set_header("Cache-Control", "no-store");
     Send(res, 200, view);
   });
-  s.Post("/v1/auth/logout", [id, secure](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/auth/logout", [id, secure, public_url](const httplib::Request& req, httplib::Response& res) {
     auto body = BodyObject(req, res);
     if (!body) return;
+    if (!FromOwnPages(req, public_url, secure)) {
+      return ReplyError(res, 403, "forbidden", "a request from another site's page may not sign anyone out", "Origin");
+    }
     // The session of whichever the caller holds: its access token, its refresh token, the cookie.
     std::string header = req.get_header_value("Authorization");
     bool ended = false;

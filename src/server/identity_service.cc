@@ -75,11 +75,11 @@ void IdentityService::Audit(const std::string& user, const std::string& action, 
   controller_.RecordAudit(Actor{user.empty() ? "-" : user, "", Role::kUser}, action, user, outcome, line);
 }
 
-bool IdentityService::Admit(const std::string& address) {
+bool IdentityService::Admit(const std::string& address, std::map<std::string, std::vector<TimeMs>>& by_address) {
   TimeMs now = controller_.CurrentTime();
   std::lock_guard<std::mutex> lock(mu_);
-  if (starts_by_address_.size() > kMaxPending) starts_by_address_.clear();
-  auto& times = starts_by_address_[address];
+  if (by_address.size() > kMaxPending) by_address.clear();
+  auto& times = by_address[address];
   std::erase_if(times, [&](TimeMs t) { return now - t >= 60 * 1000; });
   if (static_cast<int>(times.size()) >= kStartsPerMinute) return false;
   times.push_back(now);
@@ -183,7 +183,9 @@ Expected<IdentityService::BrowserStart> IdentityService::StartBrowserSignIn(cons
                                                                             const std::string& next,
                                                                             const std::string& address) {
   if (!provider_) return Status::Precondition("oidc", "this server has no identity provider (identity.yaml oidc:)");
-  if (!Admit(address)) return Status{StatusCode::kOverLimit, "too many sign-ins from " + address + ": wait a minute"};
+  if (!Admit(address, starts_by_address_)) {
+    return Status{StatusCode::kOverLimit, "too many sign-ins from " + address + ": wait a minute"};
+  }
   const std::string state = NewToken().substr(4);
   const std::string nonce = NewToken().substr(4);
   const std::string verifier = NewToken().substr(4) + NewToken().substr(4);
@@ -211,9 +213,16 @@ Expected<SignedIn> IdentityService::FinishBrowserSignIn(const std::string& code,
                                                         const std::string& cookie, const std::string& address,
                                                         std::string* next) {
   if (!provider_) return Status::Precondition("oidc", "this server has no identity provider (identity.yaml oidc:)");
+  if (!Admit(address, finishes_by_address_)) {
+    return Status{StatusCode::kOverLimit, "too many sign-ins from " + address + ": wait a minute"};
+  }
   // The browser that started the sign-in must be the one finishing it (no code planted in
-  // another person's browser): its cookie holds this state.
+  // another person's browser): its cookie holds this state. Each sign-in finishes once.
   std::optional<BrowserSignIn> p = OpenSignInCookie(cookie, state);
+  if (p && !SpendSignIn(state)) {
+    Audit("", "sign-in oidc", "unauthenticated", "a sign-in finished already, presented again (from " + address + ")");
+    return Refused("state", "this sign-in was finished already: start again");
+  }
   if (!p) {
     Audit("", "sign-in oidc", "unauthenticated",
           fmt::format("{} (from {})",
@@ -234,15 +243,26 @@ Expected<SignedIn> IdentityService::FinishBrowserSignIn(const std::string& code,
   return SignInWith(*tokens, "oidc", address);
 }
 
-void IdentityService::AbandonBrowserSignIn(const std::string& state, const std::string& cookie, const std::string& why,
+bool IdentityService::AbandonBrowserSignIn(const std::string& state, const std::string& cookie, const std::string& why,
                                            const std::string& address) {
-  if (!OpenSignInCookie(cookie, state)) return;
+  if (!OpenSignInCookie(cookie, state) || !SpendSignIn(state)) return false;
   Audit("", "sign-in oidc", "unauthenticated", "the provider answered " + why + " (from " + address + ")");
+  return true;
+}
+
+bool IdentityService::SpendSignIn(const std::string& state) {
+  TimeMs now = controller_.CurrentTime();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(used_sign_ins_, [&](const auto& used) { return used.second <= now; });
+  if (used_sign_ins_.size() >= kMaxPending * 10) return false;  // a flood of starts: refuse, never forget one
+  return used_sign_ins_.emplace(Sha256Hex(state), now + kBrowserSignInMs).second;
 }
 
 Expected<DeviceStart> IdentityService::StartDeviceSignIn(const std::string& address) {
   if (!provider_) return Status::Precondition("oidc", "this server has no identity provider (identity.yaml oidc:)");
-  if (!Admit(address)) return Status{StatusCode::kOverLimit, "too many sign-ins from " + address + ": wait a minute"};
+  if (!Admit(address, starts_by_address_)) {
+    return Status{StatusCode::kOverLimit, "too many sign-ins from " + address + ": wait a minute"};
+  }
   auto started = provider_->StartDeviceFlow();
   if (!started) return started.status();
   TimeMs now = controller_.CurrentTime();
@@ -297,6 +317,29 @@ Expected<SignedIn> IdentityService::Refresh(const std::string& refresh_token, co
   TimeMs now = controller_.CurrentTime();
   std::optional<Session> s = controller_.sessions().FindByRefresh(refresh_token, now);
   if (!s) return RefusedRefresh(refresh_token, now, address);
+  // One refresh of a session at a time: a second request with the same token (another tab,
+  // at the same moment) would spend the provider's refresh token twice, which providers
+  // that detect reuse answer by ending the whole session.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!refreshing_.insert(s->id).second) {
+      return Status{StatusCode::kFailedPrecondition,
+                    "this session is being refreshed by another tab or command: use its new tokens", "refresh_token"};
+    }
+  }
+  struct Unclaim {
+    IdentityService* self;
+    std::string id;
+    ~Unclaim() {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->refreshing_.erase(id);
+    }
+  } unclaim{this, s->id};
+  return RefreshClaimed(*s, now, address);
+}
+
+Expected<SignedIn> IdentityService::RefreshClaimed(const Session& claimed, TimeMs now, const std::string& address) {
+  std::optional<Session> s = claimed;
   Session renewed = *s;
   if (s->source == "oidc") {
     if (!provider_) return Refused("refresh_token", "this server no longer has an identity provider");
@@ -333,12 +376,16 @@ Expected<SignedIn> IdentityService::Refresh(const std::string& refresh_token, co
 
 Status IdentityService::RefusedRefresh(const std::string& refresh_token, TimeMs now, const std::string& address) {
   auto spent = controller_.sessions().FindSpentRefresh(refresh_token, now);
-  if (!spent) return Refused("refresh_token", "the session has ended or was revoked: sign in again");
+  if (!spent) {
+    return Refused("refresh_token",
+                   "the session has ended or was revoked, or this refresh token is long spent: sign in again");
+  }
   const auto& [s, spent_ms] = *spent;
   // A request that crossed another tab's (or command's) refresh of the same session: refused,
   // the session goes on. Later, a spent token is a copy someone kept: the session ends.
   if (now - spent_ms < config_.refresh_reuse_grace_s * 1000) {
-    return Refused("refresh_token", "this session was just refreshed by another tab or command: use its new tokens");
+    return Status{StatusCode::kFailedPrecondition,
+                  "this session was just refreshed by another tab or command: use its new tokens", "refresh_token"};
   }
   controller_.sessions().Revoke(s.id, "refresh-reuse", now);
   controller_.SaveSessions(true);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,8 @@ class IdentityService {
 
   // The provider sent the browser back with an error (`why`): when that browser's cookie
   // holds that sign-in it is audited; anyone can call /auth/callback, so others are not.
-  void AbandonBrowserSignIn(const std::string& state, const std::string& cookie, const std::string& why,
+  // True when it was (the page may then show the provider's words).
+  bool AbandonBrowserSignIn(const std::string& state, const std::string& cookie, const std::string& why,
                             const std::string& address);
 
   // The CLI's device grant: started, then polled until the user finished at the provider.
@@ -96,8 +98,13 @@ class IdentityService {
   // Why a refresh token that opens no session is refused; a spent one used again past a
   // short grace ends its session (audited).
   Status RefusedRefresh(const std::string& refresh_token, TimeMs now, const std::string& address);
-  // A caller may start so many sign-ins a minute (each costs the provider a request).
-  bool Admit(const std::string& address);
+  // The refresh of a session this caller alone holds now (see Refresh).
+  Expected<SignedIn> RefreshClaimed(const Session& claimed, TimeMs now, const std::string& address);
+  // Marks a sealed sign-in as finished; false when it was already (or too many are kept).
+  bool SpendSignIn(const std::string& state);
+  // A caller may start, and finish, so many sign-ins a minute (each finish costs the
+  // provider a request and the audit log a row).
+  bool Admit(const std::string& address, std::map<std::string, std::vector<TimeMs>>& by_address);
   void Audit(const std::string& user, const std::string& action, const std::string& outcome, const std::string& detail);
 
   IdentityConfig config_;
@@ -122,6 +129,9 @@ class IdentityService {
   SealedBox sealer_;                             // the browser sign-in cookies
   std::map<std::string, PendingDevice> device_;  // by SHA-256 of the device code
   std::map<std::string, std::vector<TimeMs>> starts_by_address_;
+  std::map<std::string, std::vector<TimeMs>> finishes_by_address_;
+  std::map<std::string, TimeMs> used_sign_ins_;  // states of sealed sign-ins already finished, until they expire
+  std::set<std::string> refreshing_;             // sessions whose refresh is at the provider now
 };
 
 }  // namespace gantry

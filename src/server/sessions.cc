@@ -14,6 +14,8 @@ constexpr DurationMs kUseSaveEveryMs = 60 * 1000;  // a session's last use reach
 constexpr DurationMs kKeepEndedMs = 7 * 24 * 3600 * 1000LL;  // ended sessions stay listed this long
 constexpr size_t kMaxSessions = 200000;
 constexpr size_t kEarlierAccessKept = 8;  // access tokens of a session alive at once, besides the newest
+constexpr size_t kSpentRefreshKept = 48;  // spent refresh tokens known as such: two days of hourly refreshes
+constexpr size_t kLivePerUser = 100;      // a person's sessions at once; a new one ends the oldest
 
 std::string FreshSecret(const char* prefix) { return prefix + NewToken().substr(4); }
 
@@ -152,6 +154,22 @@ SessionTokens SessionTable::Create(Session base, TimeMs now, int64_t access_ttl_
       }
     }
   }
+  // One person's sessions are bounded (signing in again and again grows nothing without end):
+  // past the limit the oldest live one ends.
+  std::vector<Session*> live;
+  for (auto& [id, s] : by_id_) {
+    if (s.user == base.user && s.Live(now)) live.push_back(&s);
+  }
+  if (live.size() >= kLivePerUser) {
+    std::sort(live.begin(), live.end(),
+              [](const Session* a, const Session* b) { return a->created_ms < b->created_ms; });
+    for (size_t i = 0; i + kLivePerUser <= live.size(); ++i) {
+      live[i]->revoked_ms = now;
+      live[i]->revoked_by = "session-limit";
+      live[i]->provider_refresh.clear();
+      changed_.insert(live[i]->id);
+    }
+  }
   Index(base);
   changed_.insert(base.id);
   by_id_[base.id] = base;
@@ -218,7 +236,7 @@ std::optional<SessionTokens> SessionTable::Rotate(const Session& renewed, TimeMs
   std::erase_if(s.earlier_access, [&](const auto& e) { return e.second <= now; });
   KeepNewest(s.earlier_access, kEarlierAccessKept);
   s.spent_refresh[s.refresh_sha256] = now;
-  KeepNewest(s.spent_refresh, kEarlierAccessKept);
+  KeepNewest(s.spent_refresh, kSpentRefreshKept);
   s.access_sha256 = Sha256Hex(out.access_token);
   s.refresh_sha256 = Sha256Hex(out.refresh_token);
   s.access_expires_ms = std::min(s.expires_ms, now + access_ttl_s * 1000);

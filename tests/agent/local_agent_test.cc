@@ -148,14 +148,25 @@ StartOrder AsUser(StartOrder o, const std::string& user) {
   return o;
 }
 
+// A person's account made for the test (uid 1000 and up), removed at its end.
+struct TestAccount {
+  std::string name = fmt::format("gtla{}", ::getpid() % 100000);
+  TestAccount() { std::system(("useradd -M -N " + name + " 2>/dev/null").c_str()); }
+  ~TestAccount() { std::system(("userdel " + name + " 2>/dev/null").c_str()); }
+};
+
 TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  TestAccount person;
+  struct passwd* pw = getpwnam(person.name.c_str());
+  ASSERT_NE(pw, nullptr) << "useradd " << person.name;
+  const std::string home = pw->pw_dir;
   auto agent = NewAgent(RunAs::kUser);
   agent->Serve();
   agent->Start(AsUser(Order("u1",
                             "id -un; echo $HOME; touch $GANTRY_CHECKPOINT_DIR/saved && "
                             "stat -c %U $GANTRY_CHECKPOINT_DIR/saved"),
-                      "nobody"));
+                      person.name));
   agent->Start(AsUser(Order("u2", "true"), "no-such-user-here"));
   // A person named like a system account (a provider's or a typo's) does not run as it; a
   // team's unix_account, which an admin names, may be one.
@@ -163,22 +174,24 @@ TEST_F(LocalAgentTest, ARootAgentRunsJobsAsTheirUsers) {
   StartOrder team_account = AsUser(Order("u4", "id -un"), "no-such-user-here");
   team_account.unix_account = "daemon";
   agent->Start(team_account);
+  agent->Start(AsUser(Order("u5", "id -un"), "nobody"));  // the overflow uid: no one's own account
   EXPECT_EQ(reports_.WaitExit("u1"), 0);
+  EXPECT_EQ(reports_.WaitExit("u5"), 126);
   EXPECT_EQ(reports_.WaitExit("u3"), 126);
   EXPECT_EQ(reports_.WaitExit("u4"), 0);
   EXPECT_EQ(ReadFile(agent->JobDir("u4") + "/run-1/rank-0.stdout.log"), "daemon\n");
-  struct passwd* nobody = getpwnam("nobody");
-  ASSERT_NE(nobody, nullptr);
   EXPECT_EQ(ReadFile(agent->JobDir("u1") + "/run-1/rank-0.stdout.log"),
-            fmt::format("nobody\n{}\nnobody\n", nobody->pw_dir));
+            fmt::format("{0}\n{1}\n{0}\n", person.name, home));
   EXPECT_EQ(reports_.WaitExit("u2"), 126);
   std::lock_guard<std::mutex> lock(reports_.mu);
   EXPECT_NE(reports_.exits["u2"].reason.find("no Unix user 'no-such-user-here'"), std::string::npos);
   EXPECT_NE(reports_.exits["u3"].reason.find("refused to run as 'daemon'"), std::string::npos)
       << reports_.exits["u3"].reason;
-  EXPECT_NE(reports_.exits["u3"].reason.find("system account (uid 1, below the agent's --min-job-uid 1000)"),
+  EXPECT_NE(reports_.exits["u3"].reason.find("system account (uid 1: below the agent's --min-job-uid 1000"),
             std::string::npos)
       << reports_.exits["u3"].reason;
+  EXPECT_NE(reports_.exits["u5"].reason.find("refused to run as 'nobody'"), std::string::npos)
+      << reports_.exits["u5"].reason;
 }
 
 TEST_F(LocalAgentTest, TheFirstMpsJobOnAGpuStartsItsDaemonAndTheLastOneStopsIt) {

@@ -36,6 +36,7 @@ class FakeProvider {
     server_.Post("/token", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
       last_form_ = req.body;
+      ++token_calls_;
       res.set_content(nlohmann::json{{"access_token", "at"},
                                      {"refresh_token", "rt-next"},
                                      {"id_token", id_token_},
@@ -67,6 +68,10 @@ class FakeProvider {
     std::lock_guard<std::mutex> lock(mu_);
     token_endpoint_ = url;
   }
+  int token_calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return token_calls_;
+  }
   int jwks_fetches() {
     std::lock_guard<std::mutex> lock(mu_);
     return jwks_fetches_;
@@ -89,6 +94,7 @@ class FakeProvider {
   std::string token_endpoint_;
   std::string last_form_;
   int jwks_fetches_ = 0;
+  int token_calls_ = 0;
 };
 
 }  // namespace gantry::testing

@@ -6,8 +6,11 @@
 // verifier and nonce.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "command_util.h"
 #include "identity/fake_provider.h"
@@ -132,8 +135,48 @@ TEST_F(BrowserSignInTest, AnotherBrowsersAnAlteredOrNoCookieFinishesNothing) {
                                       .dump(),
                                   "gantry browser sign-in v1");
   EXPECT_EQ(Callback(victim.state, forged)->status, 401);
-  // Nothing above signed anyone in; the victim's own browser still can.
+  // Nothing above signed anyone in; the victim's own browser still can, once.
   EXPECT_EQ(Callback(victim.state, victim.cookie)->status, 302);
+  int asked = idp_.token_calls();
+  auto again = Callback(victim.state, victim.cookie);
+  EXPECT_EQ(again->status, 401);
+  EXPECT_NE(again->body.find("this sign-in was finished already"), std::string::npos) << again->body;
+  EXPECT_EQ(idp_.token_calls(), asked) << "a spent sign-in sends nothing to the provider";
+}
+
+TEST_F(BrowserSignInTest, WordsInTheCallbackUrlAreShownOnlyForASignInUnderWay) {
+  httplib::Client c(server_->address());
+  auto forged = c.Get("/auth/callback?error=Your+account+is+locked&error_description=call+555&state=x");
+  EXPECT_EQ(forged->status, 400);
+  EXPECT_EQ(forged->body.find("Your account is locked"), std::string::npos) << forged->body;
+  EXPECT_NE(forged->body.find("No sign-in is under way in this browser"), std::string::npos) << forged->body;
+  Started s = Start();
+  auto real = c.Get("/auth/callback?error=access_denied&state=" + s.state, {{"Cookie", "gantry_signin=" + s.cookie}});
+  EXPECT_EQ(real->status, 401);
+  EXPECT_NE(real->body.find("The identity provider answered: access_denied"), std::string::npos) << real->body;
+}
+
+TEST_F(BrowserSignInTest, AnotherSitesPageCannotUseTheSessionCookie) {
+  Started s = Start();
+  ProviderSignsIn("ada", s.nonce);
+  auto r = Callback(s.state, s.cookie);
+  std::string refresh;
+  for (const auto& [name, value] : r->headers) {
+    if (name == "Set-Cookie" && value.rfind("gantry_refresh=", 0) == 0)
+      refresh = value.substr(15, value.find(';') - 15);
+  }
+  ASSERT_FALSE(refresh.empty());
+  httplib::Client c(server_->address());
+  httplib::Headers evil = {{"Cookie", "gantry_refresh=" + refresh}, {"Origin", "http://evil.example"}};
+  auto out = c.Post("/v1/auth/logout", evil, "{}", "text/plain");
+  EXPECT_EQ(out->status, 403) << out->body;
+  auto renewed = c.Post("/v1/auth/refresh", evil, "{}", "application/json");
+  EXPECT_EQ(renewed->status, 403) << renewed->body;
+  // From the server's own page, the cookie works.
+  httplib::Headers own = {{"Cookie", "gantry_refresh=" + refresh},
+                          {"Origin", "http://" + server_->address().substr(server_->address().find("://") + 3)}};
+  auto ok = c.Post("/v1/auth/refresh", own, "{}", "application/json");
+  EXPECT_EQ(ok->status, 200) << ok->body;
 }
 
 // The refresh token in the cookie after a sign-in through the browser.
@@ -158,17 +201,37 @@ TEST_F(BrowserSignInTest, ASpentRefreshTokenUsedAgainLaterEndsTheSession) {
   ASSERT_EQ(status, 200) << owner.dump();
   // At once: a request that crossed the owner's refresh (another tab); the session goes on.
   auto [crossed, why] = refresh(first);
-  EXPECT_EQ(crossed, 401);
+  EXPECT_EQ(crossed, 409);
   EXPECT_NE(why.dump().find("just refreshed by another tab"), std::string::npos) << why.dump();
   auto [again, renewed] = refresh(owner["refresh_token"]);
   ASSERT_EQ(again, 200) << renewed.dump();
+  // Two refreshes of one session at the same moment (two tabs): one wins, the other is
+  // told to use its tokens (409); the provider's refresh token is spent once, so a provider
+  // that ends sessions on reuse keeps this one.
+  int asked = idp_.token_calls();
+  std::string current = renewed["refresh_token"];
+  nlohmann::json latest;
+  std::vector<int> statuses(2);
+  std::vector<std::thread> tabs;
+  for (int t = 0; t < 2; ++t) {
+    tabs.emplace_back([&, t] {
+      httplib::Client tab(server_->address());
+      auto answer = tab.Post("/v1/auth/refresh", nlohmann::json{{"refresh_token", current}}.dump(), "application/json");
+      statuses[t] = answer->status;
+      if (answer->status == 200) latest = nlohmann::json::parse(answer->body);
+    });
+  }
+  for (auto& t : tabs) t.join();
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{200, 409}));
+  EXPECT_EQ(idp_.token_calls(), asked + 1);
   // Past the grace (1 s here): a copy someone kept. The session ends for thief and owner.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto [stolen, ended] = refresh(first);
   EXPECT_EQ(stolen, 401);
   EXPECT_NE(ended.dump().find("used already: the session is ended"), std::string::npos) << ended.dump();
-  EXPECT_EQ(refresh(renewed["refresh_token"]).first, 401);
-  auto who = c.Get("/v1/whoami", {{"Authorization", "Bearer " + renewed["access_token"].get<std::string>()}});
+  EXPECT_EQ(refresh(latest["refresh_token"]).first, 401);
+  auto who = c.Get("/v1/whoami", {{"Authorization", "Bearer " + latest["access_token"].get<std::string>()}});
   EXPECT_EQ(who->status, 401);
   auto audit = c.Get("/v1/audit?limit=20", {{"Authorization", std::string("Bearer ") + testing::kRootToken}});
   EXPECT_NE(audit->body.find("was used again; the session is revoked"), std::string::npos) << audit->body;

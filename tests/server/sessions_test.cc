@@ -69,6 +69,16 @@ TEST(Sessions, ARefreshTokenIsSpentByItsFirstUse) {
   EXPECT_FALSE(table.FindByRefresh(rotated->refresh_token, kT0 + 86400 * 1000).has_value());
 }
 
+TEST(Sessions, APersonHoldsAHundredAtMostTheOldestEnds) {
+  SessionTable table;
+  std::vector<SessionTokens> made;
+  for (int i = 0; i < 101; ++i) made.push_back(table.Create(Alice(), kT0 + i, 3600, 86400, true));
+  EXPECT_FALSE(table.Authenticate(made[0].access_token, kT0 + 200, "x").has_value());
+  EXPECT_EQ(table.Find(made[0].session.id)->revoked_by, "session-limit");
+  EXPECT_TRUE(table.Authenticate(made[1].access_token, kT0 + 200, "x").has_value());
+  EXPECT_TRUE(table.Authenticate(made[100].access_token, kT0 + 200, "x").has_value());
+}
+
 TEST(Sessions, ARevokedSessionStopsAtOnce) {
   SessionTable table;
   SessionTokens t = table.Create(Alice(), kT0, 3600, 86400, true);
