@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace gantry {
 namespace {
@@ -36,6 +37,17 @@ login_nodes:
   EXPECT_EQ(c->groups.at("ml-vision-leads").role, "team-admin");
   EXPECT_EQ(c->login_nodes.min_uid, 2000);
   EXPECT_EQ(c->login_nodes.groups.at("vision").team, "vision");
+}
+
+TEST(IdentityConfig, TheWorkedExampleReads) {
+  std::ifstream in(std::string(GANTRY_SOURCE_DIR) + "/examples/identity.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto c = IdentityConfig::FromYaml(text.str());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->groups.at("platform").role, "admin");
+  EXPECT_EQ(c->refresh_reuse_grace_s, 30);
+  EXPECT_EQ(c->login_nodes.groups.at("nlp").team, "nlp");
 }
 
 TEST(IdentityConfig, LoginNodesUseTheGroupsMapUnlessGivenTheirOwn) {
