@@ -10,7 +10,7 @@
 #   bash scripts/sweep.sh [TRACE] [OUT]      # GANTRY=build/gantry SWEEP_SIZES="256 512" to narrow
 set -euo pipefail
 cd "$(dirname "$0")/.."
-trace=${1:-../shared/traces/philly/philly-2017-09-04_2017-11-14.csv}
+trace=${1:-traces/philly/philly-2017-09-04_2017-11-14.csv}
 out=${2:-build/sweep}
 gantry=${GANTRY:-build/gantry}
 sizes=${SWEEP_SIZES:-256 384 512 1024}

@@ -1,4 +1,4 @@
-// Workload traces for the simulator: the Philly format (../shared/traces/philly) and
+// Workload traces for the simulator: the Philly format (traces/philly) and
 // Gantry's own CSV (docs/SIMULATION.md). A malformed row is reported with its line number
 // and reason; it is skipped and counted, or fatal with `strict`.
 #pragma once

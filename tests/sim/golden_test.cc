@@ -1,4 +1,4 @@
-// Golden run: the first 3,000 jobs of the shared Philly trace on a 64-GPU cluster, for
+// Golden run: the first 3,000 jobs of the Philly trace (traces/philly) on a 64-GPU cluster, for
 // each policy, must give byte-identical JSON (sim_wall_s aside) to the checked-in files.
 // After an intended change: GANTRY_UPDATE_GOLDEN=1 ./build/gantry_tests --gtest_filter='Golden*'
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 namespace gantry {
 namespace {
 
-const char* kTrace = GANTRY_SOURCE_DIR "/../shared/traces/philly/philly-2017-09-04_2017-11-14.csv";
+const char* kTrace = GANTRY_SOURCE_DIR "/traces/philly/philly-2017-09-04_2017-11-14.csv";
 
 std::string FirstLines(const std::string& path, int lines) {
   std::ifstream in(path);
@@ -32,7 +32,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST(GoldenPhilly, First3000JobsOn64Gpus) {
-  if (!std::filesystem::exists(kTrace)) GTEST_SKIP() << "shared trace not found at " << kTrace;
+  ASSERT_TRUE(std::filesystem::exists(kTrace)) << "the trace ships in the repository: " << kTrace;
   ConfigSet config{GpuCatalog::Builtin(), SchedulerConfig::Builtin(), QuotaConfig{}, ""};
   auto nodes = LoadClusterFile(GANTRY_SOURCE_DIR "/tests/golden/cluster-64.yaml", config.catalog);
   ASSERT_TRUE(nodes.ok());
