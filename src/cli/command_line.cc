@@ -5,6 +5,7 @@
 
 #include "cli/cli_docs.h"
 #include "client/http_client.h"
+#include "client/slurm_hints.h"
 #include "core/time.h"
 #include "sim/policy.h"
 
@@ -322,7 +323,13 @@ int CommandLine::Parse(int argc, char** argv) {
   try {
     app_.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    return app_.exit(e);
+    int rc = app_.exit(e);
+    if (rc != 0) {
+      for (const std::string& hint : SlurmFlagHints(std::vector<std::string>(argv + 1, argv + argc))) {
+        std::cerr << "hint: " << hint << "\n";
+      }
+    }
+    return rc;
   }
   return -1;
 }

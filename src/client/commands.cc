@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <ostream>
 #include <thread>
 
@@ -33,6 +34,28 @@ std::vector<const char*> SplitAtDashes(int argc, const char* const* argv, std::v
   for (++i; i < argc; ++i) after->push_back(argv[i]);
   return before;
 }
+
+namespace {
+
+// squeue's reason column: pending jobs in `body` without a reason of their own (held, a
+// dependency) get the queue's (why they wait, and when they should start).
+void AddQueueReasons(ApiClient& api, nlohmann::json& body) {
+  std::map<std::string, nlohmann::json*> waiting;
+  for (auto& j : body["jobs"]) {
+    if (j.value("state", "") == "pending" && j.value("reason", "").empty()) waiting[j.value("id", "")] = &j;
+  }
+  if (waiting.empty()) return;
+  auto queue = api.Get("/v1/queue");
+  if (!queue || queue->status != 200 || !queue->body.contains("queue")) return;
+  for (const auto& q : queue->body["queue"]) {
+    auto it = waiting.find(q.value("id", ""));
+    if (it == waiting.end()) continue;
+    (*it->second)["reason"] = q.value("reason", "");
+    if (q.contains("estimated_start")) (*it->second)["estimated_start"] = q["estimated_start"];
+  }
+}
+
+}  // namespace
 
 std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& out, std::ostream& err,
                                                   const std::string& only) {
@@ -94,27 +117,30 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   };
 
   // jobs
-  auto jf = std::make_shared<std::array<std::string, 5>>();
+  auto jf = std::make_shared<std::array<std::string, 6>>();
   auto limit = std::make_shared<int>(100);
   if (wants("jobs")) {
     CLI::App* jobs = app.add_subcommand("jobs", "List jobs of your team (admins: all)");
     timed(jobs);
-    jobs->add_option("--state", (*jf)[0], "pending, running, stopping, succeeded, failed, cancelled or active");
+    jobs->add_option("-t,--state", (*jf)[0],
+                     "pending, running, stopping, succeeded, failed, cancelled or active; several joined by ',' "
+                     "(Slurm's PD,R too)");
     jobs->add_option("--team", (*jf)[1], "Only this team");
     jobs->add_option("--user", (*jf)[2], "Only this user");
     jobs->add_option("-S,--since", (*jf)[3],
                      "Only jobs not ended before this: 2h (ago), 2026-11-26, '2026-11-26 14:00'");
     jobs->add_option("-E,--until", (*jf)[4], "Only jobs submitted before this (same forms)");
+    jobs->add_option("-n,--name", (*jf)[5], "Only jobs with this name (several joined by ',')");
     jobs->add_option("--limit", *limit, "At most this many (newest first)");
     jobs->callback([=, &out, &err] {
       *chosen = [=, &out, &err] {
         TimeStyle style = CurrentTimeStyle(*utc);
         std::string q = fmt::format("/v1/jobs?limit={}", *limit);
-        const char* names[] = {"state", "team", "user", "since", "until"};
-        for (int i = 0; i < 5; ++i) {
+        const char* names[] = {"state", "team", "user", "since", "until", "name"};
+        for (int i = 0; i < 6; ++i) {
           std::string value = (*jf)[i];
           if (value.empty()) continue;
-          if (i >= 3) {
+          if (i == 3 || i == 4) {
             auto when = ParseWhen(std::string("--") + names[i], value, style);
             if (!when) {
               err << "gantry: " << when.status().ToString() << "\n";
@@ -124,8 +150,13 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
           }
           q += fmt::format("&{}={}", names[i], UrlEncode(value));
         }
-        return request([q](ApiClient& a) { return a.Get(q); },
-                       [&out, style](const nlohmann::json& b) { PrintJobs(out, b, style); });
+        return request(
+            [q](ApiClient& a) {
+              auto jobs = a.Get(q);
+              if (jobs && jobs->status == 200) AddQueueReasons(a, jobs->body);
+              return jobs;
+            },
+            [&out, style](const nlohmann::json& b) { PrintJobs(out, b, style); });
       };
     });
   }
@@ -180,8 +211,12 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
         int rc = 0;
         for (const std::string& i : *ids) {
           rc |= request([i](ApiClient& a) { return a.Delete("/v1/jobs/" + UrlEncode(i)); },
-                        [&out](const nlohmann::json& b) {
-                          out << fmt::format("job {}: {}\n", b.value("id", ""), b.value("state", ""));
+                        [&out, i](const nlohmann::json& b) {
+                          if (b.value("array_job_id", "") == i) {
+                            out << fmt::format("array {}: every task not ended is cancelled\n", i);
+                          } else {
+                            out << fmt::format("job {}: {}\n", ShownJobId(b), b.value("state", ""));
+                          }
                         });
         }
         return rc;

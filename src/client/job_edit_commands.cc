@@ -4,11 +4,14 @@
 #include "client/job_edit_commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <ostream>
 #include <vector>
 
+#include "client/tables.h"
 #include "core/encoding.h"
+#include "core/time.h"
 
 namespace gantry {
 
@@ -39,7 +42,30 @@ nlohmann::json Changes(const UpdateFlags& f) {
 
 void PrintJobLine(std::ostream& out, const nlohmann::json& job) {
   std::string held = job.contains("held") ? fmt::format(" (held: {})", job["held"].get<std::string>()) : "";
-  out << fmt::format("job {}: {}{}\n", job.value("id", ""), job.value("state", ""), held);
+  out << fmt::format("job {}: {}{}\n", ShownJobId(job), job.value("state", ""), held);
+}
+
+// After an update, what each changed field is now, as the server has it: "job 18
+// (pending): time limit 1h30m, priority high".
+void PrintChanged(std::ostream& out, const nlohmann::json& changes, const nlohmann::json& job) {
+  const nlohmann::json spec = job.value("spec", nlohmann::json::object());
+  auto seconds = [&](const char* key) { return FormatDuration(spec.value(key, int64_t{0}) * kSecondMs); };
+  std::vector<std::string> now;
+  for (const auto& [field, asked] : changes.items()) {
+    if (field == "name") now.push_back("name " + job.value("name", ""));
+    if (field == "priority") now.push_back("priority " + job.value("priority", ""));
+    if (field == "time_limit") now.push_back("time limit " + seconds("time_limit_s"));
+    if (field == "estimated_duration") now.push_back("estimate " + seconds("estimated_duration_s"));
+    if (field == "gpu_types") {
+      now.push_back(fmt::format("GPU types {}", fmt::join(spec.value("gpu_types", std::vector<std::string>{}), ",")));
+    }
+    if (field == "cost_limit") now.push_back(fmt::format("cost limit {}", spec.value("cost_limit", 0.0)));
+    if (field == "dependency") {
+      std::string d = spec.value("dependency", "");
+      now.push_back("dependency " + (d.empty() ? std::string("none") : d));
+    }
+  }
+  out << fmt::format("job {} ({}): {}\n", ShownJobId(job), job.value("state", ""), fmt::join(now, ", "));
 }
 
 }  // namespace
@@ -98,7 +124,7 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
       for (const std::string& id : *ids) {
         rc |= request(
             [&](ApiClient& a) { return a.Patch("/v1/jobs/" + UrlEncode(id), changes.dump(), "application/json"); },
-            [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
+            [&out, &changes](const nlohmann::json& b) { PrintChanged(out, changes, b); });
       }
       return rc;
     };

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -166,7 +167,17 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
         quiet = quiet && a->text.empty();
       }
     }
-    if (!o.follow && quiet) break;
+    if (!o.follow && quiet) {
+      bool printed = std::any_of(cursors.begin(), cursors.end(), [](const auto& c) { return c.second.offset > 0; });
+      if (state == "pending" && !printed) {
+        err << fmt::format(
+            "gantry: job {} is pending: it has no output yet (gantry queue --explain {} says why it waits; "
+            "gantry logs -f {} waits for its output)\n",
+            id, id, id);
+        return 1;
+      }
+      break;
+    }
     if (o.follow && Ended(state) && quiet) break;
     int pressed = g_interrupts.load();
     if (o.cancel_on_interrupt && pressed > handled) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "client/jobs_file.h"
+#include "client/slurm_hints.h"
 #include "client/submit_spec.h"
 #include "client/tables.h"
 #include "client/terminal_safe.h"
@@ -116,6 +117,11 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
   }
   if (a->status >= 300) {
     err << "gantry: " << (batch ? f.jobs_file : specs[0].label) << ": " << DescribeError(*a) << "\n";
+    const nlohmann::json e = a->body.is_object() ? a->body.value("error", nlohmann::json::object()) : a->body;
+    const std::string field = e.is_object() ? e.value("field", "") : "";
+    if (std::string hint = SlurmRefusalHint(field, f.priority); !batch && !f.priority.empty() && !hint.empty()) {
+      err << "hint: " << hint << "\n";
+    }
     if (batch && a->status < 500) {
       auto dry = api.Post("/v1/jobs/batch?dry_run=true", body, "application/yaml");
       if (dry && dry->status == 200) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/jobs_file.h"
+#include "client/slurm_hints.h"
 #include "core/yaml_util.h"
 
 namespace gantry {
@@ -22,12 +23,12 @@ namespace gantry {
 void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("-f,--file", f.file, "Job spec file (YAML or JSON)")->check(CLI::ExistingFile);
   c->add_option("--profile", f.profile, "Named job profile (profiles.yaml)");
-  c->add_option("--name", f.name, "Job name");
+  c->add_option("-J,--name", f.name, "Job name");
   c->add_option("--user", f.user, "Submit for this user (team admins)");
   c->add_option("--team", f.team, "Team (admins)");
   c->add_option("--project", f.project, "Project to bill");
   c->add_option("-p,--priority", f.priority, "Priority class");
-  c->add_option("-g,--gpus", f.gpus, "Whole GPUs");
+  c->add_option("-g,-G,--gpus", f.gpus, "Whole GPUs, in all (over --nodes)");
   c->add_option("--gpu-fraction", f.fraction,
                 "A fraction of one GPU (MPS or time-slice, as the site sets; see --sharing)");
   c->add_option("--mig", f.mig, "MIG profile, e.g. 3g.40gb");
@@ -37,9 +38,10 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("--gpu-memory-gb", f.gpu_memory_gb, "Minimum GPU memory (or the MPS limit)");
   c->add_option("--cpus", f.cpus, "CPUs per node");
   c->add_option("--memory-gb", f.memory_gb, "Host memory per node");
-  c->add_option("--nodes", f.nodes, "Spread over this many nodes");
+  c->add_option("-N,--nodes", f.nodes, "Spread over this many nodes (a gang: all start together)");
   c->add_option("--time-limit", f.time_limit,
-                "e.g. 2h, 90m, 2:00:00, 1-00:00:00; a bare number is minutes (as in Slurm)");
+                "e.g. 2h, 90m, 2:00:00, 1-00:00:00; a bare number is minutes; 0 or unlimited: the longest this "
+                "cluster allows (as in Slurm)");
   c->add_option("--estimate", f.estimate, "Estimated run time, e.g. 30m (backfill starts jobs that end in time)");
   c->add_option("--cost-limit", f.cost_limit, "Stop the job once it has cost this much (alert at 80%)");
   c->add_option("--workdir", f.workdir, "Working directory (absolute)");
@@ -51,6 +53,7 @@ void AddSubmitOptions(CLI::App* c, SubmitFlags& f) {
   c->add_option("--container-pull", f.container_pull, "Pull the image: missing (default), always, never");
   c->add_flag("--checkpointable", f.checkpointable, "The job saves and resumes from GANTRY_CHECKPOINT_DIR");
   c->add_flag("--not-preemptible", f.not_preemptible, "Never evict this job");
+  c->add_flag("-H,--hold", f.hold, "Submit it held: it waits until `gantry release ID` (sbatch -H)");
   c->add_option("-a,--array", f.array,
                 "A job array: 0-99, 1,5,9, 0-99:2; %8 runs at most 8 at once. Each task gets "
                 "GANTRY_ARRAY_TASK_ID (and SLURM_ARRAY_TASK_ID)");
@@ -212,6 +215,9 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (f.fraction >= 0) set("gpu_fraction", f.fraction);
   if (!f.mig.empty()) set("mig_profile", f.mig);
   if (!f.sharing.empty()) set("sharing", f.sharing);
+  for (const std::string& type : f.gpu_types) {
+    if (std::string why = TimeGivenAsGpuType(type); !why.empty()) return Status::Invalid("-t", why);
+  }
   if (!f.gpu_types.empty()) set("gpu_types", f.gpu_types);
   if (f.cpus >= 0) set("cpus", f.cpus);
   if (f.nodes >= 0) set("nodes", f.nodes);
@@ -226,6 +232,7 @@ Expected<YAML::Node> BuildSpec(const SubmitFlags& f, const ClientConfig& cfg) {
   if (f.cost_limit >= 0) set("cost_limit", f.cost_limit);
   if (f.checkpointable) set("checkpointable", true);
   if (f.not_preemptible) set("preemptible", false);
+  if (f.hold) set("hold", true);
   if (Status s = SetNotify(f, spec); !s.ok()) return s;
   if (Status s = SetPlacementFlags(f, spec); !s.ok()) return s;
   for (const auto& [field, list] : {std::pair{"env", &f.env}, std::pair{"container_env", &f.container_env}}) {

@@ -24,7 +24,7 @@ struct SubmitFlags {
   double fraction = -1, memory_gb = -1, gpu_memory_gb = -1, cost_limit = -1;
   std::vector<std::string> gpu_types, env, command, node_selector, prefer_labels, tolerations, ports;
   std::vector<int> gpu_indices;
-  bool checkpointable = false, not_preemptible = false, prefer_listed_order = false;
+  bool checkpointable = false, not_preemptible = false, prefer_listed_order = false, hold = false;
 };
 
 void AddSubmitOptions(CLI::App* c, SubmitFlags& f);

@@ -44,6 +44,32 @@ std::vector<Row> GroupTasks(const nlohmann::json& items, const std::function<std
 }
 
 // "7", "12_4", or "12_[0-99:2]" for several tasks.
+// An event's detail as "key=value ...": numbers as people write them (no 2e-06), text as it
+// is, a map inside as "outer.key=value".
+std::string DetailText(const nlohmann::json& detail, const std::string& prefix = "") {
+  if (!detail.is_object()) return "";
+  std::string out;
+  for (const auto& [key, value] : detail.items()) {
+    std::string text;
+    if (value.is_object()) {
+      std::string inner = DetailText(value, prefix + key + ".");
+      if (!inner.empty()) out += (out.empty() ? "" : " ") + inner;
+      continue;
+    }
+    if (value.is_number_float()) {
+      text = fmt::format("{:.6f}", value.get<double>());
+      while (text.back() == '0') text.pop_back();
+      if (text.back() == '.') text.pop_back();
+    } else if (value.is_string()) {
+      text = value.get<std::string>();
+    } else {
+      text = value.dump();
+    }
+    out += (out.empty() ? "" : " ") + prefix + key + "=" + text;
+  }
+  return out;
+}
+
 std::string DisplayId(const Row& row) {
   const nlohmann::json& j = *row.item;
   if (row.tasks.empty()) return j.value("id", "");
@@ -78,6 +104,11 @@ std::string Trim(std::string s, size_t width) {
 
 }  // namespace
 
+std::string ShownJobId(const nlohmann::json& job) {
+  if (!job.contains("array_job_id")) return job.value("id", "");
+  return fmt::format("{}_{}", job.value("array_job_id", ""), job.value("array_task_id", 0));
+}
+
 std::string PlacementSummary(const nlohmann::json& placement) {
   std::string out;
   for (const auto& ns : placement) {
@@ -105,6 +136,7 @@ void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& s
   for (const Row& row : GroupTasks(body["jobs"], same)) {
     const nlohmann::json& j = *row.item;
     std::string where = j.contains("placement") ? PlacementSummary(j["placement"]) : Str(j, "reason");
+    if (j.contains("estimated_start")) where += "; starts " + Age(Str(j, "estimated_start"), style);
     out << fmt::format(fmt::runtime(row_format), DisplayId(row), Trim(Str(j, "name"), 16), Trim(Str(j, "user"), 10),
                        Trim(Str(j, "team"), 10), Str(j, "priority"), Str(j, "state"), Trim(Request(j["spec"]), 20),
                        Age(Str(j, "submitted_at"), style), Age(Str(j, "started_at"), style), Elapsed(j, style), where);
@@ -115,7 +147,7 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   auto when = [&](const char* key) {
     return fmt::format("{} ({})", ShowTime(Str(j, key), style), Age(Str(j, key), style));
   };
-  out << fmt::format("job {} {}\n", Str(j, "id"), j.value("name", "").empty() ? "" : "(" + Str(j, "name") + ")");
+  out << fmt::format("job {} {}\n", ShownJobId(j), j.value("name", "").empty() ? "" : "(" + Str(j, "name") + ")");
   out << fmt::format("  state      {}{}\n", Str(j, "state"), j.contains("reason") ? ": " + Str(j, "reason") : "");
   out << fmt::format("  owner      {} / {}{}\n", Str(j, "user"), Str(j, "team"),
                      j.value("project", "").empty() ? "" : " / " + Str(j, "project"));
@@ -150,11 +182,21 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
     out << fmt::format("  cost       {:.2f} {}{}{}\n", j.value("cost", 0.0), Str(j, "currency"), limit,
                        j.value("idle", false) ? "  (flagged idle: its GPUs are not used)" : "");
   }
-  if (j["spec"].contains("command")) out << fmt::format("  command    {}\n", j["spec"]["command"].get<std::string>());
+  const nlohmann::json& spec = j["spec"];
+  if (spec.contains("command")) out << fmt::format("  command    {}\n", spec["command"].get<std::string>());
+  if (spec.contains("container_image")) out << fmt::format("  container  {}\n", Str(spec, "container_image"));
+  if (spec.contains("notify") || spec.contains("webhook") || spec.contains("mail_user")) {
+    std::string to = Str(spec, "mail_user");
+    if (spec.contains("webhook")) to += (to.empty() ? "" : ", ") + Str(spec, "webhook");
+    std::string events_told;
+    for (const auto& e : spec.value("notify", nlohmann::json::array())) {
+      events_told += (events_told.empty() ? "" : ",") + e.get<std::string>();
+    }
+    out << fmt::format("  notify     {} to {}\n", events_told.empty() ? "end" : events_told, to.empty() ? "-" : to);
+  }
   out << "  history\n";
   for (const auto& e : events["events"]) {
-    std::string detail = e["detail"].is_object() && !e["detail"].empty() ? e["detail"].dump() : "";
-    out << fmt::format("    {}  {:<10} {}\n", ShowTime(Str(e, "at"), style), Str(e, "kind"), Trim(detail, 100));
+    out << fmt::format("    {}  {:<10} {}\n", ShowTime(Str(e, "at"), style), Str(e, "kind"), DetailText(e["detail"]));
   }
 }
 
@@ -164,6 +206,22 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
       return Str(q, "id") == only_id ||
              (q.contains("array_job_id") && Str(q, "array_job_id") + "_" + Str(q, "array_task_id") == only_id);
     };
+    // An array's id: each of its waiting tasks (the id is also its first task's, which may run).
+    std::vector<const nlohmann::json*> tasks;
+    for (const auto& q : body["queue"]) {
+      if (q.contains("array_job_id") && Str(q, "array_job_id") == only_id) tasks.push_back(&q);
+    }
+    if (!tasks.empty()) {
+      out << fmt::format("array {}: {} task(s) waiting\n", only_id, tasks.size());
+      for (size_t i = 0; i < tasks.size() && i < 20; ++i) {
+        const nlohmann::json& q = *tasks[i];
+        out << fmt::format("  {}: position {}, waiting {}: {}{}\n", ShownJobId(q), Str(q, "position"),
+                           FormatDuration(q.value("waiting_s", int64_t{0}) * kSecondMs), Str(q, "reason"),
+                           q.contains("estimated_start") ? "; starts " + Age(Str(q, "estimated_start"), style) : "");
+      }
+      if (tasks.size() > 20) out << fmt::format("  ... and {} more (gantry queue lists them)\n", tasks.size() - 20);
+      return;
+    }
     for (const auto& q : body["queue"]) {
       if (!is(q)) continue;
       out << fmt::format("job {}: position {} in the queue, waiting {}\n", only_id, Str(q, "position"),
@@ -216,16 +274,21 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
 
 void PrintNodes(std::ostream& out, const nlohmann::json& body) {
   out << fmt::format("{:<16} {:<9} {:<12} {:>4} {:>5}  {}\n", "NODE", "STATE", "GPU TYPE", "GPUS", "IDLE",
-                     "GPU: JOBS (! fenced, x unhealthy; [mig PROFILE@SLICE])");
+                     "GPU: JOBS (other: another team's; ! fenced, x unhealthy; [mig PROFILE@SLICE])");
   for (const auto& n : body["nodes"]) {
     int idle = 0;
     std::string gpus;
     for (const auto& g : n["gpus"]) {
-      bool empty = g["jobs"].empty();
+      // Another team's jobs come as shares without a name: busy, not idle.
+      const nlohmann::json shares = g.value("shares", nlohmann::json::array());
+      int others = 0;
+      for (const auto& share : shares) others += share.contains("job") ? 0 : 1;
+      bool empty = g["jobs"].empty() && others == 0;
       bool usable = g.value("healthy", true) && !g.value("fenced", false);
       if (empty && usable) ++idle;
       std::string jobs;
       for (const auto& id : g["jobs"]) jobs += (jobs.empty() ? "" : "+") + id.get<std::string>();
+      if (others > 0) jobs += std::string(jobs.empty() ? "" : "+") + "other";
       std::string mig;  // a MIG GPU's instances: profile@first slice
       for (const auto& m : g.value("mig_instances", nlohmann::json::array())) {
         mig += fmt::format("{}{}@{}", mig.empty() ? "" : ",", Str(m, "profile"), m.value("start", 0));

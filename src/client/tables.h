@@ -9,6 +9,8 @@
 
 namespace gantry {
 
+// The id people know a job by: "12_3" for task 3 of array 12, else its id.
+std::string ShownJobId(const nlohmann::json& job);
 // "a100-80gb-0[0,1]" style summary of a job's placement.
 std::string PlacementSummary(const nlohmann::json& placement);
 void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& style);

@@ -69,6 +69,7 @@ bool ReadNumber(std::string_view digits, double* out) {
 
 Expected<DurationMs> ParseDuration(const std::string& text, DurationMs bare_unit) {
   if (text.empty()) return Status::Invalid("", std::string("empty duration (") + kHelp + ")");
+  if (text[0] == '-') return Bad(text, "a duration cannot be negative");
   if (text.find(':') != std::string::npos || text.find('-') != std::string::npos) return ParseClock(text);
   double total = 0;
   size_t i = 0;

@@ -262,6 +262,7 @@ Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const Scheduler
   if (r.cpus < 0) return Status::Invalid("cpus", fmt::format("must be >= 0, got {}", r.cpus));
   if (r.memory_mib < 0) return Status::Invalid("memory_gb", "must be >= 0");
   if (spec.estimated_duration_ms < 0) return Status::Invalid("estimated_duration", "must be >= 0");
+  if (spec.time_limit_ms == kTimeLimitAsAllowed) spec.time_limit_ms = config.max_time_limit_ms;
   if (spec.time_limit_ms < 0) return Status::Invalid("time_limit", "must be >= 0");
   if (spec.time_limit_ms == 0) spec.time_limit_ms = config.default_time_limit_ms;
   if (spec.time_limit_ms > config.max_time_limit_ms) {

@@ -61,6 +61,10 @@ struct LabelPreference {
   int weight = 1;
 };
 
+// A time limit of "0" or "unlimited" (Slurm's words for no limit): the longest the cluster
+// allows (scheduler.yaml time_limits.max), set when the spec is checked.
+constexpr DurationMs kTimeLimitAsAllowed = -1;
+
 struct JobSpec {
   std::string id;
   std::string user;
@@ -74,7 +78,7 @@ struct JobSpec {
   bool preemptible = true;
   bool checkpointable = false;
   DurationMs estimated_duration_ms = 0;  // 0: unknown, the time limit is used
-  DurationMs time_limit_ms = 0;          // 0: the configured default
+  DurationMs time_limit_ms = 0;          // 0: the configured default; kTimeLimitAsAllowed: the maximum
   // Not submitted: the run time the controller or the simulator predicted from similar jobs
   // (sched/runtime_predictor.h) when the job gave no estimate or its user's estimates are
   // poor; the engine plans with it before the estimate. 0: none.
@@ -83,6 +87,7 @@ struct JobSpec {
   // What the node agent runs (the engine ignores these).
   std::string name;                        // for people; need not be unique
   std::string command;                     // run by /bin/sh -c; empty: the job only holds GPUs
+  bool submit_held = false;                // "hold: true" at submit (sbatch -H): it waits held until released
   DurationMs hold_gpus_ms = 0;             // no command, on purpose: GPUs held this long (interactive use)
   std::string working_dir;                 // absolute; empty: the agent's job directory
   std::map<std::string, std::string> env;  // extra environment variables

@@ -51,6 +51,12 @@ DurationMs ReadDurationField(YamlReader& r, const std::string& key) {
   return *d;
 }
 
+// Slurm's ways of asking for no time limit: 0, unlimited, infinite.
+bool AsLongAsAllowed(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text == "0" || text == "unlimited" || text == "infinite";
+}
+
 // notify ("end,fail" or a list), webhook, notify_format and mail_user, checked. A target
 // without events hears of the end.
 Status ParseNotify(const YAML::Node& notify, JobSpec* j) {
@@ -173,10 +179,12 @@ Expected<JobSpec> ParseJobSpec(const YAML::Node& node, const std::string& path,
   j.preemptible = r.Optional<bool>("preemptible", true);
   j.checkpointable = r.Optional<bool>("checkpointable", false);
   j.estimated_duration_ms = ReadDurationField(r, field("estimated_duration"));
-  j.time_limit_ms = ReadDurationField(r, field("time_limit"));
+  const std::string limit = r.Optional<std::string>(field("time_limit"), "");
+  j.time_limit_ms = AsLongAsAllowed(limit) ? kTimeLimitAsAllowed : ReadDurationField(r, field("time_limit"));
   j.name = r.Optional<std::string>("name", "");
   j.command = r.Optional<std::string>("command", "");
   j.hold_gpus_ms = ReadDurationField(r, field("hold_gpus"));
+  j.submit_held = r.Optional<bool>("hold", false);
   j.working_dir = r.Optional<std::string>("working_dir", "");
   j.env = r.Optional<std::map<std::string, std::string>>("env", {});
   j.max_retries = r.Optional<int>("max_retries", 3);

@@ -78,6 +78,7 @@ struct JobFilter {
   int limit = 500;
   int offset = 0;      // matching jobs skipped (newest first) before the page
   std::string search;  // matches a job's id, or part of its name or user (case-insensitive)
+  std::string names;   // only jobs with one of these names (comma-separated, as squeue --name)
 };
 
 // GET /v1/queue and GET /v1/nodes: one page of the list (limit 0: all), and for the queue

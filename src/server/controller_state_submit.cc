@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
+#include <set>
+
 #include "server/controller_state.h"
 
 namespace gantry {
@@ -14,6 +17,32 @@ namespace {
 Status OfBatchJob(size_t i, const Status& s) {
   std::string field = s.field().empty() ? fmt::format("jobs[{}]", i) : fmt::format("jobs[{}].{}", i, s.field());
   return Status(s.code(), fmt::format("job {} of the batch: {}", i + 1, s.message()), field);
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// A GPU type the catalog does not know is refused naming the types this cluster has (not
+// every type Gantry knows), and those it may have meant: 'a100' -> A100-80GB.
+Status CheckGpuTypesKnown(const JobSpec& spec, const GpuCatalog& catalog, const std::vector<Node>& nodes) {
+  for (const std::string& name : spec.request.gpu_types) {
+    if (catalog.Find(name)) continue;
+    std::set<std::string> here;
+    for (const Node& n : nodes) {
+      for (const Gpu& g : n.gpus) here.insert(catalog.Get(g.type).name);
+    }
+    std::vector<std::string> meant;
+    for (const std::string& h : here) {
+      if (!name.empty() && Lower(h).find(Lower(name)) != std::string::npos) meant.push_back(h);
+    }
+    return Status::Invalid(
+        "gpu_types", fmt::format("unknown GPU type '{}'{}; this cluster has {}", name.substr(0, 64),
+                                 meant.empty() ? "" : fmt::format(" (did you mean {}?)", fmt::join(meant, " or ")),
+                                 here.empty() ? "no GPUs yet" : fmt::format("{}", fmt::join(here, ", "))));
+  }
+  return Status::Ok();
 }
 
 std::vector<std::string> SplitIds(const std::string& ids) {
@@ -54,6 +83,7 @@ Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
     return Status::Invalid("kube_pods", "is set by the server for the Kubernetes pods it schedules");
   }
   Status s = CheckSubmitter(who, spec);
+  if (s.ok()) s = CheckGpuTypesKnown(spec, options_.config.catalog, snap_.nodes);
   if (s.ok()) s = ValidateJobSpec(spec, options_.config.catalog, options_.config.scheduler);
   if (s.ok()) s = CheckTeamPermissions(who, spec);
   if (s.ok()) s = CheckNotifyTarget(who, spec);
@@ -101,11 +131,17 @@ Expected<Submitted> ControllerState::SubmitBatch(const Actor& who, std::vector<J
   if (Status s = CheckSubmitLimits(specs); !s.ok()) return Refuse(who, action, "", s);
   std::vector<std::string> ids;
   for (JobSpec& spec : specs) {
+    const bool held = spec.submit_held;
     if (spec.array.empty()) {
-      ids.push_back(AddJob(who, std::move(spec)).spec->id);
+      JobRecord& job = AddJob(who, std::move(spec));
+      if (held) HoldOne(who, job);
+      ids.push_back(job.spec->id);
       Audit(who, action, ids.back(), "created");
     } else {
       std::vector<uint64_t> tasks = AddArray(who, spec);
+      for (uint64_t task : tasks) {
+        if (JobRecord* job = held ? Find(std::to_string(task)) : nullptr) HoldOne(who, *job);
+      }
       ids.push_back(std::to_string(tasks.front()));
       Audit(who, action, ids.back(), "created", fmt::format("array of {} tasks", tasks.size()));
     }

@@ -2,6 +2,10 @@
 // node drains. The Controller calls them on its thread, so each sees one consistent state.
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+#include <sstream>
+
 #include "billing/report.h"
 #include "sched/apply_plan.h"
 #include "sched/plan_output.h"
@@ -41,13 +45,56 @@ nlohmann::json Page(nlohmann::json all, int offset, int limit) {
 
 }  // namespace
 
-Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
-  JobState wanted = JobState::kPending;
-  bool active_only = f.state == "active";
-  if (!f.state.empty() && !active_only && !ParseJobState(f.state, &wanted)) {
-    return Status::Invalid(
-        "state", "unknown state '" + f.state + "' (pending, running, stopping, succeeded, failed, cancelled, active)");
+namespace {
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
   }
+  return out;
+}
+
+// "pending,running", "active" (pending, running, stopping), Slurm's "PENDING,RUNNING" or
+// "PD,R"; empty: every state.
+Expected<std::set<JobState>> StatesOf(const std::string& text) {
+  static const std::map<std::string, std::vector<JobState>> kWords = {
+      {"active", {JobState::kPending, JobState::kRunning, JobState::kStopping}},
+      {"pd", {JobState::kPending}},
+      {"r", {JobState::kRunning}},
+      {"cg", {JobState::kStopping}},
+      {"completing", {JobState::kStopping}},
+      {"cd", {JobState::kSucceeded}},
+      {"completed", {JobState::kSucceeded}},
+      {"f", {JobState::kFailed}},
+      {"ca", {JobState::kCancelled}},
+      {"canceled", {JobState::kCancelled}}};
+  std::set<JobState> out;
+  for (std::string word : SplitList(text)) {
+    word = Lower(word);
+    JobState one = JobState::kPending;
+    if (auto it = kWords.find(word); it != kWords.end()) {
+      out.insert(it->second.begin(), it->second.end());
+    } else if (ParseJobState(word, &one)) {
+      out.insert(one);
+    } else {
+      return Status::Invalid("state", "unknown state '" + word.substr(0, 40) +
+                                          "' (pending, running, stopping, succeeded, failed, cancelled, active, or "
+                                          "several joined by ',')");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
+  auto wanted = StatesOf(f.state);
+  if (!wanted) return wanted.status();
+  std::set<std::string> names;
+  for (const std::string& name : SplitList(f.names)) names.insert(name);
   if (f.limit < 1 || f.limit > 10000) return Status::Invalid("limit", "must be within 1..10000");
   std::string search = Lower(f.search);
   nlohmann::json out = nlohmann::json::array();
@@ -56,8 +103,8 @@ Answer ControllerState::ListJobs(const Actor& who, const JobFilter& f) const {
     const JobRecord& job = it->second;
     const JobSpec& s = *job.spec;
     if (!who.SeesTeam(s.team)) continue;
-    if (active_only && IsTerminal(job.state)) continue;
-    if (!f.state.empty() && !active_only && job.state != wanted) continue;
+    if (!wanted->empty() && !wanted->count(job.state)) continue;
+    if (!names.empty() && !names.count(s.name)) continue;
     if (!f.team.empty() && s.team != f.team) continue;
     if (!f.user.empty() && s.user != f.user) continue;
     if (f.since_ms >= 0 && job.end_ms >= 0 && job.end_ms < f.since_ms) continue;

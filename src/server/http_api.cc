@@ -465,9 +465,12 @@ void HttpApi::Routes() {
            Send(res, submitted->created ? 201 : 200, submitted->job);
          }));
   s.Get("/v1/jobs", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
-          if (!OnlyParams(req, res, {"state", "team", "user", "limit", "offset", "q", "since", "until"})) return;
+          if (!OnlyParams(req, res, {"state", "team", "user", "name", "limit", "offset", "q", "since", "until"}))
+            return;
           JobFilter f;
           f.state = req.get_param_value("state");
+          f.names = req.get_param_value("name");
+          if (f.names.size() > 2000) return ReplyError(res, 400, "invalid_argument", "at most 2000 characters", "name");
           f.team = req.get_param_value("team");
           f.user = req.get_param_value("user");
           for (auto [name, at] : {std::pair{"since", &f.since_ms}, {"until", &f.until_ms}}) {

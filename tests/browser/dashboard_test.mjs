@@ -92,6 +92,7 @@ try {
   await page.waitForSelector('[data-node]');
   assert.equal(await page.locator('button.drain').count(), 0, 'users get no drain buttons');
   await until("bo's job as an unnamed part", async () => (await page.locator('.parts > span.other').count()) === 1);
+  assert.equal(await page.locator('.busy-other').count(), 1, "the GPU bo's job holds is busy, not idle");
   assert.doesNotMatch(await page.textContent('main'), new RegExp(`\\b${other.body.id}\\b.*nlp|nlp-secret`));
 
   // An admin drains a node and fences a GPU from the Nodes page; ana's page sees both.

@@ -25,6 +25,9 @@ TEST(JobValidation, AcceptsAndFillsDefaults) {
   ASSERT_TRUE(ValidateJobSpec(spec, GpuCatalog::Builtin(), SchedulerConfig::Builtin()).ok());
   EXPECT_EQ(spec.priority_class, "medium");
   EXPECT_EQ(spec.time_limit_ms, 24 * kHourMs);
+  JobSpec unlimited = MakeJob().Limit(kTimeLimitAsAllowed);
+  ASSERT_TRUE(ValidateJobSpec(unlimited, GpuCatalog::Builtin(), SchedulerConfig::Builtin()).ok());
+  EXPECT_EQ(unlimited.time_limit_ms, SchedulerConfig::Builtin().max_time_limit_ms);
 }
 
 TEST(JobValidation, RefusesImpossibleGpuCounts) {

@@ -1,6 +1,7 @@
 // Job spec and cluster file parsing: fields, defaults, and errors that name the field.
 #include "core/spec_yaml.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/scheduler_config.h"
@@ -178,6 +179,18 @@ TEST(Durations, AJobsTimeIsWrittenEitherWayButNotBoth) {
   auto negative = ParseJobSpecText("{user: a, team: t, time_limit_s: -1}");
   ASSERT_FALSE(negative.ok());
   EXPECT_EQ(negative.status().field(), "time_limit_s");
+  // Slurm's no-limit (--time-limit 0, unlimited): the longest allowed, once checked; a
+  // negative time says so rather than puzzling over days.
+  for (const char* none : {"0", "unlimited", "UNLIMITED", "infinite"}) {
+    auto spec = ParseJobSpecText(fmt::format("{{user: a, team: t, time_limit: {}}}", none));
+    ASSERT_TRUE(spec.ok()) << none;
+    EXPECT_EQ(spec->time_limit_ms, kTimeLimitAsAllowed) << none;
+  }
+  auto minus = ParseJobSpecText("{user: a, team: t, time_limit: '-5'}");
+  ASSERT_FALSE(minus.ok());
+  EXPECT_EQ(minus.status().field(), "time_limit");
+  EXPECT_NE(minus.status().message().find("a duration cannot be negative"), std::string::npos)
+      << minus.status().message();
   auto words = ParseJobSpecText("{user: a, team: t, estimated_duration_s: soon}");
   ASSERT_FALSE(words.ok());
   EXPECT_EQ(words.status().field(), "estimated_duration_s");

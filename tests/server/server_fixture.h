@@ -17,6 +17,9 @@ inline std::string JobIdIn(const std::string& out) {
   return out.substr(at, out.find(' ', at) - at);
 }
 
+// The JSON object in a command's output (`-o json`), after any line before it.
+inline nlohmann::json JsonIn(const std::string& out) { return nlohmann::json::parse(out.substr(out.find('{'))); }
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -11,8 +11,6 @@ namespace {
 
 using SubmitCli = ServerTest;
 
-nlohmann::json JsonIn(const std::string& out) { return nlohmann::json::parse(out.substr(out.find('{'))); }
-
 TEST_F(SubmitCli, EveryJobFieldHasAFlag) {
   int rc = 0;
   std::string out =

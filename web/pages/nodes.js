@@ -1,6 +1,7 @@
 // Nodes: every node's GPUs as a grid with live utilization, memory, temperature and health,
 // the jobs on each GPU drawn as parts of it (fractions, MPS and MIG slices; another team's
-// job is a grey part without a name), and drain/undrain for admins. A page at a time.
+// job is a hatched part without a name, and the tile says the GPU is busy with another
+// team's work), and drain/undrain for admins. A page at a time.
 import { api, h, num, state, session, pager } from '../lib.js';
 
 const limit = 48;
@@ -26,6 +27,7 @@ function gpuTile(node, g, refresh, showError) {
     h('div', {}, `mem ${mem}`),
     h('div', {}, `temp ${t.temperature_c >= 0 ? `${num(t.temperature_c, 0)} °C` : '–'}`),
     g.jobs.length ? h('div', {}, 'jobs ', g.jobs.map((j, i) => [i ? ', ' : '', h('a', { href: `#/jobs/${encodeURIComponent(j)}` }, j)])) : null,
+    g.shares.some((p) => !p.job) ? h('div', { class: 'busy-other' }, 'busy: another team') : null,
     fence);
 }
 

@@ -1,0 +1,95 @@
+// What a researcher new to Gantry tripped over in the CLI, each as the command they typed,
+// against the real server (4 A100-80GB and 2 T4, standalone): another team's busy GPUs
+// show busy in `gantry nodes`; `gantry jobs` filters like squeue and says why pending jobs
+// wait; `gantry logs` of a pending job says so; array tasks are spoken of by their array
+// ids; `gantry update` says what changed; `gantry job` shows the container, notifications
+// and a readable history.
+#include <gtest/gtest.h>
+
+#include "server_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using CliFrictions = ServerTest;
+
+// The line of `gantry nodes` for the A100 node.
+std::string A100Line(const std::string& nodes) {
+  size_t at = nodes.find("A100-80GB");
+  EXPECT_NE(at, std::string::npos) << nodes;
+  size_t from = nodes.rfind('\n', at) + 1;
+  return nodes.substr(from, nodes.find('\n', at) - from);
+}
+
+TEST_F(CliFrictions, AnotherTeamsBusyGpusShowBusyNotIdle) {
+  int rc = 0;
+  std::string id = JsonIn(Cli("submit -o json -g 4 -t A100-80GB -- sleep 60", kAliceToken, &rc))["id"];
+  ASSERT_EQ(WaitFor(id, "running"), "running");
+  std::string as_bob = A100Line(Cli("nodes", kBobToken));
+  EXPECT_NE(as_bob.find("0:other 1:other 2:other 3:other"), std::string::npos) << as_bob;
+  EXPECT_EQ(as_bob.find(id + " "), std::string::npos) << "no names of another team's jobs: " << as_bob;
+  EXPECT_NE(as_bob.find("   4     0  "), std::string::npos) << "4 GPUs, none idle: " << as_bob;
+  std::string as_alice = A100Line(Cli("nodes", kAliceToken));
+  EXPECT_NE(as_alice.find("0:" + id + " "), std::string::npos) << as_alice;
+}
+
+TEST_F(CliFrictions, JobsFiltersLikeSqueueAndSaysWhyPendingJobsWait) {
+  int rc = 0;
+  std::string big = JsonIn(Cli("submit -o json -J big -g 4 -t A100-80GB -- sleep 60"))["id"];
+  ASSERT_EQ(WaitFor(big, "running"), "running");
+  std::string next = JsonIn(Cli("submit -o json -J next -g 4 -t A100-80GB --estimate 5m -- true"))["id"];
+  std::string done = JsonIn(Cli("submit -o json -J quick -g 1 -t T4 -- true"))["id"];
+  ASSERT_EQ(WaitFor(done, "succeeded"), "succeeded");
+  nlohmann::json active = JsonIn(Cli("jobs -o json --state pending,running", kAliceToken, &rc));
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(active["total"], 2) << active.dump();
+  EXPECT_EQ(JsonIn(Cli("jobs -o json -t PD,R"))["total"], 2);
+  EXPECT_EQ(JsonIn(Cli("jobs -o json --name quick"))["jobs"][0]["id"], done);
+  EXPECT_EQ(JsonIn(Cli("jobs -o json -n big,next"))["total"], 2);
+  std::string table = Cli("jobs --state pending");
+  EXPECT_NE(table.find("none free now"), std::string::npos) << "the queue's reason, as squeue's: " << table;
+  EXPECT_NE(table.find("starts in"), std::string::npos) << table;
+  std::string bad = Cli("jobs --state pending,sleeping", kAliceToken, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(bad.find("unknown state 'sleeping'"), std::string::npos) << bad;
+  // The logs of a job that has not started: said, not an empty success.
+  std::string logs = Cli("logs " + next, kAliceToken, &rc);
+  EXPECT_EQ(rc, 1) << logs;
+  EXPECT_NE(logs.find("is pending: it has no output yet"), std::string::npos) << logs;
+}
+
+TEST_F(CliFrictions, ArrayTasksAreSpokenOfByTheirArrayIds) {
+  int rc = 0;
+  std::string array = JsonIn(Cli("submit -o json -J sweep --array 0-5 -g 4 -t A100-80GB -- sleep 60"))["id"];
+  ASSERT_EQ(WaitFor(array, "running"), "running");  // task 0 runs; 1..5 wait for its GPUs
+  std::string job = Cli("job " + array + "_2");
+  EXPECT_EQ(job.rfind("job " + array + "_2 (sweep)", 0), 0u) << job;
+  std::string explain = Cli("queue --explain " + array);
+  EXPECT_NE(explain.find("array " + array + ": 5 task(s) waiting"), std::string::npos) << explain;
+  EXPECT_NE(explain.find("  " + array + "_1: position 1"), std::string::npos) << explain;
+  std::string cancel = Cli("cancel " + array + "_2", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << cancel;
+  EXPECT_EQ(cancel, "job " + array + "_2: cancelled\n");
+  cancel = Cli("cancel " + array, kAliceToken, &rc);
+  EXPECT_EQ(cancel, "array " + array + ": every task not ended is cancelled\n");
+}
+
+TEST_F(CliFrictions, UpdateSaysWhatChangedAndJobShowsWhatItWasGiven) {
+  int rc = 0;
+  std::string big = JsonIn(Cli("submit -o json -g 4 -t A100-80GB -- sleep 60"))["id"];
+  ASSERT_EQ(WaitFor(big, "running"), "running");
+  std::string id =
+      JsonIn(Cli("submit -o json -g 4 -t A100-80GB --container-image docker.io/library/busybox "
+                 "--notify end,fail --mail-user ana@example.org -- true"))["id"];
+  std::string update = Cli("update " + id + " --time-limit 90 -p high", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << update;
+  EXPECT_EQ(update, "job " + id + " (pending): priority high, time limit 1h30m\n");
+  std::string job = Cli("job " + id);
+  EXPECT_NE(job.find("  container  docker.io/library/busybox\n"), std::string::npos) << job;
+  EXPECT_NE(job.find("  notify     end,fail to ana@example.org\n"), std::string::npos) << job;
+  EXPECT_NE(job.find("priority=high"), std::string::npos) << "history as key=value: " << job;
+  EXPECT_EQ(job.find("{\""), std::string::npos) << "no raw JSON in the history: " << job;
+}
+
+}  // namespace
+}  // namespace gantry::testing
