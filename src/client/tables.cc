@@ -127,19 +127,35 @@ void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& s
     out << "(no jobs)\n";
     return;
   }
-  const char* row_format = "{:<12} {:<16} {:<10} {:<10} {:<8} {:<10} {:<20} {:>9} {:>9} {:>8}  {}\n";
-  out << fmt::format(fmt::runtime(row_format), "ID", "NAME", "USER", "TEAM", "PRIORITY", "STATE", "REQUEST",
-                     "SUBMITTED", "STARTED", "ELAPSED", "WHERE / WHY");
   auto same = [](const nlohmann::json& j) {
     return j.contains("placement") ? "" : Str(j, "state") + "\n" + Str(j, "reason") + "\n" + Str(j, "held");
   };
-  for (const Row& row : GroupTasks(body["jobs"], same)) {
+  std::vector<Row> rows = GroupTasks(body["jobs"], same);
+  // Columns as wide as what they hold (names are cut only past 40 characters).
+  size_t id = 2, name = 4, user = 4, team = 4, request = 7;
+  for (const Row& row : rows) {
+    const nlohmann::json& j = *row.item;
+    id = std::max(id, DisplayId(row).size());
+    name = std::max(name, std::min<size_t>(Str(j, "name").size(), 40));
+    user = std::max(user, std::min<size_t>(Str(j, "user").size(), 40));
+    team = std::max(team, std::min<size_t>(Str(j, "team").size(), 40));
+    request = std::max(request, std::min<size_t>(Request(j["spec"]).size(), 40));
+  }
+  auto line = [&](const std::string& i, const std::string& n, const std::string& u, const std::string& t,
+                  const std::string& p, const std::string& s, const std::string& r, const std::string& submitted,
+                  const std::string& started, const std::string& elapsed, const std::string& where) {
+    out << fmt::format("{:<{}} {:<{}} {:<{}} {:<{}} {:<8} {:<10} {:<{}} {:>9} {:>9} {:>8}  {}\n", i, id, Trim(n, name),
+                       name, Trim(u, user), user, Trim(t, team), team, p, s, Trim(r, request), request, submitted,
+                       started, elapsed, where);
+  };
+  line("ID", "NAME", "USER", "TEAM", "PRIORITY", "STATE", "REQUEST", "SUBMITTED", "STARTED", "ELAPSED", "WHERE / WHY");
+  for (const Row& row : rows) {
     const nlohmann::json& j = *row.item;
     std::string where = j.contains("placement") ? PlacementSummary(j["placement"]) : Str(j, "reason");
     if (j.contains("estimated_start")) where += "; starts " + Age(Str(j, "estimated_start"), style);
-    out << fmt::format(fmt::runtime(row_format), DisplayId(row), Trim(Str(j, "name"), 16), Trim(Str(j, "user"), 10),
-                       Trim(Str(j, "team"), 10), Str(j, "priority"), Str(j, "state"), Trim(Request(j["spec"]), 20),
-                       Age(Str(j, "submitted_at"), style), Age(Str(j, "started_at"), style), Elapsed(j, style), where);
+    line(DisplayId(row), Str(j, "name"), Str(j, "user"), Str(j, "team"), Str(j, "priority"), Str(j, "state"),
+         Request(j["spec"]), Age(Str(j, "submitted_at"), style), Age(Str(j, "started_at"), style), Elapsed(j, style),
+         where);
   }
 }
 

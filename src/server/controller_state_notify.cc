@@ -2,6 +2,7 @@
 // team's defaults) names hear of it by webhook (JSON or Slack's {"text"}) and mail. They
 // are effects, sent after the commit by the Notifier's thread, never by the scheduler.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "billing/report.h"
 #include "core/notify.h"
@@ -25,6 +26,13 @@ std::string Headline(const JobRecord& job, const std::string& event) {
 }  // namespace
 
 Status ControllerState::CheckNotifyTarget(const Actor& who, const JobSpec& spec) const {
+  // Mail this server cannot send is refused at submit, not dropped at the job's end.
+  if (!spec.mail_user.empty() && ::access(options_.sendmail.c_str(), X_OK) != 0) {
+    return Status::Precondition(
+        "mail_user", fmt::format("this server sends no mail: there is no sendmail at {} (an admin installs one, or "
+                                 "starts the server with --sendmail PATH); use a webhook (--webhook), or gantry wait",
+                                 options_.sendmail));
+  }
   if (spec.webhook.empty() || who.admin()) return Status::Ok();
   const TeamPolicy& policy = TeamOf(spec.team);
   std::string host = UrlHost(spec.webhook);
@@ -48,7 +56,8 @@ void ControllerState::NotifyJob(const JobRecord& job, const std::string& event) 
   std::string format = own && !s.notify_format.empty() ? s.notify_format : policy.notify_format;
   if (webhook.empty() && s.mail_user.empty()) return;
   std::string message = Headline(job, event);
-  std::string link = options_.public_url.empty() ? "" : options_.public_url + "/v1/jobs/" + s.id;
+  // The dashboard's page of the job (a person clicks it; the API answers 401 to a browser).
+  std::string link = options_.public_url.empty() ? "" : options_.public_url + "/#/jobs/" + s.id;
   double cost = RoundTo(accounting_.JobCost(job, now_), 4);
   counters_["notify_" + event]++;
   if (!webhook.empty()) {

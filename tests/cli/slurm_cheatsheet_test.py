@@ -36,9 +36,15 @@ class SlurmCheatSheet(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="gantry-slurm-")
         ready = os.path.join(self.dir, "ready")
         self.log = open(os.path.join(self.dir, "server.log"), "w")
+        # The cheat sheet's --mail-user line needs a mail transport: one that keeps the mail here.
+        sendmail = os.path.join(self.dir, "sendmail")
+        with open(sendmail, "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\ncat >> %s\n" % os.path.join(self.dir, "mail.txt"))
+        os.chmod(sendmail, 0o755)
         self.server = subprocess.Popen(
             [self.binary, "server", "--standalone", "--fake-gpus", "2x8xA100-80GB", "--listen", "127.0.0.1:0",
-             "--data-dir", os.path.join(self.dir, "data"), "--ready-file", ready, "--no-fsync"],
+             "--data-dir", os.path.join(self.dir, "data"), "--ready-file", ready, "--no-fsync",
+             "--sendmail", sendmail],
             stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(600):
             if os.path.exists(ready):

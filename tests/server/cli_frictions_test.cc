@@ -39,6 +39,9 @@ TEST_F(CliFrictions, JobsFiltersLikeSqueueAndSaysWhyPendingJobsWait) {
   ASSERT_EQ(WaitFor(big, "running"), "running");
   std::string next = JsonIn(Cli("submit -o json -J next -g 4 -t A100-80GB --estimate 5m -- true"))["id"];
   std::string done = JsonIn(Cli("submit -o json -J quick -g 1 -t T4 -- true"))["id"];
+  std::string llama = JsonIn(Cli("submit -o json -J llama-7b-finetune-lr3e-4-warmup -g 1 -t T4 -- true"))["id"];
+  ASSERT_EQ(WaitFor(llama, "succeeded"), "succeeded");
+  EXPECT_NE(Cli("jobs").find(" llama-7b-finetune-lr3e-4-warmup "), std::string::npos) << "names are not cut";
   ASSERT_EQ(WaitFor(done, "succeeded"), "succeeded");
   nlohmann::json active = JsonIn(Cli("jobs -o json --state pending,running", kAliceToken, &rc));
   ASSERT_EQ(rc, 0);

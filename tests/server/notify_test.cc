@@ -28,8 +28,8 @@ TEST(JobNotifications, StartAndFailureReachTheJobsWebhook) {
   EXPECT_EQ(start["kind"], "job_start");
   EXPECT_EQ(start["job"]["id"], id);
   EXPECT_EQ(start["job"]["state"], "running");
-  EXPECT_EQ(start["link"], "https://gantry.example.org/v1/jobs/" + id);
-  EXPECT_FALSE(start["job"]["spec"].contains("webhook"));  // the receiver is not told its own URL
+  EXPECT_EQ(start["link"], "https://gantry.example.org/#/jobs/" + id);  // the dashboard's page
+  EXPECT_FALSE(start["job"]["spec"].contains("webhook"));               // the receiver is not told its own URL
   h.now += kHourMs;
   ExitRun(h, id, 3);
   ASSERT_TRUE(WaitFor([&] { return sink.bodies().size() == 2; }));
@@ -53,7 +53,7 @@ TEST(JobNotifications, SlackPayloadOnTheEndOnly) {
   ASSERT_TRUE(WaitFor([&] { return sink.bodies().size() == 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_EQ(sink.bodies().size(), 1u);
-  EXPECT_EQ(sink.bodies()[0], nlohmann::json({{"text", fmt::format("job {} succeeded <https://gantry.example.org/v1/"
+  EXPECT_EQ(sink.bodies()[0], nlohmann::json({{"text", fmt::format("job {} succeeded <https://gantry.example.org/#/"
                                                                    "jobs/{}|details>",
                                                                    id, id)}}));
 }

@@ -51,6 +51,11 @@ class ServerProcess {
   explicit ServerProcess(std::string dir, std::string fake_gpus = "1x4xA100-80GB,1x2xT4")
       : dir_(std::move(dir)), fake_gpus_(std::move(fake_gpus)) {
     std::filesystem::create_directories(dir_ + "/config");
+    std::ofstream(dir_ + "/sendmail") << "#!/bin/sh\ncat >> '" << dir_ << "/mail.txt'\n";
+    std::filesystem::permissions(dir_ + "/sendmail",
+                                 std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                     std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                     std::filesystem::perms::others_exec);
     // Readings every 200 ms, so telemetry tests need not wait the default 5 s.
     std::ofstream(dir_ + "/config/health.yaml") << "drain_xids: [48, 62, 64, 74, 79, 95]\n"
                                                 << "app_xids: [13, 31, 43, 45, 68, 94, 63, 92]\n"
@@ -111,6 +116,8 @@ class ServerProcess {
         return std::find(extra_args_.begin(), extra_args_.end(), flag) != extra_args_.end();
       };
       if (!given("--listen")) args.insert(args.end(), {"--listen", "127.0.0.1:0"});
+      // A mail transport that keeps each message in the directory (mail.txt).
+      if (!given("--sendmail")) args.insert(args.end(), {"--sendmail", dir_ + "/sendmail"});
       if (fake_gpus_.empty()) {
         if (!given("--db")) args.insert(args.end(), {"--db", dir_ + "/cluster.db"});
         if (!given("--node-timeout")) args.insert(args.end(), {"--node-timeout", "1.5"});

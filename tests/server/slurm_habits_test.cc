@@ -4,6 +4,8 @@
 // unknown GPU type lists this cluster's types, and --time-limit 0 is the longest allowed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "server_fixture.h"
 
 namespace gantry::testing {
@@ -98,6 +100,25 @@ TEST_F(SlurmHabits, HoldSubmitsHeldUntilReleased) {
   Cli("release " + id, kAliceToken, &rc);
   ASSERT_EQ(rc, 0);
   EXPECT_EQ(WaitFor(id, "succeeded"), "succeeded");
+}
+
+TEST_F(SlurmHabits, MailThisServerCannotSendIsRefusedAtSubmit) {
+  std::string dir = TempPath("no-mail");
+  std::filesystem::remove_all(dir);
+  ServerProcess plain(dir);
+  plain.AddArgs({"--sendmail", dir + "/no-such-sendmail"});
+  plain.Start();
+  std::string out;
+  int rc = RunCommand(fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} submit -g 1 --mail-type END,FAIL --mail-user "
+                                  "ana@example.org -- true 2>&1",
+                                  plain.address(), kAliceToken, GANTRY_BINARY),
+                      &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("mail_user: this server sends no mail"), std::string::npos) << out;
+  EXPECT_NE(out.find("--webhook"), std::string::npos) << out;
+  // This fixture's server has a mail transport: the same submit goes in, and its end is mailed.
+  std::string id = JsonIn(Cli("submit -o json -g 1 --mail-type END --mail-user ana@example.org -- true"))["id"];
+  ASSERT_EQ(WaitFor(id, "succeeded"), "succeeded");
 }
 
 }  // namespace
