@@ -112,7 +112,38 @@ export function when(iso) {
   return Number.isNaN(t.getTime()) ? iso : t.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
 }
 export const state = (s) => h('span', { class: `state state-${s}` }, s);
-export const jobLink = (id) => h('a', { href: `#/jobs/${encodeURIComponent(id)}` }, id);
+export const jobLink = (id, label = id) => h('a', { href: `#/jobs/${encodeURIComponent(id)}` }, label);
+
+// Items of one array side by side with the same `key` (state, reason) become one row, as
+// the CLI shows them: row.tasks lists their task ids (empty for a job of no array).
+export function groupTasks(items, key) {
+  const rows = [];
+  for (const it of items) {
+    const last = rows[rows.length - 1];
+    const inArray = it.array_job_id !== undefined;
+    if (inArray && last && last.array_job_id === it.array_job_id && key(last) === key(it)) {
+      last.tasks.push(it.array_task_id);
+    } else {
+      rows.push({ ...it, tasks: inArray ? [it.array_task_id] : [] });
+    }
+  }
+  return rows;
+}
+
+// A row's id as people know it: 12 (a job), 12_3 (one task), 12_[1-5,7] (several).
+export function rowId(row) {
+  if (!row.tasks || !row.tasks.length) return row.id;
+  if (row.tasks.length === 1) return `${row.array_job_id}_${row.tasks[0]}`;
+  const sorted = [...row.tasks].sort((a, b) => a - b);
+  const parts = [];
+  for (let i = 0; i < sorted.length;) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j += 1;
+    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
+    i = j + 1;
+  }
+  return `${row.array_job_id}_[${parts.join(',')}]`;
+}
 
 // A table from column specs: [{title, num?, cell: row => node|string}].
 export function table(columns, rows, { empty = 'Nothing here.', caption } = {}) {
@@ -142,8 +173,9 @@ export function quotaBar(used, guaranteed, max) {
   return bar;
 }
 
-// A time-series chart (uPlot): series [{label, values, stroke}] over times `ts` (seconds).
-export function lineChart(title, ts, series, { height = 220, yLabel = '', xRange } = {}) {
+// A time-series chart (uPlot): series [{label, values, stroke}] over times `ts` (seconds);
+// `counts`: the y axis counts things (jobs), so its ticks are whole numbers from 0.
+export function lineChart(title, ts, series, { height = 220, yLabel = '', xRange, counts = false } = {}) {
   const box = h('figure', { class: 'chart' }, h('figcaption', {}, title));
   const draw = () => {
     const width = Math.max(320, box.clientWidth - 16);
@@ -151,8 +183,13 @@ export function lineChart(title, ts, series, { height = 220, yLabel = '', xRange
     new uPlot({
       width, height,
       series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, spanGaps: true }))],
-      axes: [{}, { label: yLabel }],
-      scales: { x: { time: true, range: xRange ? () => xRange : undefined } },
+      axes: [{}, counts
+        ? { label: yLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 100000], values: (u, ticks) => ticks.map((t) => String(Math.round(t))) }
+        : { label: yLabel }],
+      scales: {
+        x: { time: true, range: xRange ? () => xRange : undefined },
+        ...(counts ? { y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max))] } } : {}),
+      },
     }, [ts, ...series.map((s) => s.values)], box);
   };
   requestAnimationFrame(draw);

@@ -29,14 +29,18 @@ std::string Text(const nlohmann::json& j, const char* key) {
 }
 
 std::string Money(double x) { return FormatAmount(x); }
+// Amounts on the HTML page: always two decimals, so a column lines up (the CSV keeps more);
+// "no palette red": red is for alarms (kChartPalette).
+// (Text: escape it where it goes into HTML.)
+std::string Shown(double x) { return x > 0 && x < 0.005 ? "<0.01" : fmt::format("{:.2f}", x); }
 
 // A budget's limit or use ({"cost": 20000, "gpu_hours": 5000}) as words: "20000.00 USD and
 // 5000.00 GPU-hours".
 std::string BudgetAmounts(const nlohmann::json& amounts, const std::string& currency) {
   std::string out;
-  if (amounts.contains("cost")) out = Money(amounts["cost"].get<double>()) + " " + currency;
+  if (amounts.contains("cost")) out = Shown(amounts["cost"].get<double>()) + " " + currency;
   if (amounts.contains("gpu_hours")) {
-    out += (out.empty() ? "" : " and ") + Money(amounts["gpu_hours"].get<double>()) + " GPU-hours";
+    out += (out.empty() ? "" : " and ") + Shown(amounts["gpu_hours"].get<double>()) + " GPU-hours";
   }
   return out.empty() ? "none" : out;
 }
@@ -105,7 +109,7 @@ std::string CostBars(const std::string& title, const nlohmann::json& lines, std:
         "<text x='0' y='{}'>{}</text><rect x='{}' y='{}' width='{}' height='{}' fill='{}'/>"
         "<text x='{}' y='{}'>{} {}</text>",
         y + 14, HtmlEscape(label), kLabel, y + 2, std::max(w, 1), kRow - 6, kChartPalette[i % std::size(kChartPalette)],
-        kLabel + w + 6, y + 14, Money(cost), HtmlEscape(currency));
+        kLabel + w + 6, y + 14, HtmlEscape(Shown(cost)), HtmlEscape(currency));
     ++i;
   }
   return svg + "</svg>";
@@ -157,8 +161,8 @@ std::string Table(const nlohmann::json& lines, std::initializer_list<const char*
     out += "<tr>";
     for (const char* k : keys) out += fmt::format("<td>{}</td>", HtmlEscape(Text(l, k)));
     out += fmt::format("<td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td></tr>",
-                       Money(l.value("gpu_hours", 0.0)), Money(l.value("cost", 0.0)), Text(l, "avg_utilization_pct"),
-                       Money(l.value("idle_cost", 0.0)));
+                       HtmlEscape(Shown(l.value("gpu_hours", 0.0))), HtmlEscape(Shown(l.value("cost", 0.0))),
+                       Text(l, "avg_utilization_pct"), HtmlEscape(Shown(l.value("idle_cost", 0.0))));
   }
   return out + "</table>";
 }
@@ -177,10 +181,10 @@ std::string ReportHtml(const nlohmann::json& r) {
       "<p class='big'>{5} {6} for {7} GPU-hours; {8}, idle cost {9} {6}; {10} jobs</p>",
       HtmlEscape(Text(r, "month")), HtmlEscape(Text(r, "from")), HtmlEscape(Text(r, "to")),
       HtmlEscape(Text(r, "timezone")), r.value("complete", true) ? "" : " &mdash; month in progress",
-      Money(t.value("cost", 0.0)), HtmlEscape(currency), Money(t.value("gpu_hours", 0.0)),
+      HtmlEscape(Shown(t.value("cost", 0.0))), HtmlEscape(currency), HtmlEscape(Shown(t.value("gpu_hours", 0.0))),
       Text(t, "avg_utilization_pct").empty() ? "no utilization readings"
                                              : "average utilization " + Text(t, "avg_utilization_pct") + "%",
-      Money(t.value("idle_cost", 0.0)), Text(t, "jobs"));
+      HtmlEscape(Shown(t.value("idle_cost", 0.0))), Text(t, "jobs"));
   out += CostBars("Cost by team", r["teams"], {"team"}, currency);
   out += CostBars("Cost by GPU type", r["gpu_types"], {"gpu_type"}, currency);
   out += DailyColumns(r["daily"]);

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <set>
 
 #include "core/config_dir.h"
 #include "core/spec_yaml.h"
@@ -23,6 +25,20 @@ bool WriteFile(const std::string& path, const std::string& content, std::ostream
     return false;
   }
   return true;
+}
+
+// Why two policies compared may come out the same: fifo and priority order a trace whose
+// jobs share one priority class alike (Philly's has none).
+std::vector<std::string> SameOrderNotes(const Trace& trace, const std::vector<std::string>& policies) {
+  auto has = [&](const char* p) { return std::find(policies.begin(), policies.end(), p) != policies.end(); };
+  if (!has("fifo") || !has("priority")) return {};
+  std::set<std::string> classes;
+  for (const TraceJob& job : trace.jobs) classes.insert(job.spec.priority_class);
+  if (classes.size() > 1) return {};
+  return {
+      fmt::format("fifo and priority give the same figures here: every job of this trace has the same priority "
+                  "class ({}), so priority order is submission order",
+                  classes.empty() || classes.begin()->empty() ? "the default" : *classes.begin())};
 }
 
 }  // namespace
@@ -87,6 +103,8 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
                          ? fmt::format(" at the peak, with {} elastic pool(s)", base.autoscaler.pools.size())
                          : "");
   out << CompareTable(runs) << PoolTable(runs);
+  std::vector<std::string> notes = SameOrderNotes(*trace, policies);
+  for (const std::string& note : notes) out << "note: " << note << "\n";
   if (!options.json_path.empty()) {
     nlohmann::json doc;
     if (runs.size() == 1) {
@@ -100,7 +118,7 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
   if (!options.html_path.empty()) {
     std::string title =
         fmt::format("Gantry simulation: {} on {} GPUs", options.trace_path, runs.front().result.cluster_gpus);
-    if (!WriteFile(options.html_path, RenderSimHtml(runs, title), err)) return 1;
+    if (!WriteFile(options.html_path, RenderSimHtml(runs, title, notes), err)) return 1;
   }
   return 0;
 }

@@ -8,8 +8,9 @@
 
 namespace gantry {
 
-inline constexpr const char* kChartPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+// No red among the first colours: on a bill red reads as an alarm.
+inline constexpr const char* kChartPalette[] = {"#1f77b4", "#17becf", "#2ca02c", "#ff7f0e", "#9467bd",
+                                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#6b6ecf",
                                                 "#393b79", "#637939", "#843c39", "#7b4173"};
 
 inline std::string HtmlEscape(const std::string& s) {

@@ -162,7 +162,12 @@ ControllerState::Blocker ControllerState::TermBlocker(const JobRecord& job, cons
 
 ControllerState::Blocker ControllerState::WhyKeptOut(const JobRecord& job, GateScan& scan) const {
   if (!job.hold.empty()) {
-    return {"held", job.hold == "admin" ? "held by an admin" : "held (gantry release " + job.spec->id + ")"};
+    if (job.hold == "admin") return {"held", "held by an admin"};
+    // An array's tasks say the array's id (the same words for each, so they show as one row).
+    if (job.array_id > 0) {
+      return {"held", fmt::format("held (gantry release {0} for the whole array, {0}_N for one task)", job.array_id)};
+    }
+    return {"held", "held (gantry release " + job.spec->id + ")"};
   }
   for (const DependencyTerm& term : job.after) {
     Blocker b = TermBlocker(job, term, scan);

@@ -20,6 +20,8 @@ std::string CompareTable(const std::vector<PolicyRun>& runs);
 // Per elastic run: its cost against an always-on cluster of the same peak, what spot
 // saved, and each pool's node-hours, cost, peak and scaling; "" without pools.
 std::string PoolTable(const std::vector<PolicyRun>& runs);
-std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string& title);
+// `notes`: lines said above the table (e.g. why two policies came out the same).
+std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string& title,
+                          const std::vector<std::string>& notes = {});
 
 }  // namespace gantry

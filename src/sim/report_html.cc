@@ -115,18 +115,21 @@ std::vector<double> Hours(const std::vector<double>& seconds) {
 
 }  // namespace
 
-std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string& title) {
+std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string& title,
+                          const std::vector<std::string>& notes) {
+  std::string said;
+  for (const std::string& note : notes) said += "<p class='note'>" + HtmlEscape(note) + "</p>";
   std::string html = fmt::format(
       "<!DOCTYPE html><html><head><meta charset='utf-8'><title>{0}</title><style>"
       "body{{font-family:sans-serif;margin:24px;color:#222}} table{{border-collapse:collapse;margin:12px 0}}"
       "td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} th{{background:#f3f3f3}}"
       "td:first-child,th:first-child{{text-align:left}} .charts svg{{margin:8px 16px 8px 0}}</style></head><body>"
-      "<h1>{0}</h1><table><tr><th>policy</th><th>completed</th><th>rejected</th><th>GPU util</th>"
+      "<h1>{0}</h1>{1}<table><tr><th>policy</th><th>completed</th><th>rejected</th><th>GPU util</th>"
       "<th>useful GPU util</th><th>util when queued</th><th>JCT mean (h)</th><th>JCT p95 (h)</th><th>queue delay mean "
       "(s)</th>"
       "<th>delay p50 (s)</th><th>delay p95 (s)</th><th>preemptions</th><th>max team starvation (s)</th>"
       "<th>Jain</th></tr>",
-      HtmlEscape(title));
+      HtmlEscape(title), said);
   for (const PolicyRun& run : runs) {
     const SimResult& r = run.result;
     html += fmt::format(

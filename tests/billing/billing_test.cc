@@ -201,6 +201,7 @@ TEST(MonthlyReport, SplitsAtTheMonthBoundaryAndAddsUp) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("Cost by team"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);  // one self-contained page
+  EXPECT_EQ(html.find("#d62728"), std::string::npos) << "no alarm red for a team or a GPU type";
 }
 
 // The bill's faults a platform team found: its headline said "0.0 GPU-hours" next to 0.0040
@@ -258,9 +259,12 @@ TEST(MonthlyReport, HtmlHeadlineBudgetsAndJobNamesReadAsText) {
          {"used", {{"cost", 0.0137}, {"gpu_hours", 0.004}}},
          {"used_pct", 0.04}}}}};
   std::string html = ReportHtml(r);
-  EXPECT_NE(html.find("for 0.0040 GPU-hours; no utilization readings"), std::string::npos) << html;
+  // Every amount on the page has two decimals; one below a cent reads <0.01, the same in
+  // the headline, the tables and the budgets (not 0.0 beside 0.0040, nor 0.0137 beside 27.44).
+  EXPECT_NE(html.find("0.01 USD for &lt;0.01 GPU-hours; no utilization readings"), std::string::npos) << html;
   EXPECT_NE(html.find("<td>10.00 GPU-hours</td>"), std::string::npos) << html;
-  EXPECT_NE(html.find("0.0137 USD and 0.0040 GPU-hours"), std::string::npos) << html;
+  EXPECT_NE(html.find("0.01 USD and &lt;0.01 GPU-hours"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td class='n'>&lt;0.01</td><td class='n'>0.01</td>"), std::string::npos) << html;
   EXPECT_EQ(html.find("{&quot;"), std::string::npos) << html;
   EXPECT_EQ(html.find("{\"gpu_hours"), std::string::npos) << html;
   EXPECT_NE(html.find("<td>resnet50</td>"), std::string::npos) << html;

@@ -41,11 +41,16 @@ try {
   const asAdmin = (await call(server, server.admin, 'GET', '/v1/queue')).body;
   assert.deepEqual(asAdmin.queue.map((j) => j.id).sort(), [id, other.body.id].sort());
 
+  // An array of three tasks submitted held: one row, by its array id, among those kept out.
+  const sweep = await call(server, ana, 'POST', '/v1/jobs', { name: 'sweep', array: '0-2', gpus: 1, command: 'true', hold: true });
+  assert.equal(sweep.status, 201, JSON.stringify(sweep.body));
+
   // The queue shows ana's job with why it waits; bo's job is not on her page.
   await page.click('a[href="#/queue"]');
   const reason = page.locator(`tr:has(a[href="#/jobs/${id}"]) [data-code]`);
   await reason.waitFor();
   assert.equal(await reason.getAttribute('data-code'), 'no_capacity');
+  await until('the held array as one row', async () => (await page.locator(`a:text-is("${sweep.body.id}_[0-2]")`).count()) === 1);
   assert.match(await reason.textContent(), /needs 4 GPUs/);
   assert.match(await page.textContent('main'), /resnet-<b>bold<\/b>/, 'a name is shown as text, not markup');
   assert.equal(await page.locator('main b').count(), 0);

@@ -58,6 +58,27 @@ TEST(SimCommand, WritesJsonAndHtmlAndReportsBadRows) {
   EXPECT_EQ(page.str().find("<script"), std::string::npos);  // self-contained, no scripts
 }
 
+TEST(SimCommand, SaysWhyFifoAndPriorityCameOutTheSame) {
+  std::string trace = Write("same.csv",
+                            "id,submit_time,duration_s,num_gpus,team\n"
+                            "a,0,100,1,x\n"
+                            "b,5,100,1,y\n");
+  std::string html = ::testing::TempDir() + "/same.html";
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(GANTRY_BINARY) + " sim --cluster " + kCluster + " --trace " + trace +
+                           " --trace-format csv --compare fifo,priority --html " + html,
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("note: fifo and priority give the same figures here: every job of this trace has the same "
+                     "priority class"),
+            std::string::npos)
+      << out;
+  std::stringstream page;
+  page << std::ifstream(html).rdbuf();
+  EXPECT_NE(page.str().find("<p class='note'>fifo and priority give the same figures"), std::string::npos);
+}
+
 TEST(SimCommand, StrictMakesABadRowFatal) {
   std::string trace = Write("bad.csv", "submit_time,duration_s,num_gpus\n0,10,1\n1,10,-4\n");
   std::string out;

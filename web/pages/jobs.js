@@ -1,6 +1,6 @@
 // Jobs: search (id, name or user) and filter (state, team, user) over the caller's jobs,
 // newest first, a page at a time.
-import { api, h, num, duration, when, jobLink, state, table, pager, session } from '../lib.js';
+import { api, h, num, duration, when, jobLink, state, table, pager, session, groupTasks, rowId } from '../lib.js';
 
 const limit = 50;
 
@@ -19,7 +19,7 @@ export async function render(main, _params, ctx) {
     const r = await api(`/v1/jobs?${params}`);
     const now = Date.now();
     body.replaceChildren(table([
-      { title: 'Job', cell: (j) => jobLink(j.id) },
+      { title: 'Job', cell: (j) => jobLink(j.id, rowId(j)) },
       { title: 'Name', cell: (j) => j.name },
       { title: 'User', cell: (j) => j.user },
       { title: 'Team', cell: (j) => j.team },
@@ -28,7 +28,7 @@ export async function render(main, _params, ctx) {
       { title: 'Submitted', cell: (j) => when(j.submitted_at) },
       { title: 'Started', cell: (j) => when(j.started_at) },
       { title: 'Elapsed', num: true, cell: (j) => (j.started_at ? duration(((j.ended_at ? Date.parse(j.ended_at) : now) - Date.parse(j.started_at)) / 1000) : '–') },
-    ], r.jobs, { empty: 'No job matches.', caption: 'Jobs' }),
+    ], groupTasks(r.jobs, (j) => (j.placement ? `${j.id}` : `${j.state}\n${j.reason || ''}`)), { empty: 'No job matches.', caption: 'Jobs' }),
     pager(r.total, offset, limit, (o) => { offset = o; refresh().catch(ctx.showError); }));
   }
   let typing;

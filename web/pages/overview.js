@@ -2,7 +2,7 @@
 // history), each team's jobs against its guarantee and limit, and this month's cost by team.
 import { api, h, num, money, hours, quotaBar, lineChart, table } from '../lib.js';
 
-let range = '24h';
+let range = '';  // chosen at the first visit: the shortest range that holds the history
 
 function gpuCards(cluster) {
   const types = Object.entries(cluster.by_type || {});
@@ -29,7 +29,7 @@ function charts(history) {
       { label: 'Measured GPU %', values: measured, stroke: '#1e7a3c' }], { yLabel: '%', xRange }),
     lineChart(`Queue, last ${range}`, ts, [
       { label: 'Waiting jobs', values: queued, stroke: '#a86400' },
-      { label: 'Running jobs', values: running, stroke: '#1f5fbf' }], { yLabel: 'jobs', xRange }));
+      { label: 'Running jobs', values: running, stroke: '#1f5fbf' }], { yLabel: 'jobs', xRange, counts: true }));
 }
 
 function teamsTable(teams) {
@@ -60,6 +60,13 @@ export async function render(main, _params, ctx) {
     onclick: () => { range = r; rangeButtons.forEach((b) => b.setAttribute('aria-pressed', String(b.textContent === r))); refresh(); },
   }, r));
   async function refresh() {
+    if (!range) {
+      // A new server's history is an hour at most: opened on 24 h it would be a sliver.
+      const day = await api('/v1/history?range=24h');
+      const first = day.points.length ? Date.parse(day.points[0].t) : Date.now();
+      range = Date.now() - first < 2 * 3600 * 1000 ? '1h' : '24h';
+      rangeButtons.forEach((b) => b.setAttribute('aria-pressed', String(b.textContent === range)));
+    }
     const [cluster, teams, history, usage] = await Promise.all([
       api('/v1/cluster'), api('/v1/teams'), api(`/v1/history?range=${range}`), api('/v1/usage?by=team')]);
     body.replaceChildren(

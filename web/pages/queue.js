@@ -1,7 +1,7 @@
 // Queue: waiting jobs in the engine's order with why each waits and when it should start,
 // filtered by team (users see their own), code and priority, a page at a time; and the jobs
 // kept out of the line (held, dependencies, array limits).
-import { api, h, num, duration, when, jobLink, table, pager, session } from '../lib.js';
+import { api, h, num, duration, when, jobLink, table, pager, session, groupTasks, rowId } from '../lib.js';
 
 const limit = 100;
 
@@ -21,7 +21,7 @@ export async function render(main, _params, ctx) {
       h('p', { class: 'muted' }, `${q.total} waiting${teamFilter ? ` in team ${teamFilter}` : ''}; ${q.starting_next_cycle.length} starting at the next cycle.`),
       table([
         { title: '#', num: true, cell: (j) => String(j.position) },
-        { title: 'Job', cell: (j) => jobLink(j.id) },
+        { title: 'Job', cell: (j) => jobLink(j.id, rowId(j)) },
         { title: 'Name', cell: (j) => j.name },
         { title: 'Team', cell: (j) => j.team },
         { title: 'User', cell: (j) => j.user },
@@ -30,16 +30,16 @@ export async function render(main, _params, ctx) {
         { title: 'Waiting', num: true, cell: (j) => duration(j.waiting_s) },
         { title: 'Why it waits', cell: (j) => h('span', { title: j.code, 'data-code': j.code }, j.reason) },
         { title: 'Estimated start', cell: (j) => when(j.estimated_start) },
-      ], rows, { empty: 'No job is waiting.', caption: 'Waiting jobs' }),
+      ], groupTasks(rows, (j) => `${j.code}\n${j.reason}`), { empty: 'No job is waiting.', caption: 'Waiting jobs' }),
       pager(q.total, offset, limit, (o) => { offset = o; refresh().catch(ctx.showError); }),
       h('h2', {}, 'Kept out of the line'),
       table([
-        { title: 'Job', cell: (j) => jobLink(j.id) },
+        { title: 'Job', cell: (j) => jobLink(j.id, rowId(j)) },
         { title: 'Name', cell: (j) => j.name },
         { title: 'Team', cell: (j) => j.team },
         { title: 'User', cell: (j) => j.user },
         { title: 'Why', cell: (j) => j.reason },
-      ], q.blocked, { empty: 'None: no job is held or waiting on a dependency.', caption: 'Blocked jobs' }));
+      ], groupTasks(q.blocked, (j) => `${j.code}\n${j.reason}`), { empty: 'None: no job is held or waiting on a dependency.', caption: 'Blocked jobs' }));
   }
   for (const el of [team, code, priority]) el.addEventListener('change', () => { offset = 0; refresh().catch(ctx.showError); });
   await refresh();
