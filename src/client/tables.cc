@@ -175,6 +175,14 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   if (j.contains("placement")) {
     out << fmt::format("  placement  {}{}\n", PlacementSummary(j["placement"]),
                        j.contains("sharing") && Str(j, "sharing") != "exclusive" ? " (" + Str(j, "sharing") + ")" : "");
+    // The devices themselves (CUDA_VISIBLE_DEVICES inside the job), as nvidia-smi -L names them.
+    for (const auto& ns : j["placement"]) {
+      for (const auto& g : ns.value("gpus", nlohmann::json::array())) {
+        if (!Str(g, "uuid").empty()) {
+          out << fmt::format("  GPU        {}:{} {}\n", Str(ns, "node"), Str(g, "index"), Str(g, "uuid"));
+        }
+      }
+    }
   }
   for (const auto& u : j.value("gpu_use", nlohmann::json::array())) {
     double share = u.value("share", 1.0);

@@ -31,6 +31,9 @@ TEST_F(CliFrictions, AnotherTeamsBusyGpusShowBusyNotIdle) {
   EXPECT_NE(as_bob.find("   4     0  "), std::string::npos) << "4 GPUs, none idle: " << as_bob;
   std::string as_alice = A100Line(Cli("nodes", kAliceToken));
   EXPECT_NE(as_alice.find("0:" + id + " "), std::string::npos) << as_alice;
+  // Its owner sees the devices it holds, by UUID, as CUDA_VISIBLE_DEVICES names them.
+  std::string job = Cli("job " + id);
+  EXPECT_NE(job.find("  GPU        a100-80gb-0:3 GPU-fake-a100-80gb-0-3\n"), std::string::npos) << job;
 }
 
 TEST_F(CliFrictions, JobsFiltersLikeSqueueAndSaysWhyPendingJobsWait) {
