@@ -37,8 +37,9 @@ std::vector<const char*> SplitAtDashes(int argc, const char* const* argv, std::v
 
 namespace {
 
-// squeue's reason column: pending jobs in `body` without a reason of their own (held, a
-// dependency) get the queue's (why they wait, and when they should start).
+// squeue's reason column: pending jobs in `body` without a reason of their own get the
+// queue's (why they wait and when they should start, or why they are kept out of the
+// line: held, a dependency, their array's limit).
 void AddQueueReasons(ApiClient& api, nlohmann::json& body) {
   std::map<std::string, nlohmann::json*> waiting;
   for (auto& j : body["jobs"]) {
@@ -47,11 +48,13 @@ void AddQueueReasons(ApiClient& api, nlohmann::json& body) {
   if (waiting.empty()) return;
   auto queue = api.Get("/v1/queue");
   if (!queue || queue->status != 200 || !queue->body.contains("queue")) return;
-  for (const auto& q : queue->body["queue"]) {
-    auto it = waiting.find(q.value("id", ""));
-    if (it == waiting.end()) continue;
-    (*it->second)["reason"] = q.value("reason", "");
-    if (q.contains("estimated_start")) (*it->second)["estimated_start"] = q["estimated_start"];
+  for (const char* list : {"queue", "blocked"}) {
+    for (const auto& q : queue->body.value(list, nlohmann::json::array())) {
+      auto it = waiting.find(q.value("id", ""));
+      if (it == waiting.end()) continue;
+      (*it->second)["reason"] = q.value("reason", "");
+      if (q.contains("estimated_start")) (*it->second)["estimated_start"] = q["estimated_start"];
+    }
   }
 }
 
@@ -169,8 +172,17 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
     job->callback([=, &out] {
       *chosen = [=, &out] {
         nlohmann::json detail;
-        int rc = request([id](ApiClient& a) { return a.Get("/v1/jobs/" + UrlEncode(*id)); },
-                         [&detail](const nlohmann::json& b) { detail = b; });
+        int rc = request(
+            [id](ApiClient& a) {
+              auto job = a.Get("/v1/jobs/" + UrlEncode(*id));
+              if (job && job->status == 200) {  // a pending job says why it waits, as in gantry jobs
+                nlohmann::json one = {{"jobs", nlohmann::json::array({job->body})}};
+                AddQueueReasons(a, one);
+                job->body = one["jobs"][0];
+              }
+              return job;
+            },
+            [&detail](const nlohmann::json& b) { detail = b; });
         if (rc != 0 || *output == "json") return rc;
         return request(
             [id](ApiClient& a) { return a.Get("/v1/jobs/" + UrlEncode(*id) + "/events"); },

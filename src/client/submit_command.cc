@@ -119,7 +119,9 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
     err << "gantry: " << (batch ? f.jobs_file : specs[0].label) << ": " << DescribeError(*a) << "\n";
     const nlohmann::json e = a->body.is_object() ? a->body.value("error", nlohmann::json::object()) : a->body;
     const std::string field = e.is_object() ? e.value("field", "") : "";
-    if (std::string hint = SlurmRefusalHint(field, f.priority); !batch && !f.priority.empty() && !hint.empty()) {
+    // Only for a class that does not exist (400), not for one the team may not use (403).
+    if (std::string hint = SlurmRefusalHint(field, f.priority);
+        !batch && !f.priority.empty() && !hint.empty() && a->status == 400) {
       err << "hint: " << hint << "\n";
     }
     if (batch && a->status < 500) {

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/spec_yaml.h"
 #include "server/controller_state.h"
@@ -166,7 +167,14 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   Status s = spec ? Status::Ok() : spec.status();
   if (s.ok()) {
     spec->id = id;
+    // An array task's GANTRY_ARRAY_* variables are Gantry's own (set at submit), not the
+    // user's: checked without them, kept as they were.
+    std::map<std::string, std::string> set_by_gantry;
+    for (const auto& [name, value] : job.spec->env) {
+      if (name.rfind("GANTRY_ARRAY_", 0) == 0 && spec->env.erase(name)) set_by_gantry[name] = value;
+    }
     s = ValidateJobSpec(*spec, options_.config.catalog, options_.config.scheduler);
+    spec->env.insert(set_by_gantry.begin(), set_by_gantry.end());
   }
   if (s.ok()) s = CheckTeamPermissions(who, *spec);
   if (s.ok() && job.state == JobState::kPending) s = CheckAdmissibleNow(*spec);

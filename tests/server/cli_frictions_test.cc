@@ -73,6 +73,10 @@ TEST_F(CliFrictions, ArrayTasksAreSpokenOfByTheirArrayIds) {
   std::string explain = Cli("queue --explain " + array);
   EXPECT_NE(explain.find("array " + array + ": 5 task(s) waiting"), std::string::npos) << explain;
   EXPECT_NE(explain.find("  " + array + "_1: position 1"), std::string::npos) << explain;
+  // A task changes by its id like any job (its array's variables are Gantry's own).
+  std::string update = Cli("update " + array + "_3 -p high --estimate 1m", kAliceToken, &rc);
+  EXPECT_EQ(rc, 0) << update;
+  EXPECT_EQ(update, "job " + array + "_3 (pending): estimate 1m00s, priority high\n");
   std::string cancel = Cli("cancel " + array + "_2", kAliceToken, &rc);
   ASSERT_EQ(rc, 0) << cancel;
   EXPECT_EQ(cancel, "job " + array + "_2: cancelled\n");

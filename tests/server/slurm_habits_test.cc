@@ -47,6 +47,18 @@ TEST_F(SlurmHabits, APartitionGivenToDashPNamesNodeSelector) {
                      "partitions are node labels: --node-selector pool=gpu"),
             std::string::npos)
       << out;
+  // A class that exists but the team may not use is not mistaken for a partition.
+  std::string dir = TempPath("classes");
+  std::filesystem::remove_all(dir);
+  ServerProcess narrow(dir);
+  narrow.WriteUsers("teams:\n  vision: {priorities: [medium, low], unix_account: nobody}\n");
+  narrow.Start();
+  out.clear();
+  RunCommand(fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} submit -p high -g 1 -- true 2>&1", narrow.address(),
+                         kAliceToken, GANTRY_BINARY),
+             &out);
+  EXPECT_NE(out.find("priority classes medium, low"), std::string::npos) << out;
+  EXPECT_EQ(out.find("partition"), std::string::npos) << out;
 }
 
 TEST_F(SlurmHabits, SlurmFlagsSpelledOtherwiseGetAHint) {
@@ -94,6 +106,10 @@ TEST_F(SlurmHabits, HoldSubmitsHeldUntilReleased) {
   nlohmann::json job = JsonIn(Cli("job -o json " + id));
   EXPECT_EQ(job["state"], "pending") << job.dump();
   EXPECT_EQ(job["held"], "user") << job.dump();
+  // Held says so where a Slurm user looks: gantry jobs and gantry job.
+  EXPECT_NE(Cli("jobs --state pending").find("held (gantry release " + id + ")"), std::string::npos);
+  EXPECT_NE(Cli("job " + id).find("state      pending: held (gantry release " + id + ")"), std::string::npos)
+      << Cli("job " + id);
   // An array submitted held holds every task.
   std::string array = JsonIn(Cli("submit -o json --hold --array 0-2 -g 1 -- true", kAliceToken, &rc))["id"];
   EXPECT_EQ(JsonIn(Cli("job -o json " + array + "_2"))["held"], "user");
