@@ -168,6 +168,12 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   out << fmt::format("  owner      {} / {}{}\n", Str(j, "user"), Str(j, "team"),
                      j.value("project", "").empty() ? "" : " / " + Str(j, "project"));
   out << fmt::format("  priority   {}\n  request    {}\n", Str(j, "priority"), Request(j["spec"]));
+  // scontrol show job's TimeLimit and WorkDir.
+  const nlohmann::json& asked = j["spec"];
+  if (asked.contains("time_limit_s")) {
+    out << fmt::format("  time limit {}\n", FormatDuration(asked.value("time_limit_s", int64_t{0}) * kSecondMs));
+  }
+  if (asked.contains("working_dir")) out << fmt::format("  workdir    {}\n", Str(asked, "working_dir"));
   out << fmt::format("  submitted  {}\n", when("submitted_at"));
   if (!Str(j, "started_at").empty()) out << fmt::format("  started    {}\n", when("started_at"));
   if (!Str(j, "ended_at").empty()) out << fmt::format("  ended      {}\n", when("ended_at"));

@@ -96,6 +96,8 @@ TEST_F(CliFrictions, UpdateSaysWhatChangedAndJobShowsWhatItWasGiven) {
   EXPECT_EQ(update, "job " + id + " (pending): priority high, time limit 1h30m\n");
   std::string job = Cli("job " + id);
   EXPECT_NE(job.find("  container  docker.io/library/busybox\n"), std::string::npos) << job;
+  EXPECT_NE(job.find("  time limit 1h30m\n"), std::string::npos) << "as scontrol show job's TimeLimit: " << job;
+  EXPECT_NE(job.find("  workdir    /"), std::string::npos) << "the submit directory: " << job;
   EXPECT_NE(job.find("  notify     end,fail to ana@example.org\n"), std::string::npos) << job;
   EXPECT_NE(job.find("priority=high"), std::string::npos) << "history as key=value: " << job;
   EXPECT_EQ(job.find("{\""), std::string::npos) << "no raw JSON in the history: " << job;
