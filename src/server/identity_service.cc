@@ -339,7 +339,7 @@ Expected<SignedIn> IdentityService::Refresh(const std::string& refresh_token, co
 }
 
 Expected<SignedIn> IdentityService::RefreshClaimed(const Session& claimed, TimeMs now, const std::string& address) {
-  std::optional<Session> s = claimed;
+  const Session* s = &claimed;
   Session renewed = *s;
   if (s->source == "oidc") {
     if (!provider_) return Refused("refresh_token", "this server no longer has an identity provider");
