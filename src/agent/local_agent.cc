@@ -21,6 +21,7 @@
 #include "core/job_logs.h"
 #include "core/log_window.h"
 #include "core/read_file.h"
+#include "protocol/order_wire.h"
 
 namespace gantry {
 
@@ -224,6 +225,7 @@ void LocalAgent::Serve() {
 }
 
 void LocalAgent::Shutdown() {
+  EndSessions();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || !thread_.joinable()) return;
@@ -329,6 +331,7 @@ void LocalAgent::DoStart(StartOrder o) {
   r.run = o.run;
   r.node_id = o.node_id;
   r.gpus = o.gpus;
+  r.start_order = StartOrderToJson(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (o.spec->command.empty()) {
     // Holds its GPUs for hold_gpus (else its estimated duration, else until stopped), then
     // ends with exit 0. No process and no files: after a restart the controller resends
@@ -342,6 +345,7 @@ void LocalAgent::DoStart(StartOrder o) {
     if (!PrepareJobDirs(o, *account)) return;
     std::map<std::string, std::string> mps_env;
     if (!AcquireMps(o, &mps_env, &r.mps_gpus)) return;
+    r.mps_env = mps_env;
     if (!Launch(o, *account, mps_env, r)) {
       if (mps_) mps_->Release(key);
       return;
@@ -355,6 +359,12 @@ void LocalAgent::DoStart(StartOrder o) {
 }
 
 bool LocalAgent::PrepareJobDirs(const StartOrder& o, const Account& account) {
+  Status made = MakeJobDirs(o, account);
+  if (!made.ok()) FailStart(o, made.code() == StatusCode::kPermissionDenied ? 126 : 127, made.message());
+  return made.ok();
+}
+
+Status LocalAgent::MakeJobDirs(const StartOrder& o, const Account& account) {
   // The job's directory is the agent's (logs, run records, exit files: nothing the job can
   // replace with a link); its working and checkpoint directories are the job user's, 0700.
   std::string dir = JobDir(o.job_id);
@@ -367,17 +377,15 @@ bool LocalAgent::PrepareJobDirs(const StartOrder& o, const Account& account) {
   }
   for (const std::string& d : {work, checkpoint}) {
     if (!account.user.empty() && chown(d.c_str(), account.uid, account.gid) != 0) {
-      FailStart(o, 126, fmt::format("cannot give {} to {}", d, account.user));
-      return false;
+      return Status::Denied("unix_account", fmt::format("cannot give {} to {}", d, account.user));
     }
   }
   // A working directory that is not there fails the start with that reason (the process
   // would only say so on its stderr).
   if (!o.spec->working_dir.empty() && !fs::is_directory(o.spec->working_dir, ec)) {
-    FailStart(o, 127, fmt::format("working_dir: no directory {} on node {}", o.spec->working_dir, o.node_id));
-    return false;
+    return Status::NotFound(fmt::format("working_dir: no directory {} on node {}", o.spec->working_dir, o.node_id));
   }
-  return true;
+  return Status::Ok();
 }
 
 bool LocalAgent::AcquireMps(const StartOrder& o, std::map<std::string, std::string>* env,

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -18,10 +19,12 @@
 
 #include "agent/container_launch.h"
 #include "agent/gpu_provider.h"
+#include "agent/interactive_session.h"
 #include "agent/job_launcher.h"
 #include "agent/mps_daemons.h"
 #include "agent/run_record.h"
 #include "core/clock.h"
+#include "core/thread_set.h"
 #include "protocol/node_link.h"
 
 namespace gantry {
@@ -75,6 +78,9 @@ class LocalAgent : public NodeLink {
 
   void Start(const StartOrder& order) override;
   void Stop(const StopOrder& order) override;
+  // An interactive session in one of this node's runs (agent_sessions.cc), on a thread of
+  // its own; the stream is its connection to the user's client.
+  void OpenStream(const StreamOrder& order, std::unique_ptr<ByteStream> stream) override;
 
   // The environment a job gets for an order (also used by tests and the remote agent).
   static std::map<std::string, std::string> JobEnvironment(const StartOrder& order, const std::string& checkpoint_dir);
@@ -116,6 +122,7 @@ class LocalAgent : public NodeLink {
   // The job's directories with their owners; false (the run reported as failed) when the
   // job's user cannot be given its own.
   bool PrepareJobDirs(const StartOrder& o, const Account& account);
+  Status MakeJobDirs(const StartOrder& o, const Account& account);
   // A run began (or was adopted) or ended: the active runs and the GPUs' load change by it
   // alone, so a start costs the same with 10 or 10,000 runs on the node.
   void AddLoad(const std::string& key, const ActiveRun& r);
@@ -134,6 +141,21 @@ class LocalAgent : public NodeLink {
   // a container are mapped to their job by it).
   void LearnContainerIds();
   void DoStop(const StopOrder& order);
+  // Sessions (agent_sessions.cc). What a session in the order's run needs, read on the
+  // agent thread; an error when the run is not (or not yet) here or cannot take one.
+  Expected<SessionTarget> SessionTargetFor(const StreamOrder& order);
+  void RunSession(const StreamOrder& order, std::unique_ptr<ByteStream> stream);
+  // Runs `f` on the agent thread and returns its result; an error if the agent stops first.
+  template <typename T>
+  Expected<T> OnAgentThread(std::function<Expected<T>()> f);
+  // The status of a run for attach: -2 while it runs, else its exit status (-1: unknown).
+  int RunEndedStatus(const std::string& key);
+  // Ends every session (hangs up their commands) and joins their threads.
+  void EndSessions();
+  // gantry shell's session ended: the run that only holds GPUs ends now.
+  void EndHold(const std::string& key);
+  ThreadSet session_threads_;
+  std::atomic<bool> sessions_stop_{false};
   void Poll();
   // Kills jobs whose processes hold more host memory than they asked for (once a second).
   void CheckHostMemory();

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -92,9 +93,12 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
 
   // Logs are the agent's (0600, never through a link): the job writes them through the
   // descriptors it inherits, and people read them through the API.
-  int out = open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-  int err = open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const bool given = req.stdio[0] >= 0;
+  int out = given ? fcntl(req.stdio[1], F_DUPFD_CLOEXEC, 3)
+                  : open(req.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int err = given ? fcntl(req.stdio[2], F_DUPFD_CLOEXEC, 3)
+                  : open(req.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int devnull = given ? fcntl(req.stdio[0], F_DUPFD_CLOEXEC, 3) : open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (out < 0 || err < 0 || devnull < 0) {
     std::string why = std::strerror(errno);
     for (int fd : {out, err, devnull, env_fd}) {
@@ -120,6 +124,7 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     dup2(devnull, 0);
     dup2(out, 1);
     dup2(err, 2);
+    if (req.controlling_tty) ioctl(0, TIOCSCTTY, 0);
     // fd 3 (open across the exec) carries the job's environment to the shim.
     if (env_fd == kShimEnvFd) {
       fcntl(env_fd, F_SETFD, 0);

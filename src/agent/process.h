@@ -29,6 +29,11 @@ struct SpawnRequest {
   std::string exit_file;     // the shim writes the exit status here
   std::string user;          // run the command as this Unix user (the agent is root)
   std::string cgroup_procs;  // the job's cgroup.procs: the shim joins it before exec
+  // An interactive session's command: its standard input, output and error are these
+  // descriptors (the logs and /dev/null are not opened), and with `controlling_tty` the
+  // first is a terminal that becomes the new session's controlling terminal.
+  int stdio[3] = {-1, -1, -1};
+  bool controlling_tty = false;
 };
 
 // Starts the shim (which starts the command); returns the shim's pid, which is also the

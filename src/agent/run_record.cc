@@ -20,7 +20,9 @@ Status WriteRunRecord(const std::string& path, const RunRecord& r) {
                         {"cgroup", r.cgroup},
                         {"mps_gpus", r.mps_gpus},
                         {"container", r.container},
-                        {"container_id_file", r.container_id_file}};
+                        {"container_id_file", r.container_id_file},
+                        {"start_order", r.start_order},
+                        {"mps_env", r.mps_env}};
   if (r.ended) {
     doc["ended"] = true;
     doc["exit_code"] = r.exit_code;
@@ -52,6 +54,8 @@ Expected<RunRecord> ReadRunRecord(const std::string& path) {
     r.mps_gpus = doc.value("mps_gpus", std::vector<std::string>{});
     r.container = doc.value("container", "");
     r.container_id_file = doc.value("container_id_file", "");
+    r.start_order = doc.value("start_order", "");
+    r.mps_env = doc.value("mps_env", std::map<std::string, std::string>{});
     r.ended = doc.value("ended", false);
     r.exit_code = doc.value("exit_code", -1);
     r.reason = doc.value("reason", "");

@@ -3,6 +3,7 @@
 // to report one that ended while no agent listened (exit code, reason, when).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,11 @@ struct RunRecord {
   std::string exit_file;
   int64_t memory_limit_mib = 0;
   std::string cgroup;
-  std::vector<std::string> mps_gpus;  // GPUs whose MPS daemon the run holds
-  std::string container;              // the run's container (its name), if it runs in one
-  std::string container_id_file;      // where the runtime wrote the container's id
+  std::vector<std::string> mps_gpus;           // GPUs whose MPS daemon the run holds
+  std::string container;                       // the run's container (its name), if it runs in one
+  std::string container_id_file;               // where the runtime wrote the container's id
+  std::string start_order;                     // the order it started from (JSON): sessions run in its allocation
+  std::map<std::string, std::string> mps_env;  // the MPS variables it got
   bool ended = false;
   int exit_code = -1;
   std::string reason;

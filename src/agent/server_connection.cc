@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "net/stream_upgrade_tls.h"
 #include "net/tls_http_connection.h"
 #include "protocol/order_wire.h"
 #include "protocol/spec_json.h"
@@ -122,9 +123,31 @@ void ServerConnection::PollOrders(NodeLink& node, NodeReports& reports,
         }
       } else if (order.value("type", "") == "stop") {
         node.Stop(StopOrderFromJson(order));
+      } else if (order.value("type", "") == "stream") {
+        if (auto stream = StreamOrderFromJson(order)) ConnectBack(*stream, node);
       }
     }
   }
+  stream_threads_.JoinAll();
+}
+
+void ServerConnection::ConnectBack(const StreamOrder& order, NodeLink& node) {
+  std::string server = poller_.current();
+  HttpRequest request{"GET", fmt::format("/v1/agent/streams/{}?node={}", order.session, options_.node_id), {}, "", ""};
+  request.headers.emplace("Authorization", "Bearer " + Token());
+  stream_threads_.Spawn([this, order, &node, server, request] {
+    HttpConnectionOptions options;
+    options.ca_cert = options_.ca_cert;
+    options.read_timeout = std::chrono::seconds(30);
+    auto stream = server.rfind("https://", 0) == 0 ? OpenUpgradedTlsStream(server, request, options, nullptr)
+                                                   : OpenUpgradedStream(server, request, options, nullptr);
+    if (!stream) {
+      err_ << "gantry agent: session " << order.session.substr(0, 8) << " for job " << order.job_id
+           << ": cannot connect back to " << server << ": " << stream.status().message() << std::endl;
+      return;
+    }
+    node.OpenStream(order, std::move(*stream));
+  });
 }
 
 void ServerConnection::SendReports(ReportOutbox& outbox, LogShipper& logs) {

@@ -14,6 +14,7 @@
 
 #include "agent/log_shipper.h"
 #include "agent/report_outbox.h"
+#include "core/thread_set.h"
 #include "core/token_file.h"
 #include "net/leader_follower.h"
 #include "protocol/node_link.h"
@@ -63,6 +64,10 @@ class ServerConnection {
   std::atomic<bool> stop_{false};
   // The token to send now (options' token, or token_file's content as it is now).
   std::string Token();
+  // A session's order: a thread connects back to the server for its stream and hands it
+  // to the node (the threads are joined when the order loop ends).
+  void ConnectBack(const StreamOrder& order, NodeLink& node);
+  ThreadSet stream_threads_;
   // A JSON request carrying the token.
   HttpRequest Request(std::string method, std::string path, std::string body);
   std::string session_;  // the poller's, from the latest registration

@@ -33,6 +33,14 @@ const std::map<std::string, std::string>& Examples() {
       {"job", "  gantry job 12\n  gantry job 12_4 --utc"},
       {"queue", "  gantry queue\n  gantry queue --explain 12"},
       {"logs", "  gantry logs 12\n  gantry logs 12_4 -f --stderr"},
+      {"exec",
+       "  gantry exec 12 -- nvidia-smi              # in job 12's allocation, as the job\n"
+       "  gantry exec 12 -t -- python -i            # on a terminal\n"
+       "  gantry exec 12                            # a login shell there"},
+      {"shell",
+       "  gantry shell -g 1 -t A100-80GB             # salloc + srun --pty bash: GPUs, then a shell on them\n"
+       "  gantry shell -g 2 --time-limit 4h -- python   # runs that instead of the shell"},
+      {"attach", "  gantry attach 12          # its output as it comes; Ctrl-C leaves it running"},
       {"wait", "  gantry wait 12 13 && echo all succeeded\n  gantry wait 12 --timeout 1h"},
       {"cancel", "  gantry cancel 12          # a job, or every task of array 12\n  gantry cancel 12_7"},
       {"hold", "  gantry hold 12 13\n  gantry release 12 13"},

@@ -7,6 +7,7 @@
 #include "agent/process.h"
 #include "cli/command_line.h"
 #include "client/http_client.h"
+#include "net/stream_upgrade_tls.h"
 #include "net/tls_http_connection.h"
 
 int main(int argc, char** argv) {
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
   // A server that answers early and closes must not kill a client with SIGPIPE (cpp-httplib
   // writes without MSG_NOSIGNAL). After the shim: jobs keep the default.
   signal(SIGPIPE, SIG_IGN);
-  gantry::SetTlsConnector(gantry::ConnectTls);  // the client commands' https:// calls
+  gantry::SetTlsConnector(gantry::ConnectTls);                // the client commands' https:// calls
+  gantry::SetTlsStreamOpener(gantry::OpenUpgradedTlsStream);  // and their sessions (gantry exec)
   gantry::CommandLine line;
   if (int rc = line.Parse(argc, argv); rc >= 0) return rc;
   gantry::DaemonCommands& c = line.daemon;

@@ -34,6 +34,7 @@
 #include "server/agent_hub.h"
 #include "server/http_api.h"
 #include "server/identity_service.h"
+#include "server/stream_hub.h"
 
 namespace gantry {
 
@@ -388,6 +389,8 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   AgentHub hub(controller, data_dir + "/logs", static_cast<int64_t>(o.runner.max_log_mb * 1024 * 1024));
   auto hopts = HttpOptionsFrom(o, hub, local);
   if (!hopts) return fail(hopts.status(), 2);
+  StreamHub streams(controller);
+  hopts->streams = &streams;
   std::unique_ptr<IdentityService> identity;
   if (identity_config) {
     identity = std::make_unique<IdentityService>(std::move(*identity_config), controller);

@@ -18,6 +18,7 @@
 #include "client/jobs_file.h"
 #include "client/login_commands.h"
 #include "client/run_commands.h"
+#include "client/session_commands.h"
 #include "client/session_file.h"
 #include "client/submit_command.h"
 #include "client/tables.h"
@@ -314,6 +315,7 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
   AddRunCommands(app, out, err, plumbing);
   AddSubmitCommand(app, out, err, plumbing);
   AddLoginCommands(app, out, err, plumbing);
+  AddSessionCommands(app, out, err, plumbing);
   return cmds;
 }
 

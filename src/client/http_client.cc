@@ -20,6 +20,7 @@
 #include "core/yaml_util.h"
 #include "net/leader_follower.h"
 #include "net/plain_http_connection.h"
+#include "net/stream_upgrade.h"
 
 namespace gantry {
 
@@ -172,7 +173,7 @@ ApiClient::ApiClient(const ClientConfig& config)
   auto urls = ParseServerList(config.server, "server");
   if (!urls) bad_server_ = urls.status().ToString();
   HttpConnectionOptions options;
-  options.ca_cert = config.ca_cert;
+  options.ca_cert = ca_cert_ = config.ca_cert;
   servers_ = std::make_unique<LeaderFollower>(
       urls ? *urls : std::vector<std::string>{}, [options](const std::string& url) -> std::unique_ptr<HttpConnection> {
         if (url.rfind("https://", 0) != 0) return ConnectPlainHttp(url, options);
@@ -227,6 +228,28 @@ Expected<HttpAnswer> ApiClient::Patch(const std::string& path, const std::string
 }
 
 Expected<HttpAnswer> ApiClient::Delete(const std::string& path) { return Send({"DELETE", path, {}, "", ""}, false); }
+
+Expected<std::unique_ptr<ByteStream>> ApiClient::OpenStream(const std::string& path) {
+  if (!bad_server_.empty()) return Status::Invalid("server", bad_server_);
+  HttpRequest request{"GET", path, {}, "", ""};
+  if (!token_.empty()) request.headers.emplace("Authorization", "Bearer " + token_);
+  if (!team_.empty()) request.headers.emplace("X-Gantry-Team", team_);
+  HttpConnectionOptions options;
+  options.ca_cert = ca_cert_;
+  options.read_timeout = std::chrono::seconds(60);  // the agent has 20 s to connect back
+  // The leader first (the last one that answered); a standby's 503 sends it to the next.
+  std::vector<std::string> urls = servers_->urls();
+  std::rotate(urls.begin(), std::find(urls.begin(), urls.end(), servers_->current()), urls.end());
+  Status last = Status::Invalid("server", "no server to ask");
+  for (const std::string& url : urls) {
+    UpgradeRefusal refusal;
+    auto stream = OpenUpgradedStream(url, request, options, &refusal);
+    if (stream) return stream;
+    last = stream.status();
+    if (refusal.status != 0 && refusal.status != 503) return last;
+  }
+  return last;
+}
 
 std::string DescribeError(const HttpAnswer& a) {
   if (a.body.is_object() && a.body.contains("error")) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/byte_stream.h"
 #include "core/encoding.h"
 #include "core/status.h"
 #include "net/http_exchange.h"
@@ -76,6 +77,9 @@ class ApiClient {
                             const std::map<std::string, std::string>& headers = {});
   Expected<HttpAnswer> Patch(const std::string& path, const std::string& body, const std::string& content_type);
   Expected<HttpAnswer> Delete(const std::string& path);
+  // An upgraded connection (GET `path`, Upgrade: gantry-stream) to the leader: an
+  // interactive session's stream, or the server's refusal as an error naming the field.
+  Expected<std::unique_ptr<ByteStream>> OpenStream(const std::string& path);
 
  private:
   Expected<HttpAnswer> Send(HttpRequest request, bool resend);
@@ -87,6 +91,7 @@ class ApiClient {
   int wait_s_ = kFailoverWaitS;
   bool lone_waits_ = false;  // a lone address is asked again until wait_s_ has passed
   std::string bad_server_;   // why --server could not be read, reported on the first request
+  std::string ca_cert_;
 };
 
 // "error (400): gpus: must be >= 1" from an error answer.

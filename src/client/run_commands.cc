@@ -282,23 +282,12 @@ void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const C
           err << "gantry: run: command: give the command after --, e.g. gantry run -g 1 -- python train.py\n";
           return 2;
         }
-        auto spec = BuildSpec(f, *cfg);
-        if (!spec) {
-          err << "gantry: " << spec.status().ToString() << "\n";
-          return 2;
-        }
-        std::error_code ec;
-        if (!(*spec)["working_dir"]) (*spec)["working_dir"] = std::filesystem::current_path(ec).string();
-        YAML::Emitter e;
-        e << *spec;
         ApiClient api(*cfg);
-        auto a = PostJob(api, "/v1/jobs", e.c_str(), RandomKey());
-        if (!a || a->status >= 300) {
-          err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
-          return 1;
-        }
-        std::string id = a->body.value("id", "");
-        err << "gantry: job " << id << " submitted (" << a->body.value("state", "") << ")\n";
+        int rc = 0;
+        auto job = SubmitToFollow(api, f, *cfg, err, &rc);
+        if (!job) return rc;
+        std::string id = job->value("id", "");
+        err << "gantry: job " << id << " submitted (" << job->value("state", "") << ")\n";
         InterruptCounter interrupts;
         return FollowJob(api, id, {{{"stdout", &out}, {"stderr", &err}}, true, true}, err);
       };

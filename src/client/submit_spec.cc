@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <sys/random.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +11,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <ostream>
 #include <sstream>
 #include <thread>
 
@@ -263,6 +266,27 @@ Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& path, const std:
     std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
   }
   return a;
+}
+
+std::optional<nlohmann::json> SubmitToFollow(ApiClient& api, const SubmitFlags& f, const ClientConfig& cfg,
+                                             std::ostream& err, int* rc) {
+  auto spec = BuildSpec(f, cfg);
+  if (!spec) {
+    err << "gantry: " << spec.status().ToString() << "\n";
+    *rc = 2;
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (!(*spec)["working_dir"]) (*spec)["working_dir"] = std::filesystem::current_path(ec).string();
+  YAML::Emitter e;
+  e << *spec;
+  auto a = PostJob(api, "/v1/jobs", e.c_str(), RandomKey());
+  if (!a || a->status >= 300) {
+    err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+    *rc = 1;
+    return std::nullopt;
+  }
+  return a->body;
 }
 
 }  // namespace gantry

@@ -6,6 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,5 +37,11 @@ std::string RandomKey();
 // Posts a spec (POST /v1/jobs) or a batch (/v1/jobs/batch); a lost connection is retried
 // with the same Idempotency-Key.
 Expected<HttpAnswer> PostJob(ApiClient& api, const std::string& path, const std::string& body, const std::string& key);
+// Submits the one job of `f` (run where it was submitted from, unless it says otherwise)
+// for a command that follows it (run, shell): the server's answer for the new job, or
+// null after saying why on `err`, with the exit status to give in `rc` (2: the flags, 1:
+// the server refused or could not be reached).
+std::optional<nlohmann::json> SubmitToFollow(ApiClient& api, const SubmitFlags& f, const ClientConfig& cfg,
+                                             std::ostream& err, int* rc);
 
 }  // namespace gantry

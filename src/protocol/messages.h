@@ -69,6 +69,28 @@ struct StopOrder {
   std::string kube_pod;  // a pod job's member there ("namespace/name/uid"; not sent to agents)
 };
 
+// An interactive session on a running job's node, asked for by a user and checked by the
+// server: run a command in the job's allocation (exec, and gantry shell's shell), follow its
+// output (attach), or reach one of its named ports (port). The agent connects back to the
+// server for the session's stream (it may be behind NAT), or gets it handed over in process.
+enum class StreamKind : uint8_t { kExec, kAttach, kPort };
+struct StreamOrder {
+  std::string session;  // random; the agent presents it when it connects back
+  std::string job_id;
+  int run = 1;
+  std::string node_id;
+  int node_rank = 0;  // which rank's output (attach)
+  StreamKind kind = StreamKind::kExec;
+  std::vector<std::string> command;  // exec: argv; empty: the account's login shell
+  bool tty = false;                  // exec: a terminal (the user's size below)
+  int cols = 80, rows = 24;
+  bool end_job = false;  // exec into a job that holds GPUs (gantry shell): its hold ends with the session
+  int port = 0;          // port: the node's port of the job's named port
+  std::string who;       // the user who asked (the agent's log)
+};
+const char* ToString(StreamKind kind);
+bool ParseStreamKind(const std::string& text, StreamKind* out);
+
 // One run on one node as the node knows it: started (exited false) or ended. Also what an
 // agent reports about the runs it knows when it (re)connects.
 struct RunReport {

@@ -5,6 +5,9 @@
 // durable; neither side may block the other.
 #pragma once
 
+#include <memory>
+
+#include "core/byte_stream.h"
 #include "protocol/messages.h"
 
 namespace gantry {
@@ -14,6 +17,14 @@ class NodeLink {
   virtual ~NodeLink() = default;
   virtual void Start(const StartOrder& order) = 0;
   virtual void Stop(const StopOrder& order) = 0;
+  // Opens an interactive session: `stream` is its connection to the user's client (the
+  // server relays it), or null for a remote agent, which connects back for it itself.
+  // Must not block; a node that cannot serve sessions drops the stream (the user's
+  // client sees it end).
+  virtual void OpenStream(const StreamOrder& order, std::unique_ptr<ByteStream> stream) {
+    (void)order;
+    (void)stream;
+  }
   // A remote agent: its node is lost when its heartbeats stop.
   virtual bool remote() const { return false; }
 };

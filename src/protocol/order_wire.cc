@@ -106,4 +106,62 @@ StopOrder StopOrderFromJson(const nlohmann::json& j) {
           j.value("grace_ms", int64_t{0}), j.value("reason", ""), ""};
 }
 
+const char* ToString(StreamKind kind) {
+  switch (kind) {
+    case StreamKind::kExec: return "exec";
+    case StreamKind::kAttach: return "attach";
+    case StreamKind::kPort: return "port";
+  }
+  return "exec";
+}
+
+bool ParseStreamKind(const std::string& text, StreamKind* out) {
+  for (StreamKind k : {StreamKind::kExec, StreamKind::kAttach, StreamKind::kPort}) {
+    if (text == ToString(k)) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+nlohmann::json StreamOrderToJson(const StreamOrder& o) {
+  return {{"type", "stream"},
+          {"session", o.session},
+          {"job_id", o.job_id},
+          {"run", o.run},
+          {"node_id", o.node_id},
+          {"node_rank", o.node_rank},
+          {"kind", ToString(o.kind)},
+          {"command", o.command},
+          {"tty", o.tty},
+          {"cols", o.cols},
+          {"rows", o.rows},
+          {"port", o.port},
+          {"end_job", o.end_job},
+          {"who", o.who}};
+}
+
+Expected<StreamOrder> StreamOrderFromJson(const nlohmann::json& j) {
+  try {
+    StreamOrder o;
+    o.session = j.at("session").get<std::string>();
+    o.job_id = j.at("job_id").get<std::string>();
+    o.run = j.at("run").get<int>();
+    o.node_id = j.at("node_id").get<std::string>();
+    o.node_rank = j.value("node_rank", 0);
+    if (!ParseStreamKind(j.at("kind").get<std::string>(), &o.kind)) return Status::Invalid("kind", "unknown kind");
+    o.command = j.value("command", std::vector<std::string>{});
+    o.tty = j.value("tty", false);
+    o.cols = j.value("cols", 80);
+    o.rows = j.value("rows", 24);
+    o.port = j.value("port", 0);
+    o.end_job = j.value("end_job", false);
+    o.who = j.value("who", "");
+    return o;
+  } catch (const std::exception& e) {
+    return Status::Invalid("order", e.what());
+  }
+}
+
 }  // namespace gantry

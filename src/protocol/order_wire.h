@@ -1,4 +1,4 @@
-// The agent protocol's JSON, server to node: orders (start, stop). What agents send back
+// The agent protocol's JSON, server to node: orders (start, stop, stream). What agents send back
 // is in report_wire.h.
 #pragma once
 
@@ -14,5 +14,7 @@ nlohmann::json StartOrderToJson(const StartOrder& o);
 Expected<StartOrder> StartOrderFromJson(const nlohmann::json& j);
 nlohmann::json StopOrderToJson(const StopOrder& o);
 StopOrder StopOrderFromJson(const nlohmann::json& j);
+nlohmann::json StreamOrderToJson(const StreamOrder& o);
+Expected<StreamOrder> StreamOrderFromJson(const nlohmann::json& j);
 
 }  // namespace gantry

@@ -37,6 +37,10 @@ void AgentHub::Queue::NotePlaced(const std::string& job_id, int run) {
 
 void AgentHub::Queue::Stop(const StopOrder& order) { Push(StopOrderToJson(order)); }
 
+void AgentHub::Queue::OpenStream(const StreamOrder& order, std::unique_ptr<ByteStream>) {
+  Push(StreamOrderToJson(order));
+}
+
 void AgentHub::Queue::Push(nlohmann::json order) {
   std::vector<Waiter> ready;
   nlohmann::json answer;

@@ -48,6 +48,8 @@ class AgentHub {
   // POST /v1/agent/report {node_id, events: [...], telemetry: [...], health: [...],
   // logs: [{job_id, run, rank, stream, offset, bytes, data}]}
   Answer Report(const Actor& who, const nlohmann::json& body);
+  // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
+  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
   // Answers every waiting poll and stops the hub's timer (shutdown).
   void Close();
 
@@ -62,6 +64,8 @@ class AgentHub {
    public:
     void Start(const StartOrder& order) override;
     void Stop(const StopOrder& order) override;
+    // A session: the agent is told to connect back for it (GET /v1/agent/streams/ID).
+    void OpenStream(const StreamOrder& order, std::unique_ptr<ByteStream> stream) override;
     bool remote() const override { return true; }
     // Queues an order and answers the polls waiting for one.
     void Push(nlohmann::json order);
@@ -82,8 +86,6 @@ class AgentHub {
     std::deque<std::pair<std::string, int>> placed_order;  // the same, oldest first
   };
   Queue* Find(const std::string& node_id);
-  // Null when `who` may speak for `node_id`; else the refusal, audited as `action`.
-  std::optional<Status> CheckNode(const Actor& who, const std::string& node_id, const std::string& action);
   // The pool whose token registered the node ("" for a node's own token, or none).
   std::string QueuePool(const std::string& node_id);
   // Appends a piece of a remote job's output (its data in base64) at its offset.

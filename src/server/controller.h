@@ -61,6 +61,9 @@ class Controller : public NodeReports {
   Answer Release(const Actor& who, const std::string& id);
   Answer Update(const Actor& who, const std::string& id, const YAML::Node& changes);
   Answer GetJob(const Actor& who, const std::string& id);
+  // Where an interactive session in job `id` goes (ControllerState::FindStreamTarget).
+  Expected<StreamTarget> FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
+                                          const std::string& port_name, const std::string& action);
   Answer ListJobs(const Actor& who, const JobFilter& filter);
   Answer Queue(const Actor& who, const PageQuery& page = {});
   Answer Cluster();

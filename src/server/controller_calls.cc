@@ -70,6 +70,11 @@ Answer Controller::GetJob(const Actor& who, const std::string& id) {
   return Call([&] { return state_.GetJob(who, id); });
 }
 
+Expected<StreamTarget> Controller::FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
+                                                    const std::string& port_name, const std::string& action) {
+  return Call([&] { return state_.FindStreamTarget(who, id, kind, rank, port_name, action); });
+}
+
 Answer Controller::ListJobs(const Actor& who, const JobFilter& filter) {
   return Call([&] { return state_.ListJobs(who, filter); });
 }

@@ -48,6 +48,19 @@ struct Submitted {
   bool created = true;
 };
 
+// Where an interactive session goes: a running job's run on one of its nodes.
+struct StreamTarget {
+  std::string job_id;    // as stored ("12"; an array task's own id)
+  std::string shown_id;  // as users write it ("7_3" for an array task)
+  int run = 1;
+  std::string node_id;
+  int node_rank = 0;
+  NodeLink* link = nullptr;
+  int port = 0;  // a port session's port on the node
+  std::string owner;
+  std::string team;
+};
+
 // What a batch does outside the controller once it is durable, as values: orders to
 // nodes (through their NodeLink) and webhooks (alerts, job notifications) and mail. The committer carries them out.
 struct Effects {
@@ -236,6 +249,12 @@ class ControllerState {
     Effects effects;
   };
   Output TakeOutput();
+
+  // Where an interactive session in a running job goes (controller_state_streams.cc): the
+  // job's run, the node of `rank` (or of the named port), its link. Only the job's owner
+  // or an admin may: the session runs as the job's account. Refusals are audited as `action`.
+  Expected<StreamTarget> FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
+                                          const std::string& port_name, const std::string& action);
 
   // Views (controller_state_views.cc).
   Answer GetJob(const Actor& who, const std::string& id);

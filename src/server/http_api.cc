@@ -65,31 +65,6 @@ Expected<std::vector<Expected<JobSpec>>> ParseBatch(const std::string& body) {
   return specs;
 }
 
-bool OnlyParams(const httplib::Request& req, httplib::Response& res, std::initializer_list<const char*> known) {
-  std::set<std::string> ok(known.begin(), known.end());
-  for (const auto& [k, v] : req.params) {
-    if (!ok.count(k)) {
-      ReplyError(res, 400, "invalid_argument", "unknown query parameter", k);
-      return false;
-    }
-  }
-  return true;
-}
-
-bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name, int64_t lo, int64_t hi,
-              int64_t* out) {
-  if (!req.has_param(name)) return true;
-  std::string v = req.get_param_value(name);
-  int64_t x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || p != v.data() + v.size() || x < lo || x > hi) {
-    ReplyError(res, 400, "invalid_argument", fmt::format("must be an integer within {}..{}", lo, hi), name);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
 // `limit` (1..10000; absent: all) and `offset` of a paged list.
 bool ReadPage(const httplib::Request& req, httplib::Response& res, PageQuery* page) {
   int64_t limit = 0, offset = 0;
@@ -190,6 +165,7 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
   });
   Routes();
   AuthRoutes();
+  StreamRoutes();
 }
 
 namespace {

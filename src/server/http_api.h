@@ -16,6 +16,7 @@
 namespace gantry {
 
 class AgentHub;
+class StreamHub;
 class IdentityService;
 
 struct HttpOptions {
@@ -28,7 +29,8 @@ struct HttpOptions {
   // Fake GPUs only: inject a fault ({"xid": 79}, {"temperature_c": 95}, {"ecc_uncorrected": 2},
   // {"heal": true}) into GPU `gpu` of a node. Empty: the endpoint answers 404.
   std::function<Status(const std::string& node, int gpu, const nlohmann::json& fault)> inject_fault;
-  AgentHub* agents = nullptr;  // remote agents (/v1/agent/*); null: none
+  AgentHub* agents = nullptr;    // remote agents (/v1/agent/*); null: none
+  StreamHub* streams = nullptr;  // interactive sessions (exec, attach); null: none
   // Node agents' bearer tokens that users.yaml does not hold, checked elsewhere (a pod's
   // Kubernetes service-account token: kube/agent_identity.h). `plausible` says, without
   // I/O (on the event loop), whether a token may be one, so its body is read; `verify`
@@ -71,6 +73,8 @@ class HttpApi {
   // Sign-in (http_auth.cc): /v1/auth/*, the dashboard's /auth/login and /auth/callback, and
   // /v1/tokens.
   void AuthRoutes();
+  // Interactive sessions (http_streams.cc): /v1/jobs/ID/exec and /attach, /v1/agent/streams/ID.
+  void StreamRoutes();
   // A handler that authenticates (401 without a valid bearer token), keeps each kind of
   // token to its endpoints, and runs `fn` with the caller.
   using Handler = std::function<void(const Actor&, const httplib::Request&, httplib::Response&)>;

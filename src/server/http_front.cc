@@ -16,6 +16,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "core/ssl_stream.h"
 #include "server/http_framing.h"
 
 namespace gantry {
@@ -60,6 +61,7 @@ struct HttpFront::Conn {
   std::string pending;
   std::atomic<bool> closed{false};
   std::string* capture = nullptr;  // ServeBytes: writes go here, not to a socket
+  HttpFront::Taker taker;          // the request upgraded it: the connection goes to this
 
   bool Buffered() const { return in_pos < in.size() || (ssl && SSL_pending(ssl) > 0); }
   // A whole request head (line and headers) is buffered.
@@ -239,7 +241,7 @@ class ConnStream : public httplib::Stream {
   ssize_t write(const char* ptr, size_t size) override {
     {
       std::lock_guard<std::mutex> lock(c_.mu);
-      if (c_.detached) return static_cast<ssize_t>(size);
+      if (c_.detached || c_.taker) return static_cast<ssize_t>(size);
     }
     if (c_.capture) {
       c_.capture->append(ptr, size);
@@ -304,40 +306,6 @@ std::string RenderResponse(int status, const std::string& content_type, const st
 bool IEquals(const std::string& a, const char* b) { return strcasecmp(a.c_str(), b) == 0; }
 
 }  // namespace
-
-bool RestrictTls(SSL_CTX* ctx, const std::string& ciphers) {
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  return SSL_CTX_set_cipher_list(ctx, ciphers.empty() ? kDefaultTlsCiphers : ciphers.c_str()) == 1;
-}
-
-Expected<std::shared_ptr<TlsContext>> TlsContext::Load(const std::string& cert_file, const std::string& key_file,
-                                                       const std::string& ciphers) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (!ctx) return Status::Internal("cannot create a TLS context");
-  auto fail = [&](const std::string& field, const std::string& what) -> Expected<std::shared_ptr<TlsContext>> {
-    char err[256] = {};
-    ERR_error_string_n(ERR_get_error(), err, sizeof(err));
-    SSL_CTX_free(ctx);
-    return Status::Invalid(field, fmt::format("{}: {}", what, err));
-  };
-  if (!RestrictTls(ctx, ciphers)) return fail("tls-ciphers", "no cipher suite OpenSSL knows in '" + ciphers + "'");
-  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
-    return fail("tls-cert", "cannot load the certificate chain " + cert_file);
-  }
-  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    return fail("tls-key", "cannot load the private key " + key_file);
-  }
-  if (SSL_CTX_check_private_key(ctx) != 1) return fail("tls-key", "the key does not match the certificate");
-  return std::shared_ptr<TlsContext>(new TlsContext(ctx));
-}
-
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
-
-void ListenSocketOptions(int socket) {
-  int yes = 1;
-  setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-}
 
 HttpFront::HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls)
     : limits_(limits), tls_(std::move(tls)), epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {
@@ -411,6 +379,31 @@ HttpFront::Answer HttpFront::Defer() {
     }
     if (run) c->front->RunOnWorker([c] { c->front->AfterRequest(c); }, c->agent_lane);
   };
+}
+
+bool HttpFront::TakeOver(Taker take) {
+  std::shared_ptr<Conn> c = t_conn;
+  if (!c || !take) return false;
+  std::lock_guard<std::mutex> lock(c->mu);
+  c->taker = std::move(take);
+  return true;
+}
+
+void HttpFront::HandOver(const std::shared_ptr<Conn>& c) {
+  Taker take = std::move(c->taker);
+  c->taker = nullptr;
+  if (c->capture || !Forget(c)) return;  // ServeBytes: no socket to give
+  std::string kept = c->in.substr(std::min(c->in_pos, c->in.size()));
+  std::unique_ptr<ByteStream> stream;
+  if (c->ssl) {
+    stream = std::make_unique<SslStream>(c->fd, c->ssl);
+  } else {
+    stream = std::make_unique<FdStream>(c->fd);
+  }
+  stream->Unread(std::move(kept));
+  c->ssl = nullptr;
+  c->fd = -1;
+  take(std::move(stream));
 }
 
 void HttpFront::Uncount(Conn& c) {
@@ -495,16 +488,21 @@ void HttpFront::Park(const std::shared_ptr<Conn>& c, bool idle) {
   if (epoll_ctl(epoll_fd_, op, c->fd, &ev) != 0) Close(c);
 }
 
-void HttpFront::Close(const std::shared_ptr<Conn>& c) {
+bool HttpFront::Forget(const std::shared_ptr<Conn>& c) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (c->closed.exchange(true)) return;
+    if (c->closed.exchange(true)) return false;
     conns_.erase(c->fd);
     if (--c->client->connections <= 0) per_client_.erase(c->peer_ip);
     clients_ = static_cast<int>(per_client_.size());
   }
   Uncount(*c);
   if (c->registered && epoll_fd_ >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  return true;
+}
+
+void HttpFront::Close(const std::shared_ptr<Conn>& c) {
+  if (!Forget(c)) return;
   if (c->ssl) {
     SSL_free(c->ssl);
     c->ssl = nullptr;
@@ -604,7 +602,9 @@ void HttpFront::WorkLoop(bool agent_lane) {
 void HttpFront::Serve(const std::shared_ptr<Conn>& c) {
   Uncount(*c);
   // The request is buffered (FillRequest): the worker reads nothing more.
-  if (!ServeOne(c)) c->close_after = true;
+  bool keep = ServeOne(c);
+  if (c->taker) return HandOver(c);
+  if (!keep) c->close_after = true;
   c->chunks_over_limit = false;
   AfterRequest(c);
 }
@@ -652,7 +652,7 @@ std::string HttpFront::ServeBytes(const std::string& request) {
   c->busy = true;
   std::string out;
   c->capture = &out;
-  while (ServeOne(c) && c->Buffered()) {
+  while (ServeOne(c) && !c->taker && c->Buffered()) {
   }
   return out;
 }

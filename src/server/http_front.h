@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/byte_stream.h"
 #include "core/status.h"
 #include "server/http_framing.h"
 
@@ -101,6 +102,13 @@ class HttpFront : public httplib::Server {
   // From a handler: this request is answered later through the returned Answer; what
   // the handler itself puts in its Response is dropped. Null outside a front worker.
   static Answer Defer();
+  // From a handler of an upgrade (an answer of 101, or a refusal the taker writes itself):
+  // the connection leaves the front end when the handler returns, with nothing written on
+  // it by the front end, and `take` gets it as a stream (TLS included, and whatever the
+  // client sent past the request), on the worker's thread: it must hand it on at once.
+  // False outside a front worker.
+  using Taker = std::function<void(std::unique_ptr<ByteStream> stream)>;
+  static bool TakeOver(Taker take);
   // From a handler or the error handler: the request's body was over the limit.
   static bool BodyOverLimit();
   // The request had both Content-Length and Transfer-Encoding, two of either, an encoding
@@ -125,6 +133,11 @@ class HttpFront : public httplib::Server {
   // (else it waits for the rest of a request head, on the head's timer).
   void Park(const std::shared_ptr<Conn>& c, bool idle);
   void Close(const std::shared_ptr<Conn>& c);
+  // Takes a connection out of the tables, the counts and the epoll set (its socket stays
+  // open); false when it was gone already.
+  bool Forget(const std::shared_ptr<Conn>& c);
+  // Gives a taken-over connection (TakeOver) to its taker, out of the front end's tables.
+  void HandOver(const std::shared_ptr<Conn>& c);
   void SweepIdle();
   // A connection's buffered bytes leave the count (a worker took it, or it closed).
   void Uncount(Conn& c);

@@ -1,7 +1,11 @@
 // The REST API's JSON answers and error bodies.
 #include "server/http_reply.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
+
+#include <charconv>
+#include <set>
 
 #include "protocol/spec_json.h"
 
@@ -52,6 +56,31 @@ void Reply(httplib::Response& res, const Expected<nlohmann::json>& answer) {
 void ReplyError(httplib::Response& res, int status, const std::string& code, const std::string& message,
                 const std::string& field) {
   Send(res, status, ErrorBody(code, message, field));
+}
+
+bool OnlyParams(const httplib::Request& req, httplib::Response& res, std::initializer_list<const char*> known) {
+  std::set<std::string> ok(known.begin(), known.end());
+  for (const auto& [k, v] : req.params) {
+    if (!ok.count(k)) {
+      ReplyError(res, 400, "invalid_argument", "unknown query parameter", k);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name, int64_t lo, int64_t hi,
+              int64_t* out) {
+  if (!req.has_param(name)) return true;
+  std::string v = req.get_param_value(name);
+  int64_t x = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || p != v.data() + v.size() || x < lo || x > hi) {
+    ReplyError(res, 400, "invalid_argument", fmt::format("must be an integer within {}..{}", lo, hi), name);
+    return false;
+  }
+  *out = x;
+  return true;
 }
 
 }  // namespace gantry

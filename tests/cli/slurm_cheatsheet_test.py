@@ -2,7 +2,7 @@
 server: each must exit 0. $ID is a job kept pending (it waits on a running one) until the
 sheet's `update -d afterany:$DONE` frees it, and then runs long enough for the sheet's
 `cancel $ID` to find it; $DONE a job that succeeded, $ARRAY an array whose tasks wait,
-NODE a node."""
+$HELD a running job that holds a GPU, NODE a node."""
 
 import os
 import re
@@ -85,6 +85,7 @@ class SlurmCheatSheet(unittest.TestCase):
         places = {"$ID": self.submit(f"-g 1 -d afterok:{blocker} -- sleep 300"),
                   "$DONE": done,
                   "${ARRAY}": self.submit(f"-g 1 --array 0-9 -d afterok:{blocker} -- true"),
+                  "$HELD": blocker,
                   "NODE": "a100-80gb-0"}
         for command in commands:
             for name, value in places.items():

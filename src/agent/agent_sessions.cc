@@ -1,0 +1,147 @@
+// The agent's side of interactive sessions: finding the run a session is for (on the agent
+// thread, which owns the runs), the job's account, environment, directories and cgroup for
+// it, a thread per session, and the end of gantry shell's hold when its session ends.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <future>
+
+#include "agent/cgroups.h"
+#include "agent/local_agent.h"
+#include "agent/process.h"
+#include "core/job_logs.h"
+#include "protocol/order_wire.h"
+
+namespace gantry {
+
+namespace {
+
+// A run that was just placed may not have started here yet: a session waits this long.
+constexpr auto kRunWait = std::chrono::seconds(10);
+
+}  // namespace
+
+template <typename T>
+Expected<T> LocalAgent::OnAgentThread(std::function<Expected<T>()> f) {
+  auto promise = std::make_shared<std::promise<Expected<T>>>();
+  std::future<Expected<T>> answer = promise->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status(StatusCode::kUnavailable, "the agent is stopping");
+    orders_.push_back([promise, f = std::move(f)] { promise->set_value(f()); });
+  }
+  cv_.notify_one();
+  if (answer.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    return Status(StatusCode::kUnavailable, "the agent did not answer in time");
+  }
+  return answer.get();
+}
+
+void LocalAgent::OpenStream(const StreamOrder& order, std::unique_ptr<ByteStream> stream) {
+  if (!stream || sessions_stop_) return;
+  auto shared = std::make_shared<std::unique_ptr<ByteStream>>(std::move(stream));
+  session_threads_.Spawn([this, order, shared] { RunSession(order, std::move(*shared)); });
+}
+
+void LocalAgent::EndSessions() {
+  sessions_stop_ = true;
+  session_threads_.JoinAll();
+}
+
+void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream> stream) {
+  const std::string key = Key(order.job_id, order.run, order.node_id);
+  Expected<SessionTarget> target = Status::NotFound("");
+  for (auto deadline = std::chrono::steady_clock::now() + kRunWait;;) {
+    target = OnAgentThread<SessionTarget>([this, order] { return SessionTargetFor(order); });
+    if (target || target.status().code() != StatusCode::kNotFound || sessions_stop_ ||
+        std::chrono::steady_clock::now() > deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (!target) return RefuseSession(*stream, target.status().message());
+  std::fprintf(stderr, "gantry agent: %s session for %s in job %s (run %d)\n", ToString(order.kind), order.who.c_str(),
+               order.job_id.c_str(), order.run);
+  if (order.kind == StreamKind::kAttach) {
+    const std::string exit_file = target->run_exit_file;
+    auto ended = [this, &key, &exit_file] {
+      int status = RunEndedStatus(key);
+      return status == -2 || exit_file.empty() ? status : ReadExitFile(exit_file);
+    };
+    return RunAttachSession(*target, *stream, ended, sessions_stop_);
+  }
+  RunExecSession(order, *target, *stream, sessions_stop_);
+  if (order.end_job) {
+    OnAgentThread<bool>([this, key]() -> Expected<bool> {
+      EndHold(key);
+      return true;
+    });
+  }
+}
+
+Expected<SessionTarget> LocalAgent::SessionTargetFor(const StreamOrder& order) {
+  auto it = runs_.find(Key(order.job_id, order.run, order.node_id));
+  if (it == runs_.end()) {
+    return Status::NotFound(fmt::format("run {} of job {} is not running on node {} (it ended, or has not started yet)",
+                                        order.run, order.job_id, order.node_id));
+  }
+  ActiveRun& r = it->second;
+  if (r.start_order.empty()) {
+    return Status::Precondition("id",
+                                "this run was adopted from an agent too old to keep its order: no sessions in it");
+  }
+  auto parsed = StartOrderFromJson(nlohmann::json::parse(r.start_order, nullptr, false));
+  if (!parsed) return Status::Internal("the run's order cannot be read back: " + parsed.status().message());
+  const StartOrder& o = *parsed;
+  const bool holds = o.spec->command.empty();
+  if (holds && order.kind == StreamKind::kAttach) {
+    return Status::Precondition("id", fmt::format("job {} holds GPUs and runs no command: nothing to attach to "
+                                                  "(gantry exec {} -- CMD, or gantry shell)",
+                                                  order.job_id, order.job_id));
+  }
+  if (order.kind == StreamKind::kPort) return Status::Precondition("kind", "ports are not served by this agent");
+  auto account = JobAccount(o);
+  if (!account) return account.status();
+  if (Status made = MakeJobDirs(o, *account); !made.ok()) return made;
+  const std::string dir = JobDir(o.job_id);
+  SessionTarget t;
+  t.shim = options_.shim;
+  t.user = account->user;
+  t.env = JobEnvironment(o, dir + "/checkpoint");
+  t.env.insert(r.mps_env.begin(), r.mps_env.end());
+  t.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
+  if (options_.cgroups) {
+    if (r.cgroup.empty()) {  // a job that only holds GPUs gets its cgroup with its first session
+      std::string name = fmt::format("{}-{}-{}", o.job_id, o.run, o.node_id);
+      auto procs = options_.cgroups->Create(name, o.cpus, o.memory_mib);
+      if (!procs) return procs.status();
+      r.cgroup = name;
+    }
+    t.cgroup_procs = options_.cgroups->Dir(r.cgroup) + "/cgroup.procs";
+  }
+  if (!r.container.empty()) {
+    t.container_exec = {options_.containers.command};
+    t.container_exec.insert(t.container_exec.end(), options_.containers.global_options.begin(),
+                            options_.containers.global_options.end());
+    t.container_exec.push_back("exec");
+    t.container = r.container;
+  }
+  t.exit_file = fmt::format("{}/session-{}.exit", dir, order.session.substr(0, 16));
+  t.run_exit_file = r.exit_file;
+  t.stdout_log = RunLogPath(dir, o.run, o.node_rank, "stdout");
+  t.stderr_log = RunLogPath(dir, o.run, o.node_rank, "stderr");
+  return t;
+}
+
+int LocalAgent::RunEndedStatus(const std::string& key) {
+  auto status = OnAgentThread<int>([this, key]() -> Expected<int> { return runs_.count(key) ? -2 : -1; });
+  return status ? *status : -1;
+}
+
+void LocalAgent::EndHold(const std::string& key) {
+  auto it = runs_.find(key);
+  if (it == runs_.end() || it->second.pid > 0) return;  // only a run that holds GPUs without a process
+  it->second.ends_at_ms = Now();
+}
+
+}  // namespace gantry

@@ -1,0 +1,202 @@
+// Interactive sessions: pairing a user's connection with the agent's, the relay threads,
+// the wait for agents that never come, and the per-user and total limits.
+#include "server/stream_hub.h"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+
+#include "core/encoding.h"
+#include "server/http_reply.h"
+
+namespace gantry {
+
+namespace {
+
+constexpr int kWriteTimeoutMs = 30000;
+
+// 256 random bits, URL-safe: a session id is never guessed (and only its node's agent may take it).
+std::string NewSessionId() { return NewToken().substr(4); }
+
+const char* ReasonText(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    case 429: return "Too Many Requests";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return status < 500 ? "Client Error" : "Server Error";
+  }
+}
+
+}  // namespace
+
+std::string StreamRefusal(int status, const std::string& field, const std::string& message) {
+  std::string body = ErrorBody(status == 504 ? "unavailable" : "refused", message, field).dump();
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
+      "close\r\n\r\n{}",
+      status, ReasonText(status), body.size(), body);
+}
+
+StreamHub::StreamHub(Controller& controller, StreamHubLimits limits)
+    : controller_(controller), limits_(limits), expiry_([this] { ExpireLoop(); }) {}
+
+StreamHub::~StreamHub() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    stop_ = true;
+    waiting_.clear();
+  }
+  cv_.notify_all();
+  expiry_.join();
+  relays_.JoinAll();
+}
+
+bool StreamHub::Admit(const Actor& who, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closing_) {
+    *why = "the server is shutting down";
+    return false;
+  }
+  int& mine = per_user_[who.user];
+  if (mine >= limits_.per_user) {
+    *why = fmt::format("{} has {} sessions open, the most one user may", who.user, mine);
+    if (mine == 0) per_user_.erase(who.user);
+    return false;
+  }
+  if (total_ >= limits_.total) {
+    *why = fmt::format("the server has {} sessions open, the most it takes", total_);
+    if (mine == 0) per_user_.erase(who.user);
+    return false;
+  }
+  ++mine;
+  ++total_;
+  return true;
+}
+
+void StreamHub::Release(const Actor& who) { Done(who.user); }
+
+void StreamHub::Done(const std::string& user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DoneLocked(user);
+}
+
+void StreamHub::DoneLocked(const std::string& user) {
+  if (auto it = per_user_.find(user); it != per_user_.end() && --it->second <= 0) per_user_.erase(it);
+  --total_;
+}
+
+int StreamHub::open() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return total_;
+}
+
+void StreamHub::Start(const Actor& who, const StreamTarget& target, StreamOrder order,
+                      std::unique_ptr<ByteStream> client) {
+  order.session = NewSessionId();
+  order.job_id = target.job_id;
+  order.run = target.run;
+  order.node_id = target.node_id;
+  order.node_rank = target.node_rank;
+  order.who = who.user;
+  std::string what =
+      order.kind == StreamKind::kExec
+          ? fmt::format("exec{} {}", order.tty ? " (tty)" : "",
+                        order.command.empty() ? "login shell" : fmt::format("{}", fmt::join(order.command, " ")))
+          : ToString(order.kind);
+  controller_.RecordAudit(who, fmt::format("session {}", ToString(order.kind)), target.shown_id, "ok",
+                          fmt::format("{} on node {} (session {})", what, target.node_id, order.session.substr(0, 8)));
+  if (!target.link->remote()) {
+    // The in-process agent: a socketpair, one end to it, the other relayed to the user.
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      client->WriteAll(StreamRefusal(503, "id", "cannot make the session's socket"), kWriteTimeoutMs);
+      return Done(who.user);
+    }
+    target.link->OpenStream(order, std::make_unique<FdStream>(pair[1]));
+    return Relay(who.user, std::move(client), std::make_unique<FdStream>(pair[0]), false);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return DoneLocked(who.user);
+    waiting_[order.session] = {who.user, target.node_id, std::move(client),
+                               std::chrono::steady_clock::now() + limits_.agent_wait};
+  }
+  target.link->OpenStream(order, nullptr);
+}
+
+void StreamHub::AgentConnected(const std::string& node, const std::string& session, std::unique_ptr<ByteStream> agent) {
+  Session s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = waiting_.find(session);
+    if (it == waiting_.end() || it->second.node != node) {
+      agent->WriteAll(StreamRefusal(404, "session", "no session " + session.substr(0, 8) + " waits for this node"),
+                      kWriteTimeoutMs);
+      return;
+    }
+    s = std::move(it->second);
+    waiting_.erase(it);
+  }
+  Relay(s.user, std::move(s.client), std::move(agent), true);
+}
+
+void StreamHub::Relay(std::string user, std::unique_ptr<ByteStream> client, std::unique_ptr<ByteStream> agent,
+                      bool agent_needs_answer) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return DoneLocked(user);
+  }
+  auto ends = std::make_shared<std::pair<std::unique_ptr<ByteStream>, std::unique_ptr<ByteStream>>>(std::move(client),
+                                                                                                    std::move(agent));
+  relays_.Spawn([this, user, ends, agent_needs_answer] {
+    ByteStream& client = *ends->first;
+    ByteStream& agent = *ends->second;
+    bool ok = client.WriteAll(kStreamUpgradeAnswer, sizeof(kStreamUpgradeAnswer) - 1, kWriteTimeoutMs);
+    if (ok && agent_needs_answer) {
+      ok = agent.WriteAll(kStreamUpgradeAnswer, sizeof(kStreamUpgradeAnswer) - 1, kWriteTimeoutMs);
+    }
+    for (ByteStream* s : {&client, &agent}) {
+      int on = 1;
+      setsockopt(s->fd(), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));  // a vanished peer ends it in time
+    }
+    if (ok) gantry::Relay(client, agent, kWriteTimeoutMs, 0, &stop_);
+    ends->first.reset();
+    ends->second.reset();
+    Done(user);
+  });
+}
+
+void StreamHub::ExpireLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!closing_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(250));
+    auto now = std::chrono::steady_clock::now();
+    std::vector<Session> late;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->second.deadline > now) {
+        ++it;
+        continue;
+      }
+      late.push_back(std::move(it->second));
+      it = waiting_.erase(it);
+    }
+    if (late.empty()) continue;
+    lock.unlock();
+    for (Session& s : late) {
+      s.client->WriteAll(StreamRefusal(504, "id",
+                                       fmt::format("the agent of node {} did not take the session in {} s", s.node,
+                                                   limits_.agent_wait.count() / 1000)),
+                         kWriteTimeoutMs);
+      s.client.reset();
+      Done(s.user);
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace gantry
