@@ -176,6 +176,19 @@ int FollowJob(ApiClient& api, const std::string& id, const FollowOptions& o, std
             id, id, id);
         return 1;
       }
+      // Slurm puts both streams in one file: a job that failed with nothing on stdout shows
+      // the end of its stderr here, instead of an empty answer.
+      if (state == "failed" && !printed && o.streams.size() == 1 && o.streams[0].first == "stdout") {
+        auto e = api.Get(fmt::format("/v1/jobs/{}/logs?stream=stderr&rank={}", UrlEncode(id), std::max(o.rank, 0)));
+        if (e && e->status == 200 && !e->text.empty()) {
+          std::string tail = e->text.size() > 2000 ? e->text.substr(e->text.size() - 2000) : e->text;
+          err << fmt::format(
+              "gantry: job {} failed with nothing on stdout; the end of its stderr (gantry logs {} "
+              "--stderr):\n",
+              id, id);
+          WriteRaw(err, tail.back() == '\n' ? tail : tail + "\n");
+        }
+      }
       break;
     }
     if (o.follow && Ended(state) && quiet) break;

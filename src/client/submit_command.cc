@@ -3,8 +3,10 @@
 #include "client/submit_command.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <ostream>
 #include <sstream>
@@ -105,6 +107,22 @@ void HintWithoutTime(const YAML::Node& spec, std::ostream& err) {
          "cannot backfill and may hold back others; give --estimate (e.g. --estimate 2h)\n";
 }
 
+// `gantry submit train.sh` as sbatch takes it: a script here, but no command on PATH.
+void HintScriptHere(const SubmitFlags& f, std::ostream& err) {
+  if (f.command.empty()) return;
+  const std::string& program = f.command[0];
+  if (program.find('/') != std::string::npos) return;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(program, ec)) return;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return;
+  }
+  err << "hint: " << program << " is a file here but no command on PATH, and a job's command is looked up on PATH: "
+      << "give ./" << program << " (and chmod +x it), or sh " << program << "\n";
+}
+
 // Submits; a refused jobs file is dry-run to list every bad line. Returns the exit status.
 int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>& specs, bool json, std::ostream& out,
            std::ostream& err) {
@@ -145,6 +163,7 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
   } else {
     PrintSubmitted(out, a->body);
     HintWithoutTime(specs[0].spec, err);
+    HintScriptHere(f, err);
   }
   return 0;
 }

@@ -103,5 +103,27 @@ TEST_F(CliFrictions, UpdateSaysWhatChangedAndJobShowsWhatItWasGiven) {
   EXPECT_EQ(job.find("{\""), std::string::npos) << "no raw JSON in the history: " << job;
 }
 
+// sbatch's habit: `gantry submit train.sh` with the script here. The job cannot find it on
+// PATH: the submit says so at once, and `gantry logs` of the failed job shows its stderr
+// instead of an empty answer.
+TEST_F(CliFrictions, AScriptWithoutDotSlashIsHintedAndItsErrorShown) {
+  std::string dir = TempPath("script-here");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/train.sh") << "#!/bin/sh\necho training\n";
+  std::string out;
+  RunCommand(
+      fmt::format("cd {} && GANTRY_SERVER={} GANTRY_TOKEN={} {} submit -g 1 -t T4 --estimate 1m -- train.sh 2>&1", dir,
+                  server_->address(), kAliceToken, GANTRY_BINARY),
+      &out);
+  EXPECT_NE(out.find("hint: train.sh is a file here but no command on PATH"), std::string::npos) << out;
+  EXPECT_NE(out.find("give ./train.sh"), std::string::npos) << out;
+  std::string id = JobIdIn(out);
+  ASSERT_EQ(WaitFor(id, "failed"), "failed");
+  int rc = 0;
+  std::string logs = Cli("logs " + id, kAliceToken, &rc);
+  EXPECT_NE(logs.find("failed with nothing on stdout; the end of its stderr"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("train.sh: not found"), std::string::npos) << logs;
+}
+
 }  // namespace
 }  // namespace gantry::testing
