@@ -45,7 +45,17 @@ void LocalAgent::OpenStream(const StreamOrder& order, std::unique_ptr<ByteStream
 
 void LocalAgent::EndSessions() {
   sessions_stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(run_sessions_mu_);
+    for (auto& [key, stop] : run_sessions_) *stop = true;
+  }
   session_threads_.JoinAll();
+}
+
+void LocalAgent::EndRunSessions(const std::string& key) {
+  std::lock_guard<std::mutex> lock(run_sessions_mu_);
+  auto [from, to] = run_sessions_.equal_range(key);
+  for (auto it = from; it != to; ++it) *it->second = true;
 }
 
 void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream> stream) {
@@ -62,15 +72,32 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
   if (!target) return RefuseSession(*stream, target.status().message());
   std::fprintf(stderr, "gantry agent: %s session for %s in job %s (run %d)\n", ToString(order.kind), order.who.c_str(),
                order.job_id.c_str(), order.run);
+  // The session ends with its run (or the agent): a flag the run's end sets.
+  auto stop = std::make_shared<std::atomic<bool>>(sessions_stop_.load());
+  decltype(run_sessions_)::iterator registered;
+  {
+    std::lock_guard<std::mutex> lock(run_sessions_mu_);
+    registered = run_sessions_.emplace(key, stop);
+  }
+  struct Unregister {
+    LocalAgent* agent;
+    decltype(run_sessions_)::iterator it;
+    ~Unregister() {
+      std::lock_guard<std::mutex> lock(agent->run_sessions_mu_);
+      agent->run_sessions_.erase(it);
+    }
+  } unregister{this, registered};
   if (order.kind == StreamKind::kAttach) {
     const std::string exit_file = target->run_exit_file;
     auto ended = [this, &key, &exit_file] {
       int status = RunEndedStatus(key);
       return status == -2 || exit_file.empty() ? status : ReadExitFile(exit_file);
     };
-    return RunAttachSession(*target, *stream, ended, sessions_stop_);
+    return RunAttachSession(*target, *stream, ended, *stop);
   }
-  RunExecSession(order, *target, *stream, sessions_stop_);
+  // A run that ended while the session was being set up ends it at once.
+  if (RunEndedStatus(key) != -2) *stop = true;
+  RunExecSession(order, *target, *stream, *stop);
   if (order.end_job) {
     OnAgentThread<bool>([this, key]() -> Expected<bool> {
       EndHold(key);

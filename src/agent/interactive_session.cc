@@ -54,20 +54,31 @@ bool Forward(FdStream& from, ByteStream& to, FrameType type, bool* ended) {
   return true;
 }
 
-// Waits for the process group led by `pid` to be reaped, hanging it up first.
-int HangUp(pid_t pid) {
+// The exit status of the session's leader once it has ended, -1 while it runs. It is not
+// reaped: its pid stays taken (a zombie), so the group's id can never name a process that
+// reuses it while the session may still signal the group.
+int ExitedStatus(pid_t pid) {
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid) return -1;
+  return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+}
+
+// Ends the session's process group: a hang-up first (what a closed terminal sends), then
+// SIGKILL for what is left (its background processes too) once the leader has ended or 5 s
+// passed; then the leader is reaped. Returns the leader's status.
+int EndGroup(pid_t pid) {
   kill(-pid, SIGHUP);
   kill(-pid, SIGCONT);
-  for (int i = 0; i < 50; ++i) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  int code = -1;
+  for (int i = 0; i < 50 && (code = ExitedStatus(pid)) < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // what the hang-up lets end cleanly
   kill(-pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return 137;
+  return code >= 0 ? code : 137;
 }
 
 }  // namespace
@@ -176,10 +187,7 @@ int RunExecSession(const StreamOrder& order, const SessionTarget& target, ByteSt
   FrameReader frames;
   char buf[16384];
   while (!stop.load()) {
-    int status = 0;
-    if (code < 0 && waitpid(*pid, &status, WNOHANG) == *pid) {
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
+    if (code < 0) code = ExitedStatus(*pid);
     // After the exit: what is still buffered goes out, then the status.
     if (code >= 0 && (out_ended || !WaitReadable(out, 100)) && (err_ended || !WaitReadable(*errors, 0))) break;
     pollfd p[3] = {{stream.fd(), POLLIN, 0},
@@ -224,7 +232,7 @@ int RunExecSession(const StreamOrder& order, const SessionTarget& target, ByteSt
           break;
         }
         case FrameType::kSignal:
-          if (int sig = SignalNamed(f.payload)) kill(-*pid, sig);
+          if (int sig = SignalNamed(f.payload); sig && code < 0) kill(-*pid, sig);
           break;
         default: break;  // the agent's own kinds, sent back: ignored
       }
@@ -235,8 +243,17 @@ int RunExecSession(const StreamOrder& order, const SessionTarget& target, ByteSt
       break;
     }
   }
-  if (code < 0) code = HangUp(*pid);
-  if (!client_gone) Send(stream, FrameType::kExit, std::to_string(code));
+  if (code >= 0 && !client_gone) Send(stream, FrameType::kExit, std::to_string(code));
+  // Whatever the command left in its group (background jobs) ends with the session, as a
+  // Slurm step's processes do.
+  int ended = EndGroup(*pid);
+  if (code < 0) {  // ended from here: the job's run ended, or the agent stops
+    code = ended;
+    if (!client_gone) {
+      Send(stream, FrameType::kError, "the session was ended with its job's run (or its node's agent stopping)");
+      Send(stream, FrameType::kExit, std::to_string(code));
+    }
+  }
   unlink(target.exit_file.c_str());
   return code;
 }
@@ -275,11 +292,17 @@ void RunAttachSession(const SessionTarget& target, ByteStream& stream, const std
     return true;
   };
   char buf[4096];
-  while (!stop.load()) {
+  for (;;) {
+    // The run's end also sets `stop`: the output to its end and its status go out first.
+    const bool stopping = stop.load();
     int code = ended();
     if (!pump()) return;
     if (code >= -1) {
       Send(stream, FrameType::kExit, std::to_string(code));
+      return;
+    }
+    if (stopping) {
+      Send(stream, FrameType::kError, "the session was ended: its node's agent stops");
       return;
     }
     if (WaitReadable(stream, 200, &stop)) {

@@ -644,9 +644,11 @@ std::string LocalAgent::JobOfPid(int pid) {
 void LocalAgent::Exited(const std::string& key, int code, std::string reason) {
   ActiveRun r = runs_[key];
   runs_.erase(key);
+  EndRunSessions(key);  // its sessions hang up: nothing of it runs on after it
   if (mps_) mps_->Release(key);
   RemoveLoad(key, r);
-  if (r.pid == 0) {
+  if (r.pid == 0) {  // it held GPUs: what its sessions started ends with its cgroup
+    if (!r.cgroup.empty() && options_.cgroups) options_.cgroups->Remove(r.cgroup);
     reports_.RunExited({r.job_id, r.run, r.node_id, true, code, reason, Now()});
     return;
   }

@@ -154,8 +154,12 @@ class LocalAgent : public NodeLink {
   void EndSessions();
   // gantry shell's session ended: the run that only holds GPUs ends now.
   void EndHold(const std::string& key);
+  // A run's end (Exited) ends its sessions: their stop flags by run key.
+  void EndRunSessions(const std::string& key);
   ThreadSet session_threads_;
   std::atomic<bool> sessions_stop_{false};
+  std::mutex run_sessions_mu_;
+  std::multimap<std::string, std::shared_ptr<std::atomic<bool>>> run_sessions_;
   void Poll();
   // Kills jobs whose processes hold more host memory than they asked for (once a second).
   void CheckHostMemory();

@@ -169,14 +169,17 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
         if (!job) return rc;
         const std::string id = job->value("id", "");
         err << "gantry: job " << id << " allocated for the shell (" << job->value("state", "") << ")\n";
+        // Ctrl-C, a closed terminal or a kill while it waits: the allocation is cancelled,
+        // never left to start later with no one at it.
         g_shell_interrupts = 0;
-        struct sigaction sa {
-        }, old{};
+        struct sigaction sa {};
         sa.sa_handler = OnShellInterrupt;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old);
+        const int stops[3] = {SIGINT, SIGTERM, SIGHUP};
+        struct sigaction old[3] = {};
+        for (int i = 0; i < 3; ++i) sigaction(stops[i], &sa, &old[i]);
         bool running = WaitUntilRunning(api, id, err);
-        sigaction(SIGINT, &old, nullptr);
+        for (int i = 0; i < 3; ++i) sigaction(stops[i], &old[i], nullptr);
         if (!running) {
           api.Delete("/v1/jobs/" + UrlEncode(id));
           err << "gantry: job " << id << " cancelled\n";

@@ -164,6 +164,13 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
     PrintSubmitted(out, a->body);
     HintWithoutTime(specs[0].spec, err);
     HintScriptHere(f, err);
+    if (specs[0].spec["hold_gpus"] && !a->body.contains("array")) {
+      const std::string id = a->body.value("id", "");
+      err << fmt::format(
+          "hint: job {} holds its GPUs: gantry exec {} opens a shell on them, gantry exec {} -- CMD "
+          "runs a command there (gantry shell does the hold and the shell in one step)\n",
+          id, id, id);
+    }
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <ostream>
 
+#include "client/terminal_safe.h"
 #include "core/job_arrays.h"
 
 namespace gantry {
@@ -380,10 +381,25 @@ void PrintCluster(std::ostream& out, const nlohmann::json& b) {
 }
 
 void PrintAudit(std::ostream& out, const nlohmann::json& body, const TimeStyle& style) {
+  // One record a line, whatever its fields hold: a line break in one (a command's word, a
+  // path) is shown as \n, never as a record of its own; control characters as ^X.
+  auto line = [](std::string text) {
+    std::string out;
+    for (char c : text) {
+      if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else {
+        out += c;
+      }
+    }
+    return TerminalSafe(out);
+  };
   for (const auto& a : body["audit"]) {
     out << fmt::format("{}  {:<10} {:<10} {:<36} {:<10} {} {}\n", ShowTime(Str(a, "at"), style),
-                       Trim(Str(a, "user"), 10), Str(a, "role"), Trim(Str(a, "action"), 36), Str(a, "target"),
-                       Str(a, "status"), Str(a, "detail"));
+                       line(Trim(Str(a, "user"), 10)), line(Str(a, "role")), line(Trim(Str(a, "action"), 36)),
+                       line(Str(a, "target")), line(Str(a, "status")), line(Str(a, "detail")));
   }
 }
 

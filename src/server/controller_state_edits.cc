@@ -49,8 +49,8 @@ Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::s
     if (std::any_of(tasks.begin(), tasks.end(), [](const JobRecord* t) { return !IsTerminal(t->state); })) return job;
     return Refuse(
         who, action, id,
-        Status::Precondition("id", fmt::format("{} {} is already {}", tasks.empty() ? "job" : "every task of array", id,
-                                               tasks.empty() ? ToString(job->state) : "ended")));
+        Status::Precondition("id", tasks.empty() ? fmt::format("job {} has ended already ({})", id, ToString(job->state))
+                                                 : fmt::format("every task of array {} has ended already", id)));
   }
   return job;
 }

@@ -59,20 +59,22 @@ std::vector<std::string> QueryValues(std::string_view target, std::string_view n
     std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != name) continue;
-    std::string_view raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
-    std::string value;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '+') {
-        value += ' ';
-      } else if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
-        value += static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
-        i += 2;
-      } else {
-        value += raw[i];
+    auto decode = [&hex](std::string_view raw) {
+      std::string value;
+      for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '+') {
+          value += ' ';
+        } else if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+          value += static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+          i += 2;
+        } else {
+          value += raw[i];
+        }
       }
-    }
-    values.push_back(std::move(value));
+      return value;
+    };
+    if (decode(pair.substr(0, eq)) != name) continue;  // comm%61nd is command, as for cpp-httplib
+    values.push_back(decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1)));
   }
   return values;
 }

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "core/encoding.h"
 #include "server/http_reply.h"
 
@@ -29,6 +32,23 @@ const char* ReasonText(int status) {
     case 504: return "Gateway Timeout";
     default: return status < 500 ? "Client Error" : "Server Error";
   }
+}
+
+// The command for the audit log: each word as it is, or quoted as a JSON string when it has
+// spaces, quotes or control characters (a word cannot pass for a record of its own or
+// steer a terminal), cut to kMaxAuditCommand bytes.
+constexpr size_t kMaxAuditCommand = 1000;
+std::string QuotedCommand(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](unsigned char c) {
+      return c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'';
+    });
+    if (!out.empty()) out += ' ';
+    out += plain ? w : nlohmann::json(w).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    if (out.size() > kMaxAuditCommand) return out.substr(0, kMaxAuditCommand) + "...";
+  }
+  return out;
 }
 
 }  // namespace
@@ -62,6 +82,16 @@ bool StreamHub::Admit(const Actor& who, std::string* why) {
     *why = "the server is shutting down";
     return false;
   }
+  // Opens in the last minute: a user who opens and closes sessions without end (each one
+  // a process on a node and an audit record) is held to opens_per_minute.
+  auto now = std::chrono::steady_clock::now();
+  std::deque<std::chrono::steady_clock::time_point>& opens = opened_[who.user];
+  while (!opens.empty() && now - opens.front() > std::chrono::minutes(1)) opens.pop_front();
+  if (static_cast<int>(opens.size()) >= limits_.opens_per_minute) {
+    *why = fmt::format("{} opened {} sessions in the last minute, the most one user may; try again shortly", who.user,
+                       opens.size());
+    return false;
+  }
   int& mine = per_user_[who.user];
   if (mine >= limits_.per_user) {
     *why = fmt::format("{} has {} sessions open, the most one user may", who.user, mine);
@@ -75,6 +105,12 @@ bool StreamHub::Admit(const Actor& who, std::string* why) {
   }
   ++mine;
   ++total_;
+  opens.push_back(now);
+  if (opened_.size() > 10000) {  // forget users with no open in the last minute
+    for (auto it = opened_.begin(); it != opened_.end();) {
+      it = it->second.empty() || now - it->second.back() > std::chrono::minutes(1) ? opened_.erase(it) : std::next(it);
+    }
+  }
   return true;
 }
 
@@ -103,11 +139,10 @@ void StreamHub::Start(const Actor& who, const StreamTarget& target, StreamOrder 
   order.node_id = target.node_id;
   order.node_rank = target.node_rank;
   order.who = who.user;
-  std::string what =
-      order.kind == StreamKind::kExec
-          ? fmt::format("exec{} {}", order.tty ? " (tty)" : "",
-                        order.command.empty() ? "login shell" : fmt::format("{}", fmt::join(order.command, " ")))
-          : ToString(order.kind);
+  std::string what = order.kind == StreamKind::kExec
+                         ? fmt::format("exec{} {}", order.tty ? " (tty)" : "",
+                                       order.command.empty() ? "login shell" : QuotedCommand(order.command))
+                         : ToString(order.kind);
   controller_.RecordAudit(who, fmt::format("session {}", ToString(order.kind)), target.shown_id, "ok",
                           fmt::format("{} on node {} (session {})", what, target.node_id, order.session.substr(0, 8)));
   if (!target.link->remote()) {

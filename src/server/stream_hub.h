@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@ namespace gantry {
 struct StreamHubLimits {
   int per_user = 16;                            // open sessions of one user
   int total = 512;                              // open sessions in all
+  int opens_per_minute = 60;                    // sessions one user opens in a minute
   std::chrono::milliseconds agent_wait{20000};  // for the agent to connect back
 };
 
@@ -70,6 +72,7 @@ class StreamHub {
   std::condition_variable cv_;
   std::map<std::string, Session> waiting_;  // by session id
   std::map<std::string, int> per_user_;     // slots held (admitted, waiting or relaying)
+  std::map<std::string, std::deque<std::chrono::steady_clock::time_point>> opened_;  // each user's opens, last minute
   int total_ = 0;
   ThreadSet relays_;
   bool closing_ = false;

@@ -130,6 +130,51 @@ TEST_F(SessionAttacks, AUserHoldsSixteenSessionsAtMost) {
   EXPECT_TRUE(reopened);
 }
 
+TEST_F(SessionAttacks, ACommandCannotForgeAuditRecordsNorOpenSessionsWithoutEnd) {
+  std::string id = HeldGpu();
+  // A word with a line break and an escape sequence is one quoted word in the audit log.
+  auto s =
+      OpenSession(server_->address(), kAliceToken,
+                  ExecPath(id, {"echo", "x\n2026-12-06 08:40:00 UTC  root  admin  DELETE /v1/jobs/5\x1b]0;t\x07"}));
+  ASSERT_TRUE(s) << s.status().ToString();
+  SessionSeen seen;
+  ASSERT_TRUE(ReadFrames(**s, seen, 10000));
+  nlohmann::json audit = Json(server_->Client(kRootToken).Get("/v1/audit?limit=5"));
+  std::string detail;
+  for (const auto& row : audit["audit"]) {
+    if (row.value("action", "") == "session exec") detail = row.value("detail", "");
+  }
+  EXPECT_NE(detail.find("echo \"x\\n2026-12-06"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find('\n'), std::string::npos) << detail;
+  EXPECT_EQ(detail.find('\x1b'), std::string::npos) << detail;
+  std::string table = Cli("audit --limit 5", kRootToken);
+  EXPECT_EQ(table.find("\x1b"), std::string::npos) << table;
+  // Opening and closing sessions without end is held to 60 a minute.
+  int opened = 1;  // the one above
+  UpgradeRefusal refusal;
+  for (; opened < 70; ++opened) {
+    auto quick = OpenSession(server_->address(), kAliceToken, ExecPath(id, {"true"}), &refusal);
+    if (!quick) break;
+    SessionSeen done;
+    ReadFrames(**quick, done, 10000);
+  }
+  EXPECT_EQ(opened, 60);
+  EXPECT_EQ(refusal.status, 429);
+  EXPECT_NE(refusal.message.find("in the last minute"), std::string::npos) << refusal.message;
+}
+
+TEST_F(SessionAttacks, AShellKilledWhileItWaitsLeavesNoAllocationBehind) {
+  std::string big = JsonIn(Cli("submit -o json -g 2 -t T4 --hold-gpus 10m"))["id"];
+  ASSERT_EQ(WaitFor(big, "running"), "running");
+  std::string out;
+  RunCommand(fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} timeout -s TERM 3 {} shell -g 2 -t T4 -- true 2>&1",
+                         server_->address(), kAliceToken, GANTRY_BINARY),
+             &out);
+  std::string id = JobIdIn(out);
+  EXPECT_NE(out.find("job " + id + " cancelled"), std::string::npos) << out;
+  EXPECT_EQ(WaitFor(id, "cancelled"), "cancelled") << out;
+}
+
 // A compromised node: its agent token cannot take another node's session, nor guess one.
 class SessionAgentAttacks : public ::testing::Test {
  protected:

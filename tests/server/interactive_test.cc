@@ -104,6 +104,30 @@ TEST_F(Interactive, ALostConnectionHangsUpTheCommandNotTheJob) {
   EXPECT_EQ(WaitFor(id, "running"), "running") << "an exec's end is not its job's";
 }
 
+TEST_F(Interactive, WhatASessionStartsEndsWithItAndASessionEndsWithItsJob) {
+  std::string id = HeldGpu();
+  // A background process of the command ends with the session, as a Slurm step's do.
+  std::string pidfile = fmt::format("/tmp/gantry-bg-pid-{}", getpid());
+  std::filesystem::remove(pidfile);
+  int rc = 0;
+  Cli("exec " + id + " -- sh -c 'sleep 300 & echo $! > " + pidfile + "'", kAliceToken, &rc);
+  EXPECT_EQ(rc, 0);
+  int bg = std::atoi(ReadFileNoThrow(pidfile).value_or("0").c_str());
+  ASSERT_GT(bg, 0);
+  for (int i = 0; i < 50 && kill(bg, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NE(kill(bg, 0), 0) << "the background sleep outlived its session";
+  std::filesystem::remove(pidfile);
+  // The job ends (cancelled): its open session is told and ends too, with its command.
+  auto s = Open(ExecPath(id, {"sh", "-c", "echo ready; while :; do sleep 0.1; done"}));
+  ASSERT_TRUE(s);
+  SessionSeen seen;
+  ASSERT_TRUE(ReadFrames(*s, seen, 10000, [](const SessionSeen& x) { return x.out == "ready\n"; })) << seen.out;
+  Cli("cancel " + id);
+  ASSERT_TRUE(ReadFrames(*s, seen, 15000)) << seen.out << seen.error;
+  EXPECT_NE(seen.error.find("ended with its job's run"), std::string::npos) << seen.error;
+  EXPECT_NE(seen.exit, -999);
+}
+
 TEST_F(Interactive, AttachFollowsTheOutputLiveAndEndsWithTheJob) {
   std::string mark = TempPath("attach-go");
   std::filesystem::remove(mark);
@@ -141,6 +165,12 @@ TEST_F(Interactive, ShellAllocatesRunsTheShellAndGivesTheGpusBackWithIt) {
   std::string state = WaitFor(id, "succeeded");
   EXPECT_TRUE(state == "succeeded" || state == "cancelled") << state;
   EXPECT_EQ(JsonIn(Cli("jobs -o json --state running"))["total"], 0) << "nothing holds the GPUs after the shell";
+  // A plain hold says how to use what it holds.
+  std::string held = Cli("submit -g 1 -t T4 --hold-gpus 5m");
+  std::string held_id = JobIdIn(held);
+  EXPECT_NE(held.find("hint: job " + held_id + " holds its GPUs: gantry exec " + held_id + " opens a shell on them"),
+            std::string::npos)
+      << held;
 }
 
 TEST_F(Interactive, ExecNeedsARunningJobAndSaysSo) {
