@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,12 @@ extern char** environ;
 namespace gantry {
 
 namespace {
+
+// Closes every descriptor from `first` on (after fork, before exec: async-signal-safe).
+void CloseFrom(int first) {
+  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+  for (int fd = first; fd < 65536; ++fd) close(fd);  // kernels before 5.9
+}
 
 constexpr char kPathVariable[] = "PATH=/usr/local/bin:/usr/bin:/bin";
 constexpr const char* kDefaultPath = kPathVariable + 5;  // the value alone
@@ -149,6 +156,9 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Nothing of the agent's reaches the job but its input, output and environment: not a
+    // server's client connections (an in-process agent) nor any descriptor it inherited.
+    CloseFrom(kShimEnvFd + 1);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
@@ -292,7 +302,9 @@ int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
-    _exit(127);
+    // A command that cannot run says why on its own stderr (a session's, or the job's log).
+    std::fprintf(stderr, "gantry: cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
   }
   sigset_t pending;
   sigpending(&pending);

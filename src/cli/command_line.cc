@@ -1,6 +1,7 @@
 // The daemon commands' flags (moved here from main.cc so both binaries define them alike).
 #include "cli/command_line.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/cli_docs.h"
@@ -316,6 +317,7 @@ int CommandLine::Parse(int argc, char** argv) {
     std::string word = argv[1];
     if (app_.get_subcommands([&word](CLI::App* c) { return c->get_name() == word; }).empty()) {
       std::cerr << "gantry: no command '" << word << "' (gantry help lists them)\n";
+      if (std::string hint = SlurmCommandHint(word); !hint.empty()) std::cerr << "hint: " << hint << "\n";
       return 2;
     }
   }
@@ -327,6 +329,14 @@ int CommandLine::Parse(int argc, char** argv) {
     if (rc != 0) {
       for (const std::string& hint : SlurmFlagHints(std::vector<std::string>(argv + 1, argv + argc))) {
         std::cerr << "hint: " << hint << "\n";
+      }
+      // `gantry exec 27 hostname -f`: the command's words were taken as gantry's.
+      const std::string verb = argc >= 2 ? argv[1] : "";
+      const bool dashes = std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--"; });
+      if ((verb == "exec" || verb == "shell" || verb == "run" || verb == "submit") && !dashes &&
+          dynamic_cast<const CLI::ExtrasError*>(&e)) {
+        std::cerr << "hint: the command goes after --: gantry " << verb << (verb == "exec" ? " ID" : "")
+                  << " [options] -- CMD ARGS\n";
       }
     }
     return rc;

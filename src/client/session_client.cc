@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "client/terminal_safe.h"
 #include "protocol/stream_frames.h"
 
 namespace gantry {
@@ -78,6 +79,17 @@ bool WriteFd(int fd, const std::string& bytes) {
   return true;
 }
 
+// A line of our own among the command's output: on a raw terminal it needs its own
+// carriage return, which the (terminal-safe) error stream would show as ^M.
+void Note(const SessionIo& io, std::ostream& err, const std::string& line) {
+  if (io.tty) {
+    err << std::flush;
+    WriteFd(STDERR_FILENO, "\r\n" + TerminalSafe(line) + "\r\n");
+  } else {
+    err << line << std::endl;
+  }
+}
+
 }  // namespace
 
 void TerminalSize(int* cols, int* rows) {
@@ -97,6 +109,11 @@ int RunClientSession(ByteStream& stream, const SessionIo& io, std::ostream& err)
   SignalHandler interrupt(SIGINT, OnInterrupt);
   RawTerminal raw(io.tty);
   bool stdin_open = io.forward_stdin;
+  // No input: the command reads its end at once (not a pipe that never ends).
+  if (!io.forward_stdin && !io.attach && !stream.WriteAll(EncodeFrame(FrameType::kStdinEnd, ""), kWriteTimeoutMs)) {
+    err << "gantry: the session's connection was lost\n";
+    return 255;
+  }
   int winch_seen = 0, interrupts_seen = 0;
   FrameReader frames;
   char buf[65536];
@@ -152,9 +169,7 @@ int RunClientSession(ByteStream& stream, const SessionIo& io, std::ostream& err)
       switch (f.type) {
         case FrameType::kStdout: WriteFd(STDOUT_FILENO, f.payload); break;
         case FrameType::kStderr: WriteFd(STDERR_FILENO, f.payload); break;
-        case FrameType::kError:
-          err << (io.tty ? "\r\n" : "") << "gantry: " << f.payload << (io.tty ? "\r\n" : "\n") << std::flush;
-          break;
+        case FrameType::kError: Note(io, err, "gantry: " + f.payload); break;
         case FrameType::kExit: {
           int code = 255;
           std::from_chars(f.payload.data(), f.payload.data() + f.payload.size(), code);
@@ -168,7 +183,7 @@ int RunClientSession(ByteStream& stream, const SessionIo& io, std::ostream& err)
       return 255;
     }
   }
-  err << (io.tty ? "\r\n" : "") << "gantry: the session's connection was lost before its command ended\n";
+  Note(io, err, "gantry: the session's connection was lost before its command ended");
   return 255;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <ostream>
+#include <set>
 #include <thread>
 
 #include "client/session_client.h"
@@ -71,7 +72,11 @@ bool WaitUntilRunning(ApiClient& api, const std::string& id, std::ostream& err) 
     if (q && q->status == 200) {
       for (const char* list : {"queue", "blocked"}) {
         for (const auto& j : q->body.value(list, nlohmann::json::array())) {
-          if (j.value("id", "") == id) why = j.value("reason", "");
+          if (j.value("id", "") != id) continue;
+          why = j.value("reason", "");
+          if (j.contains("estimated_start") && j["estimated_start"].is_string()) {
+            why += " (estimated start " + j["estimated_start"].get<std::string>() + ")";
+          }
         }
       }
     }
@@ -118,6 +123,11 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
         const bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
         const bool tty = (ex->tty || command->empty()) && terminal;
         if (ex->tty && !terminal) err << "gantry: exec: not on a terminal: running without one\n";
+        static const std::set<std::string> kInteractive = {"bash", "sh", "zsh", "fish", "python", "python3", "ipython"};
+        if (!tty && terminal && command->size() == 1 && kInteractive.count(command->front())) {
+          err << "hint: no terminal for " << command->front() << ": gantry exec " << ex->id << " -t -- "
+              << command->front() << " gives it a prompt and line editing\n";
+        }
         ApiClient api(*cfg);
         SessionIo io{tty, !ex->no_stdin, false, ""};
         return RunSession(api, ExecPath(ex->id, *command, tty, ex->rank, false), io, err);
@@ -135,6 +145,11 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
     c->callback([=, &err] {
       *chosen = [=, &err]() -> int {
         if (!Resolved(*cfg, err)) return 2;
+        if (!command->empty()) {
+          err << "gantry: attach: takes no command: it follows the job's own output (gantry exec " << at->id
+              << " -- CMD runs one)\n";
+          return 2;
+        }
         ApiClient api(*cfg);
         SessionIo io{
             false, false, true,
@@ -168,7 +183,7 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
         auto job = SubmitToFollow(api, f, *cfg, err, &rc);
         if (!job) return rc;
         const std::string id = job->value("id", "");
-        err << "gantry: job " << id << " allocated for the shell (" << job->value("state", "") << ")\n";
+        err << "gantry: job " << id << " submitted for the shell (" << job->value("state", "") << ")\n";
         // Ctrl-C, a closed terminal or a kill while it waits: the allocation is cancelled,
         // never left to start later with no one at it.
         g_shell_interrupts = 0;
@@ -189,9 +204,11 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
         SessionIo io{tty, true, false, ""};
         int code = RunSession(api, ExecPath(id, *command, tty, 0, true), io, err);
         // The agent ends the hold with the session; a session that never opened is cancelled here.
+        std::string state, reason;
         for (int i = 0;; ++i) {
           auto job = api.Get("/v1/jobs/" + UrlEncode(id));
-          std::string state = job && job->status == 200 ? job->body.value("state", "") : "";
+          state = job && job->status == 200 ? job->body.value("state", "") : "";
+          reason = job && job->status == 200 ? job->body.value("reason", "") : "";
           if (state != "running" && state != "pending") break;
           if (i == 30) {
             api.Delete("/v1/jobs/" + UrlEncode(id));
@@ -199,7 +216,11 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        err << "gantry: job " << id << " released its GPUs\n";
+        if (state == "cancelled" || state == "failed") {
+          err << "gantry: job " << id << " " << state << (reason.empty() ? "" : ": " + reason) << "\n";
+        } else {
+          err << "gantry: job " << id << " released its GPUs\n";
+        }
         return code;
       };
     });

@@ -47,7 +47,11 @@ const std::map<std::string, std::string>& SlurmFlags() {
       {"--signal", "jobs that save state take --checkpointable (SIGTERM, then $GANTRY_CHECKPOINT_DIR)"},
       {"--test-only", "--dry-run says where the job would start, or why it would wait"},
       {"--exclusive", "whole GPUs are never shared; -g COUNT takes them"},
-      {"--pty", "GPUs for interactive work: gantry submit -g 1 --hold-gpus 2h"},
+      {"--pty", "a shell on GPUs: gantry shell -g 1; in a running job: gantry exec ID -t -- bash"},
+      {"--jobid", "the job is the first word: gantry exec ID -- CMD"},
+      {"--overlap", "gantry exec ID -- CMD runs beside the job's own command"},
+      {"-it", "gantry exec ID -t -- CMD (input always reaches the command; -t adds a terminal)"},
+      {"-i", "input always reaches the command (--no-stdin for none)"},
   };
   return kFlags;
 }
@@ -64,6 +68,25 @@ std::vector<std::string> SlurmFlagHints(const std::vector<std::string>& args) {
     if (it != SlurmFlags().end()) hints.push_back(fmt::format("Slurm's {}: {}", flag, it->second));
   }
   return hints;
+}
+
+std::string SlurmCommandHint(const std::string& word) {
+  static const std::map<std::string, std::string> kCommands = {
+      {"srun",
+       "gantry run -g 1 -- CMD (a job, its output as it runs); srun --pty bash is gantry shell -g 1; "
+       "srun --jobid ID is gantry exec ID -- CMD"},
+      {"salloc", "gantry shell -g 1 (GPUs and a shell on them), or gantry submit -g 1 --hold-gpus 2h"},
+      {"sattach", "gantry attach ID"},
+      {"sbatch", "gantry submit -- CMD (gantry submit --help)"},
+      {"squeue", "gantry queue (why each job waits), gantry jobs (filters like squeue's)"},
+      {"scancel", "gantry cancel ID"},
+      {"scontrol", "gantry job ID (show), gantry hold / release / update ID"},
+      {"sinfo", "gantry nodes, gantry status"},
+      {"sacct", "gantry jobs --since 7d, gantry usage"},
+      {"kubectl", "gantry exec ID -t -- bash is kubectl exec -it; gantry attach ID is kubectl attach"},
+  };
+  auto it = kCommands.find(word);
+  return it == kCommands.end() ? "" : fmt::format("Slurm's {}: {}", word, it->second);
 }
 
 std::string SlurmRefusalHint(const std::string& field, const std::string& value) {

@@ -16,6 +16,10 @@ std::vector<std::string> SlurmFlagHints(const std::vector<std::string>& args);
 // (e.g. -p gpu: a partition, not a priority class); empty when nothing fits.
 std::string SlurmRefusalHint(const std::string& field, const std::string& value);
 
+// What to type instead of a Slurm (or kubectl) command given as gantry's: `gantry srun`
+// answers gantry shell, run and exec; empty for a word that is not one.
+std::string SlurmCommandHint(const std::string& word);
+
 // A GPU type that is really a time (Slurm's -t): the refusal naming --time-limit, else empty.
 std::string TimeGivenAsGpuType(const std::string& value);
 

@@ -283,6 +283,14 @@ std::optional<nlohmann::json> SubmitToFollow(ApiClient& api, const SubmitFlags& 
   auto a = PostJob(api, "/v1/jobs", e.c_str(), RandomKey());
   if (!a || a->status >= 300) {
     err << "gantry: " << (a ? DescribeError(*a) : a.status().message()) << "\n";
+    const nlohmann::json e =
+        a && a->body.is_object() ? a->body.value("error", nlohmann::json::object()) : nlohmann::json();
+    // -p gpu: a Slurm partition, not a class that exists (400; a class the team may not use is 403).
+    if (a && a->status == 400 && e.is_object() && !f.priority.empty()) {
+      if (std::string hint = SlurmRefusalHint(e.value("field", ""), f.priority); !hint.empty()) {
+        err << "hint: " << hint << "\n";
+      }
+    }
     *rc = 1;
     return std::nullopt;
   }

@@ -130,14 +130,14 @@ Expected<std::unique_ptr<ByteStream>> FinishUpgrade(std::unique_ptr<ByteStream> 
   }
   rest.resize(std::min(rest.size(), length));
   nlohmann::json body = ParseAnswerJson(rest);
-  std::string message;
+  std::string message, field;
   if (body.is_object() && body.contains("error") && body["error"].is_object()) {
     const auto& e = body["error"];
-    message = e.value("message", "");
-    if (e.contains("field") && e["field"].is_string()) message = e["field"].get<std::string>() + ": " + message;
+    if (e.contains("message") && e["message"].is_string()) message = e["message"].get<std::string>();
+    if (e.contains("field") && e["field"].is_string()) field = e["field"].get<std::string>();
   }
   if (message.empty()) message = fmt::format("the server answered {}", status);
-  if (refusal) *refusal = {status, message};
+  if (refusal) *refusal = {status, field.empty() ? message : field + ": " + message};
   return Status(status == 404   ? StatusCode::kNotFound
                 : status == 403 ? StatusCode::kPermissionDenied
                 : status == 401 ? StatusCode::kUnauthenticated
@@ -145,7 +145,7 @@ Expected<std::unique_ptr<ByteStream>> FinishUpgrade(std::unique_ptr<ByteStream> 
                 : status == 429 ? StatusCode::kOverLimit
                 : status >= 500 ? StatusCode::kUnavailable
                                 : StatusCode::kInvalidArgument,
-                message);
+                message, field);
 }
 
 Expected<std::unique_ptr<ByteStream>> OpenUpgradedStream(const std::string& url, const HttpRequest& request,

@@ -26,6 +26,18 @@ Expected<StreamTarget> ControllerState::FindStreamTarget(const Actor& who, const
                                                          "port-forward on it",
                                                          id)));
   }
+  // An array's own id names all its tasks (gantry cancel 7): a session is in one of them.
+  if (std::vector<JobRecord*> tasks = WholeArray(id); tasks.size() > 1) {
+    return Refuse(who, action, id,
+                  Status::Invalid("id", fmt::format("{} is an array of {} tasks: name one, as {}_{} (gantry jobs lists "
+                                                    "them)",
+                                                    id, tasks.size(), id, tasks.front()->array_task)));
+  }
+  if (IsTerminal(job->state)) {
+    return Refuse(who, action, id,
+                  Status::Precondition("id", fmt::format("job {} has ended ({}): gantry logs {} has its output", id,
+                                                         ToString(job->state), id)));
+  }
   if (job->state != JobState::kRunning || !running_pos_.count(job->spec->id)) {
     std::string hint =
         job->state == JobState::kPending ? fmt::format(" (gantry queue --explain {} says why it waits)", id) : "";

@@ -67,7 +67,8 @@ class SlurmCheatSheet(unittest.TestCase):
 
     def gantry(self, command):
         done = subprocess.run(["bash", "-c", command.replace("gantry ", self.binary + " ", 1)], cwd=self.work,
-                              env=self.env, capture_output=True, text=True, timeout=120)
+                              env=self.env, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
         return done.returncode, done.stdout + done.stderr
 
     def submit(self, args):

@@ -185,6 +185,36 @@ TEST_F(Interactive, ExecNeedsARunningJobAndSaysSo) {
   EXPECT_NE(out.find("no job 9999"), std::string::npos) << out;
 }
 
+// What a newcomer hit first: a command that is not there, no input, leaked descriptors, an
+// array's id, an ended job, Slurm's words and a command without --.
+TEST_F(Interactive, ANewcomersFirstSessionsSayWhatWentWrong) {
+  std::string id = HeldGpu();
+  int rc = 0;
+  std::string missing = Cli("exec " + id + " -- nosuchcmd", kAliceToken, &rc);
+  EXPECT_EQ(rc, 127);
+  EXPECT_NE(missing.find("gantry: cannot run nosuchcmd: No such file or directory"), std::string::npos) << missing;
+  // The command gets its input, output and error, and nothing of the server's.
+  EXPECT_EQ(Cli("exec " + id + " -- sh -c 'ls /proc/$$/fd'"), "0\n1\n2\n");
+  EXPECT_EQ(Cli("exec " + id + " --no-stdin -- cat", kAliceToken, &rc), "");
+  EXPECT_EQ(rc, 0);
+  std::string array = JsonIn(Cli("submit -o json --array 0-2 -g 1 -t A100-80GB --hold-gpus 5m"))["id"];
+  std::string named = Cli("exec " + array + " -- true", kAliceToken, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(named,
+            "gantry: " + array + " is an array of 3 tasks: name one, as " + array + "_0 (gantry jobs lists them)\n");
+  std::string done = JsonIn(Cli("submit -o json -g 1 -t T4 -- true"))["id"];
+  ASSERT_EQ(WaitFor(done, "succeeded"), "succeeded");
+  EXPECT_EQ(Cli("attach " + done),
+            "gantry: job " + done + " has ended (succeeded): gantry logs " + done + " has its output\n");
+  std::string srun = Cli("srun --pty bash", kAliceToken, &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(srun.find("srun --pty bash is gantry shell -g 1"), std::string::npos) << srun;
+  std::string words = Cli("exec " + id + " hostname -f", kAliceToken, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(words.find("hint: the command goes after --: gantry exec ID [options] -- CMD ARGS"), std::string::npos)
+      << words;
+}
+
 // The same through a remote agent, which connects back to the server for each session.
 class RemoteInteractive : public ::testing::Test {
  protected:

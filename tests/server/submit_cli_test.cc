@@ -48,7 +48,8 @@ TEST_F(SubmitCli, AJobNeedsACommandOrAGpuHold) {
   out = Cli("submit -g 1 -t T4 --hold-gpus 30m", kAliceToken, &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("(running)"), std::string::npos) << out;
-  EXPECT_EQ(out.find("hint:"), std::string::npos) << out;  // a hold has its time
+  EXPECT_EQ(out.find("hint: no --estimate"), std::string::npos) << out;          // a hold has its time
+  EXPECT_NE(out.find("holds its GPUs: gantry exec"), std::string::npos) << out;  // and is told how to use it
   nlohmann::json job = JsonIn(Cli("job -o json " + JsonIn(Cli("jobs -o json"))["jobs"][0]["id"].get<std::string>()));
   EXPECT_EQ(job["spec"]["estimated_duration_s"], 1800);
   // The node ends a hold when its time is up: the job succeeds, its GPUs are free.
