@@ -47,10 +47,10 @@ Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::s
     // An array's id acts on every task not ended: its first task's end is not the array's.
     std::vector<JobRecord*> tasks = WholeArray(id);
     if (std::any_of(tasks.begin(), tasks.end(), [](const JobRecord* t) { return !IsTerminal(t->state); })) return job;
-    return Refuse(
-        who, action, id,
-        Status::Precondition("id", tasks.empty() ? fmt::format("job {} has ended already ({})", id, ToString(job->state))
-                                                 : fmt::format("every task of array {} has ended already", id)));
+    return Refuse(who, action, id,
+                  Status::Precondition(
+                      "id", tasks.empty() ? fmt::format("job {} has ended already ({})", id, ToString(job->state))
+                                          : fmt::format("every task of array {} has ended already", id)));
   }
   return job;
 }
