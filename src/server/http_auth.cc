@@ -132,7 +132,7 @@ void HttpApi::AuthRoutes() {
     res.set_header("Cache-Control", "no-store");
     res.set_redirect(start->url, 302);
   });
-  s.Get("/auth/callback", [this, id, secure](const httplib::Request& req, httplib::Response& res) {
+  s.Get("/auth/callback", [id, secure](const httplib::Request& req, httplib::Response& res) {
     if (req.has_param("error")) {
       std::string why = req.get_param_value("error").substr(0, 80);
       std::string more = req.get_param_value("error_description").substr(0, 200);
