@@ -358,6 +358,17 @@ void AddRunCommands(CLI::App& app, std::ostream& out, std::ostream& err, const C
           return 2;
         }
         ApiClient api(*cfg);
+        // A job that only holds GPUs writes nothing: -f would wait for output that never comes.
+        if (auto job = api.Get("/v1/jobs/" + UrlEncode(*id)); job && job->status == 200 && job->body.is_object()) {
+          const nlohmann::json spec = job->body.value("spec", nlohmann::json::object());
+          if (spec.is_object() && spec.value("command", "").empty() && spec.contains("hold_gpus_s")) {
+            err << fmt::format(
+                "gantry: job {} holds GPUs and runs no command: it has no output (gantry exec {} "
+                "opens a shell on its GPUs)\n",
+                *id, *id);
+            return 1;
+          }
+        }
         // The chosen stream goes to stdout either way, so `gantry logs --stderr 7 > err.txt` works.
         return FollowJob(api, *id, {{{*use_stderr ? "stderr" : "stdout", &out}}, *follow, false, *rank, *run_number},
                          err);

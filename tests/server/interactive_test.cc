@@ -168,6 +168,9 @@ TEST_F(Interactive, ShellAllocatesRunsTheShellAndGivesTheGpusBackWithIt) {
   // A plain hold says how to use what it holds.
   std::string held = Cli("submit -g 1 -t T4 --hold-gpus 5m");
   std::string held_id = JobIdIn(held);
+  std::string logs = Cli("logs -f " + held_id, kAliceToken, &rc);  // not a wait for output that never comes
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(logs.find("holds GPUs and runs no command: it has no output"), std::string::npos) << logs;
   EXPECT_NE(held.find("hint: job " + held_id + " holds its GPUs: gantry exec " + held_id + " opens a shell on them"),
             std::string::npos)
       << held;
