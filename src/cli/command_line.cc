@@ -339,7 +339,9 @@ int CommandLine::Parse(int argc, char** argv) {
                   << " [options] -- CMD ARGS\n";
       }
     }
-    return rc;
+    // A usage error exits 2, as an unknown command does (CLI11's own codes, 105-114, tell
+    // a script nothing it could act on).
+    return rc == 0 ? 0 : 2;
   }
   return -1;
 }

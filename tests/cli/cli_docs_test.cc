@@ -51,7 +51,7 @@ TEST(CliDocs, ACommandNamedFirstParsesAsWithEveryCommandDefined) {
   EXPECT_NE(out.find("--since"), std::string::npos) << out;
   EXPECT_EQ(out.find("--hold-gpus"), std::string::npos) << out;  // submit's, not jobs'
   out = Gantry("jobs --nosuch", &rc);
-  EXPECT_NE(rc, 0);
+  EXPECT_EQ(rc, 2);  // a usage error, as an unknown command
   EXPECT_NE(out.find("not expected: --nosuch"), std::string::npos) << out;
   out = Gantry("submt -g 1", &rc);  // not a command
   EXPECT_EQ(rc, 2);
