@@ -293,19 +293,22 @@ const char* Reason(int status) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 409: return "Conflict";
+    case 429: return "Too Many Requests";
+    case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     default: return status < 500 ? "Client Error" : "Server Error";
   }
-}
-
-std::string RenderResponse(int status, const std::string& content_type, const std::string& body, bool close) {
-  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n{}", status,
-                     Reason(status), content_type, body.size(), close ? "close" : "keep-alive", body);
 }
 
 bool IEquals(const std::string& a, const char* b) { return strcasecmp(a.c_str(), b) == 0; }
 
 }  // namespace
+
+std::string RenderResponse(int status, const std::string& content_type, const std::string& body, bool close) {
+  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n{}", status,
+                     Reason(status), content_type, body.size(), close ? "close" : "keep-alive", body);
+}
 
 HttpFront::HttpFront(FrontLimits limits, std::shared_ptr<TlsContext> tls)
     : limits_(limits), tls_(std::move(tls)), epoll_fd_(epoll_create1(EPOLL_CLOEXEC)) {

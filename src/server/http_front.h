@@ -62,6 +62,9 @@ class TlsContext {
   SSL_CTX* ctx_;
 };
 
+// A whole HTTP/1.1 answer: status line, Content-Type, Content-Length, Connection.
+std::string RenderResponse(int status, const std::string& content_type, const std::string& body, bool close);
+
 // Options of a listening socket: SO_REUSEADDR (a restart binds at once) but not
 // cpp-httplib's default SO_REUSEPORT, with which a second server on a port in use would
 // start too and take half of its connections.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/encoding.h"
+#include "server/http_front.h"
 #include "server/http_reply.h"
 
 namespace gantry {
@@ -19,20 +20,6 @@ constexpr int kWriteTimeoutMs = 30000;
 
 // 256 random bits, URL-safe: a session id is never guessed (and only its node's agent may take it).
 std::string NewSessionId() { return NewToken().substr(4); }
-
-const char* ReasonText(int status) {
-  switch (status) {
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 409: return "Conflict";
-    case 429: return "Too Many Requests";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return status < 500 ? "Client Error" : "Server Error";
-  }
-}
 
 // The command for the audit log: each word as it is, or quoted as a JSON string when it has
 // spaces, quotes or control characters (a word cannot pass for a record of its own or
@@ -54,11 +41,8 @@ std::string QuotedCommand(const std::vector<std::string>& words) {
 }  // namespace
 
 std::string StreamRefusal(int status, const std::string& field, const std::string& message) {
-  std::string body = ErrorBody(status == 504 ? "unavailable" : "refused", message, field).dump();
-  return fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
-      "close\r\n\r\n{}",
-      status, ReasonText(status), body.size(), body);
+  return RenderResponse(status, "application/json",
+                        ErrorBody(status == 504 ? "unavailable" : "refused", message, field).dump(), true);
 }
 
 StreamHub::StreamHub(Controller& controller, StreamHubLimits limits)
@@ -124,11 +108,6 @@ void StreamHub::Done(const std::string& user) {
 void StreamHub::DoneLocked(const std::string& user) {
   if (auto it = per_user_.find(user); it != per_user_.end() && --it->second <= 0) per_user_.erase(it);
   --total_;
-}
-
-int StreamHub::open() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return total_;
 }
 
 void StreamHub::Start(const Actor& who, const StreamTarget& target, StreamOrder order,

@@ -49,8 +49,6 @@ class StreamHub {
   // A remote agent's connection for `session` (GET /v1/agent/streams/ID); `node` is the
   // node its token speaks for. A session of another node, or none, closes it.
   void AgentConnected(const std::string& node, const std::string& session, std::unique_ptr<ByteStream> agent);
-  // Sessions open now (waiting or relaying).
-  int open() const;
 
  private:
   struct Session {
@@ -68,7 +66,7 @@ class StreamHub {
 
   Controller& controller_;
   StreamHubLimits limits_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Session> waiting_;  // by session id
   std::map<std::string, int> per_user_;     // slots held (admitted, waiting or relaying)
