@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 bash scripts/install-deps.sh
 targets=(job_spec duration job_arrays jobs_file agent_report http_request kube_objects server_answer identity_tokens
-  stream_frames)
+  stream_frames port_answer)
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_WERROR=ON -DGANTRY_FUZZ=ON \
     -DGANTRY_BUILD_TESTS=OFF -DGANTRY_BUILD_BENCH=OFF >/dev/null

@@ -8,6 +8,7 @@
 
 #include "agent/cgroups.h"
 #include "agent/local_agent.h"
+#include "agent/port_session.h"
 #include "agent/process.h"
 #include "core/job_logs.h"
 #include "protocol/order_wire.h"
@@ -69,9 +70,15 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  const bool port = order.kind == StreamKind::kPort;
+  if (!target && port) {
+    return RefusePortSession(*stream, target.status().code() == StatusCode::kPermissionDenied ? 403 : 502,
+                             target.status().message());
+  }
   if (!target) return RefuseSession(*stream, target.status().message());
-  std::fprintf(stderr, "gantry agent: %s session for %s in job %s (run %d)\n", ToString(order.kind), order.who.c_str(),
-               order.job_id.c_str(), order.run);
+  if (!port)
+    std::fprintf(stderr, "gantry agent: %s session for %s in job %s (run %d)\n", ToString(order.kind),
+                 order.who.c_str(), order.job_id.c_str(), order.run);
   // The session ends with its run (or the agent): a flag the run's end sets.
   auto stop = std::make_shared<std::atomic<bool>>(sessions_stop_.load());
   decltype(run_sessions_)::iterator registered;
@@ -87,6 +94,14 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
       agent->run_sessions_.erase(it);
     }
   } unregister{this, registered};
+  if (port) {
+    // The job's own account listens there: not a neighbour that bound the port first.
+    if (Status mine = CheckPortListener("/proc/net", target->port, target->uid); !mine.ok()) {
+      return RefusePortSession(*stream, mine.code() == StatusCode::kPermissionDenied ? 403 : 502,
+                               fmt::format("job {}'s port '{}': {}", order.job_id, target->port_name, mine.message()));
+    }
+    return RunPortSession(target->port, target->port_name, *stream, *stop);
+  }
   if (order.kind == StreamKind::kAttach) {
     const std::string exit_file = target->run_exit_file;
     auto ended = [this, &key, &exit_file] {
@@ -126,9 +141,22 @@ Expected<SessionTarget> LocalAgent::SessionTargetFor(const StreamOrder& order) {
                                                   "(gantry exec {} -- CMD, or gantry shell)",
                                                   order.job_id, order.job_id));
   }
-  if (order.kind == StreamKind::kPort) return Status::Precondition("kind", "ports are not served by this agent");
   auto account = JobAccount(o);
   if (!account) return account.status();
+  if (order.kind == StreamKind::kPort) {
+    // Only a port lent to this run on this node, whatever the order says.
+    SessionTarget t;
+    for (const auto& [name, number] : o.ports) {
+      if (number == order.port && name != "master") t.port_name = name;
+    }
+    if (t.port_name.empty()) {
+      return Status(StatusCode::kPermissionDenied, fmt::format("port {} is not one of job {}'s named ports on node {}",
+                                                               order.port, order.job_id, order.node_id));
+    }
+    t.port = order.port;
+    t.uid = account->uid;
+    return t;
+  }
   if (Status made = MakeJobDirs(o, *account); !made.ok()) return made;
   const std::string dir = JobDir(o.job_id);
   SessionTarget t;

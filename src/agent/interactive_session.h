@@ -30,6 +30,9 @@ struct SessionTarget {
   std::string exit_file;                    // where the shim writes the command's status
   std::string stdout_log, stderr_log;       // attach: the rank's logs
   std::string run_exit_file;                // attach: where the run's own status is written
+  int port = 0;                             // port: the node's port, its name, and the job's uid
+  std::string port_name;
+  uid_t uid = 0;
 };
 
 // Runs the exec session to its end: the command's exit status goes to the client as the

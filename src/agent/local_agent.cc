@@ -76,6 +76,9 @@ std::map<std::string, std::string> LocalAgent::JobEnvironment(const StartOrder& 
     std::string upper = name;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     env["GANTRY_PORT_" + upper] = std::to_string(port);
+    // Its path through the server's port proxy (a web app's base URL: Jupyter's
+    // --ServerApp.base_url, TensorBoard's --path_prefix).
+    env["GANTRY_PORT_" + upper + "_PREFIX"] = fmt::format("/jobs/{}/ports/{}", o.job_id, name);
   }
   env["GANTRY_SHARING"] = ToString(o.sharing);
   if ((o.sharing == SharingMode::kTimeSlice || o.sharing == SharingMode::kMps) && !o.gpus.empty()) {

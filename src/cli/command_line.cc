@@ -177,6 +177,12 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
   server_cmd->add_option("--public-url", server.public_url,
                          "The server's address as users reach it: links in notifications, the sign-in's redirect URI "
                          "(default: --listen; for sign-in, the request's Host)");
+  server_cmd->add_option("--ports-listen", server.ports_listen,
+                         "HOST:PORT of the listener serving jobs' named ports at /jobs/ID/ports/NAME/ (another "
+                         "origin than the dashboard's; default: --listen's host, any free port; off: none)");
+  server_cmd->add_option("--ports-url", server.ports_url,
+                         "The port listener's address as users reach it (default: from --ports-listen, on "
+                         "--public-url's host); must not be the dashboard's own origin");
   server_cmd->add_option("--sendmail", server.sendmail, "Program job notification mail goes through")
       ->default_str(server.sendmail);
   server_cmd->add_flag("--metrics-need-token", metrics_auth, "/metrics answers only with a bearer token");

@@ -30,10 +30,12 @@
 #include "core/node_pools.h"
 #include "core/read_file.h"
 #include "core/yaml_util.h"
+#include "net/http_exchange.h"
 #include "protocol/inventory.h"
 #include "server/agent_hub.h"
 #include "server/http_api.h"
 #include "server/identity_service.h"
+#include "server/port_proxy.h"
 #include "server/stream_hub.h"
 
 namespace gantry {
@@ -167,6 +169,33 @@ std::string PublicUrl(const ServerOptions& o, const std::string& host, int port)
   }
   while (!url.empty() && url.back() == '/') url.pop_back();
   return url;
+}
+
+// Where browsers reach the port listener and the dashboard: --ports-url, else the listener's
+// port on --public-url's host (else the listener's host); the dashboard at --public-url,
+// else the API's address. The two must be different origins: a job's pages must not read
+// the dashboard's tokens.
+Expected<std::pair<std::string, std::string>> PortsUrls(const ServerOptions& o, const std::string& api_address,
+                                                        const std::string& ports_host, int ports_port) {
+  std::string dashboard = o.public_url.empty() ? api_address : o.public_url;
+  while (!dashboard.empty() && dashboard.back() == '/') dashboard.pop_back();
+  std::string ports = o.ports_url;
+  if (ports.empty()) {
+    std::string host = ports_host == "0.0.0.0" || ports_host == "::" || ports_host == "[::]" ? Hostname() : ports_host;
+    if (auto pub = SplitServerAddress(dashboard); pub && !o.public_url.empty()) host = pub->host;
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    ports = fmt::format("{}://{}:{}", o.tls_cert.empty() ? "http" : "https", host, ports_port);
+  }
+  while (!ports.empty() && ports.back() == '/') ports.pop_back();
+  auto theirs = SplitServerAddress(ports);
+  auto ours = SplitServerAddress(dashboard);
+  if (!theirs) return Status::Invalid("--ports-url", "not a URL: " + ports);
+  if (ours && theirs->scheme == ours->scheme && theirs->host == ours->host && theirs->port == ours->port) {
+    return Status::Invalid("--ports-url", "is the dashboard's own origin (" + dashboard +
+                                              "): jobs' pages would read its tokens; give the ports another host "
+                                              "or port");
+  }
+  return std::make_pair(ports, dashboard);
 }
 
 // DIR/pools.yaml, when there is one: the node pools the autoscaler grows and shrinks. A
@@ -398,6 +427,28 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     out << "sign-in: " << (identity->has_oidc() ? "OpenID Connect (" + identity->config().oidc->issuer + ")" : "")
         << (identity->has_oidc() ? ", " : "") << "login nodes, static tokens" << std::endl;
   }
+  // Jobs' named ports, on a listener (and so an origin) of their own.
+  std::unique_ptr<PortProxy> ports;
+  std::string ports_host = host;
+  int ports_port = 0;
+  if (o.ports_listen != "off") {
+    if (!o.ports_listen.empty() && !SplitHostPort(o.ports_listen, &ports_host, &ports_port)) {
+      return fail(Status::Invalid("--ports-listen", "expected HOST:PORT or off, got '" + o.ports_listen + "'"), 2);
+    }
+    PortProxyOptions popts{.limits = hopts->limits, .tls = hopts->tls};
+    popts.limits.max_body_bytes = 8 << 20;  // a notebook's file uploads
+    IdentityService* signed_in = identity.get();
+    ports = std::make_unique<PortProxy>(
+        controller, streams,
+        [&users, signed_in](const std::string& token, const std::string& team, const std::string& addr) {
+          return PersonByToken(users, signed_in, token, team, addr);
+        },
+        popts);
+    auto bound = ports->Bind(ports_host, ports_port);
+    if (!bound) return fail(bound.status(), 2);
+    ports_port = *bound;
+    hopts->ports = ports.get();
+  }
   std::unique_ptr<KubeServerSide> kube;
   if (o.kube.enabled()) {
     auto started = KubeServerSide::Start(o.kube, controller, *hopts);
@@ -413,6 +464,14 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
     if (Status s = kube->PublishLeader(o.kube, host, *bound, err); !s.ok()) return fail(s, 2);
   }
   if (lease) lease->SetUrl(o.public_url.empty() ? address : o.public_url).ok();
+  std::thread ports_thread;
+  if (ports) {
+    auto urls = PortsUrls(o, address, ports_host, ports_port);
+    if (!urls) return fail(urls.status(), 2);
+    ports->SetUrls(urls->first, urls->second);
+    ports_thread = std::thread([&ports] { ports->Serve(); });
+    out << "jobs' ports served at " << urls->first << "/jobs/ID/ports/NAME/" << std::endl;
+  }
   out << "gantry server listening on " << address << " (store " << RedactDbUrl(db) << ", remote jobs' logs in "
       << data_dir << "/logs)" << std::endl;
   if (!o.ready_file.empty()) {
@@ -429,6 +488,10 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
   // Serve returned (a signal, or the listener failed): wake the waiter if it still waits.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (ports_thread.joinable()) {
+    ports->Shutdown();
+    ports_thread.join();
+  }
   kube.reset();  // its Node watch posts to the controller
   if (local.monitor) local.monitor->Stop();
   if (local.agent) local.agent->Shutdown();

@@ -55,6 +55,11 @@ struct ServerOptions {
   JobRunnerFlags runner;                  // standalone: the shim, run-as, cgroups; the log cap (remote logs too)
   bool open_metrics = true;               // false: /metrics needs a token too
   std::string public_url;                 // links in job notifications; empty: from --listen
+  // Jobs' named ports through the server, on a listener of their own (another origin than
+  // the dashboard's): HOST:PORT (empty: --listen's host, any free port; "off": none), and
+  // the address browsers reach it at (empty: from the listener, on --public-url's host).
+  std::string ports_listen;
+  std::string ports_url;
   std::string sendmail = "/usr/sbin/sendmail";
   KubeServerOptions kube;  // on Kubernetes: agents' pod tokens, the Node watch (cli/server_kube.h)
 };

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 namespace gantry {
 
@@ -122,6 +123,34 @@ bool ReadHttpHead(ByteStream& stream, size_t max, int timeout_ms, std::string* h
   }
 }
 
+namespace {
+
+// Waits for bytes (or an end) on either stream and calls `on_ready(ready_a, ready_b)` until it
+// returns false, `stop` is set, polling fails, or nothing moved for `idle_timeout_ms` (0:
+// no limit) since `last`, which `on_ready` moves on when bytes move.
+void WhileEither(ByteStream& a, ByteStream& b, int idle_timeout_ms, const std::atomic<bool>* stop,
+                 const SteadyClock::time_point& last, const std::function<bool(bool, bool)>& on_ready) {
+  for (;;) {
+    if (stop && stop->load()) return;
+    bool ready_a = a.Pending(), ready_b = b.Pending();
+    if (!ready_a && !ready_b) {
+      pollfd p[2] = {{a.fd(), POLLIN, 0}, {b.fd(), POLLIN, 0}};
+      int n = ::poll(p, 2, 500);
+      if (n < 0 && errno != EINTR) return;
+      if (n <= 0) {
+        auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - last).count();
+        if (idle_timeout_ms > 0 && idle > idle_timeout_ms) return;
+        continue;
+      }
+      ready_a = p[0].revents != 0;
+      ready_b = p[1].revents != 0;
+    }
+    if (!on_ready(ready_a, ready_b)) return;
+  }
+}
+
+}  // namespace
+
 RelayCounts Relay(ByteStream& a, ByteStream& b, int write_timeout_ms, int idle_timeout_ms,
                   const std::atomic<bool>* stop) {
   RelayCounts counts;
@@ -143,25 +172,32 @@ RelayCounts Relay(ByteStream& a, ByteStream& b, int write_timeout_ms, int idle_t
     }
     return true;
   };
-  for (;;) {
-    if (stop && stop->load()) break;
-    bool ready_a = a.Pending(), ready_b = b.Pending();
-    if (!ready_a && !ready_b) {
-      pollfd p[2] = {{a.fd(), POLLIN, 0}, {b.fd(), POLLIN, 0}};
-      int n = ::poll(p, 2, 500);
-      if (n < 0 && errno != EINTR) break;
-      if (n <= 0) {
-        auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - last).count();
-        if (idle_timeout_ms > 0 && idle > idle_timeout_ms) break;
-        continue;
-      }
-      ready_a = p[0].revents != 0;
-      ready_b = p[1].revents != 0;
-    }
-    if (ready_a && !pump(a, b, counts.a_to_b)) break;
-    if (ready_b && !pump(b, a, counts.b_to_a)) break;
-  }
+  WhileEither(a, b, idle_timeout_ms, stop, last, [&](bool ready_a, bool ready_b) {
+    return (!ready_a || pump(a, b, counts.a_to_b)) && (!ready_b || pump(b, a, counts.b_to_a));
+  });
   return counts;
+}
+
+int64_t CopyToEnd(ByteStream& from, ByteStream& to, int write_timeout_ms, int idle_timeout_ms,
+                  const std::atomic<bool>* stop) {
+  int64_t copied = 0;
+  char buf[65536];
+  SteadyClock::time_point last = SteadyClock::now();
+  WhileEither(from, to, idle_timeout_ms, stop, last, [&](bool ready_from, bool ready_to) {
+    if (ready_to) {  // the reader's own bytes go nowhere; its end ends the copy
+      ssize_t n = to.ReadSome(buf, sizeof(buf));
+      if (n == 0 || (n < 0 && n != ByteStream::kWouldBlock)) return false;
+    }
+    if (!ready_from) return true;
+    ssize_t n = from.ReadSome(buf, sizeof(buf));
+    if (n == ByteStream::kWouldBlock) return true;
+    if (n <= 0 || !to.WriteAll(buf, static_cast<size_t>(n), write_timeout_ms)) return false;
+    copied += n;
+    last = SteadyClock::now();
+    return true;
+  });
+  to.ShutdownWrite();
+  return copied;
 }
 
 }  // namespace gantry

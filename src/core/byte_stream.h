@@ -83,4 +83,10 @@ struct RelayCounts {
 RelayCounts Relay(ByteStream& a, ByteStream& b, int write_timeout_ms, int idle_timeout_ms,
                   const std::atomic<bool>* stop = nullptr);
 
+// Copies `from` to `to` until `from` ends, `to` hangs up or breaks, `stop` is set, or
+// neither moves for `idle_timeout_ms`; what `to` sends meanwhile is read and dropped.
+// Returns the bytes copied.
+int64_t CopyToEnd(ByteStream& from, ByteStream& to, int write_timeout_ms, int idle_timeout_ms,
+                  const std::atomic<bool>* stop = nullptr);
+
 }  // namespace gantry

@@ -14,10 +14,13 @@ Expected<StreamTarget> ControllerState::FindStreamTarget(const Actor& who, const
     return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
   }
   // The session runs as the job's account, with its files and GPUs: a teammate's job is
-  // another person's account.
-  if (!who.admin() && who.user != job->spec->user) {
+  // another person's account. Its team's admins (who answer for the team's jobs) and admins
+  // may, each session audited.
+  const bool team_admin = who.role == Role::kTeamAdmin && who.team == job->spec->team;
+  if (!who.admin() && !team_admin && who.user != job->spec->user) {
     return Refuse(who, action, id,
-                  Status::Denied("id", fmt::format("job {} is {}'s: only its owner or an admin opens a session in it",
+                  Status::Denied("id", fmt::format("job {} is {}'s: only its owner, its team's admins or an admin "
+                                                   "open a session in it",
                                                    id, job->spec->user)));
   }
   if (!job->spec->kube_pods.empty()) {

@@ -22,6 +22,7 @@
 #include "server/agent_hub.h"
 #include "server/http_reply.h"
 #include "server/identity_service.h"
+#include "server/port_proxy.h"
 #include "server/web_assets.h"
 
 namespace gantry {
@@ -173,6 +174,21 @@ thread_local std::string t_token_refusal;  // why the last external token was re
 thread_local bool t_token_unchecked;       // it could not be checked now: 503, try again
 }  // namespace
 
+std::optional<Actor> PersonByToken(const UserDirectory& users, IdentityService* identity, const std::string& token,
+                                   const std::string& team, const std::string& remote_addr, std::string* why) {
+  if (const Actor* known = users.Authenticate(token)) {
+    if (known->role == Role::kAgent || known->role == Role::kLoginNode) return std::nullopt;
+    return *known;
+  }
+  if (identity && (IdentityService::IsSessionToken(token) || identity->MayBeProviderToken(token))) {
+    std::string refusal;
+    auto person = identity->Authenticate(token, team, remote_addr, &refusal);
+    if (!person && why) *why = refusal;
+    return person;
+  }
+  return std::nullopt;
+}
+
 std::optional<Actor> HttpApi::Caller(const httplib::Request& req, bool may_ask) const {
   t_token_refusal.clear();
   t_token_unchecked = false;
@@ -181,10 +197,8 @@ std::optional<Actor> HttpApi::Caller(const httplib::Request& req, bool may_ask) 
   std::string token = header.substr(7);
   if (const Actor* known = users_.Authenticate(token)) return *known;
   if (options_.identity && (IdentityService::IsSessionToken(token) || options_.identity->MayBeProviderToken(token))) {
-    std::string why;
-    auto person = options_.identity->Authenticate(token, req.get_header_value("X-Gantry-Team"), req.remote_addr, &why);
-    if (!person) t_token_refusal = why;
-    return person;
+    return PersonByToken(users_, options_.identity, token, req.get_header_value("X-Gantry-Team"), req.remote_addr,
+                         &t_token_refusal);
   }
   // Another kind of agent token, for the agents' endpoints only.
   if (!may_ask || req.path.rfind("/v1/agent/", 0) != 0 || !options_.verify_agent_token ||
@@ -466,7 +480,15 @@ void HttpApi::Routes() {
         }));
   s.Get(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {})) return;
-          Reply(res, controller_.GetJob(who, req.matches[1]));
+          auto job = controller_.GetJob(who, req.matches[1]);
+          if (job && options_.ports && job->contains("ports")) {  // each named port's address through the server
+            for (nlohmann::json& port : (*job)["ports"]) {
+              if (port.value("name", "") != "master") {
+                port["proxy_url"] = options_.ports->AddressOf(job->value("id", ""), port.value("name", ""));
+              }
+            }
+          }
+          Reply(res, job);
         }));
   s.Delete(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
              if (!OnlyParams(req, res, {})) return;

@@ -18,6 +18,12 @@ namespace gantry {
 class AgentHub;
 class StreamHub;
 class IdentityService;
+class PortProxy;
+
+// A person by bearer token: users.yaml's, or a signed-in session's (acting for `team` where
+// they may); nothing for another token (`why`, when given, says why a session's was refused).
+std::optional<Actor> PersonByToken(const UserDirectory& users, IdentityService* identity, const std::string& token,
+                                   const std::string& team, const std::string& remote_addr, std::string* why = nullptr);
 
 struct HttpOptions {
   FrontLimits limits;               // connections, timeouts, body size, workers
@@ -31,6 +37,7 @@ struct HttpOptions {
   std::function<Status(const std::string& node, int gpu, const nlohmann::json& fault)> inject_fault;
   AgentHub* agents = nullptr;    // remote agents (/v1/agent/*); null: none
   StreamHub* streams = nullptr;  // interactive sessions (exec, attach); null: none
+  PortProxy* ports = nullptr;    // jobs' ports through the server (tickets, addresses); null: none
   // Node agents' bearer tokens that users.yaml does not hold, checked elsewhere (a pod's
   // Kubernetes service-account token: kube/agent_identity.h). `plausible` says, without
   // I/O (on the event loop), whether a token may be one, so its body is read; `verify`

@@ -6,6 +6,7 @@
 
 #include "server/agent_hub.h"
 #include "server/http_api.h"
+#include "server/port_proxy.h"
 #include "server/stream_hub.h"
 
 namespace gantry {
@@ -159,6 +160,16 @@ void HttpApi::StreamRoutes() {
             ReplyError(res, 500, "internal", "the connection could not be taken over");
           }
         }));
+  }
+  if (PortProxy* ports = options_.ports) {
+    // A browser's way into a job's port: a ticket the dashboard opens the port's address with.
+    server_->Post(R"(/v1/jobs/([^/]+)/ports/([^/]+)/ticket)",
+                  authed([this, ports](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+                    if (!OnlyParams(req, res, {})) return;
+                    const std::string header = req.get_header_value("Authorization");
+                    Reply(res, ports->IssueTicket(who, header.substr(7), req.get_header_value("X-Gantry-Team"),
+                                                  req.matches[1], req.matches[2]));
+                  }));
   }
   if (AgentHub* agents = options_.agents) {
     server_->Get(

@@ -17,6 +17,9 @@ namespace gantry {
 namespace {
 
 constexpr int kWriteTimeoutMs = 30000;
+// A port's answer (not an upgrade) with no byte for this long is cut: the upstream kept
+// the connection open past its answer.
+constexpr int kAnswerIdleMs = 300000;
 
 // 256 random bits, URL-safe: a session id is never guessed (and only its node's agent may take it).
 std::string NewSessionId() { return NewToken().substr(4); }
@@ -60,85 +63,96 @@ StreamHub::~StreamHub() {
   relays_.JoinAll();
 }
 
-bool StreamHub::Admit(const Actor& who, std::string* why) {
+bool StreamHub::Admit(const Actor& who, std::string* why, bool port) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closing_) {
     *why = "the server is shutting down";
     return false;
   }
-  // Opens in the last minute: a user who opens and closes sessions without end (each one
-  // a process on a node and an audit record) is held to opens_per_minute.
   auto now = std::chrono::steady_clock::now();
-  std::deque<std::chrono::steady_clock::time_point>& opens = opened_[who.user];
-  while (!opens.empty() && now - opens.front() > std::chrono::minutes(1)) opens.pop_front();
-  if (static_cast<int>(opens.size()) >= limits_.opens_per_minute) {
-    *why = fmt::format("{} opened {} sessions in the last minute, the most one user may; try again shortly", who.user,
-                       opens.size());
+  const char* what = port ? "connections to jobs' ports" : "sessions";
+  int& mine = per_user_[SlotOf(who.user, port)];
+  if (mine >= (port ? limits_.port_per_user : limits_.per_user)) {
+    *why = fmt::format("{} has {} {} open, the most one user may", who.user, mine, what);
+    if (mine == 0) per_user_.erase(SlotOf(who.user, port));
     return false;
   }
-  int& mine = per_user_[who.user];
-  if (mine >= limits_.per_user) {
-    *why = fmt::format("{} has {} sessions open, the most one user may", who.user, mine);
-    if (mine == 0) per_user_.erase(who.user);
+  int& total = port ? port_total_ : total_;
+  if (total >= (port ? limits_.port_total : limits_.total)) {
+    *why = fmt::format("the server has {} {} open, the most it takes", total, what);
+    if (mine == 0) per_user_.erase(SlotOf(who.user, port));
     return false;
   }
-  if (total_ >= limits_.total) {
-    *why = fmt::format("the server has {} sessions open, the most it takes", total_);
-    if (mine == 0) per_user_.erase(who.user);
-    return false;
-  }
-  ++mine;
-  ++total_;
-  opens.push_back(now);
-  if (opened_.size() > 10000) {  // forget users with no open in the last minute
-    for (auto it = opened_.begin(); it != opened_.end();) {
-      it = it->second.empty() || now - it->second.back() > std::chrono::minutes(1) ? opened_.erase(it) : std::next(it);
+  if (!port) {
+    // Opens in the last minute: a user who opens and closes sessions without end (each one
+    // a process on a node and an audit record) is held to opens_per_minute.
+    std::deque<std::chrono::steady_clock::time_point>& opens = opened_[who.user];
+    while (!opens.empty() && now - opens.front() > std::chrono::minutes(1)) opens.pop_front();
+    if (static_cast<int>(opens.size()) >= limits_.opens_per_minute) {
+      *why = fmt::format("{} opened {} sessions in the last minute, the most one user may; try again shortly", who.user,
+                         opens.size());
+      if (mine == 0) per_user_.erase(who.user);
+      return false;
+    }
+    opens.push_back(now);
+    if (opened_.size() > 10000) {  // forget users with no open in the last minute
+      for (auto it = opened_.begin(); it != opened_.end();) {
+        it =
+            it->second.empty() || now - it->second.back() > std::chrono::minutes(1) ? opened_.erase(it) : std::next(it);
+      }
     }
   }
+  ++mine;
+  ++total;
   return true;
 }
 
-void StreamHub::Release(const Actor& who) { Done(who.user); }
+void StreamHub::Release(const Actor& who, bool port) { Done(SlotOf(who.user, port)); }
 
-void StreamHub::Done(const std::string& user) {
+void StreamHub::Done(const std::string& slot) {
   std::lock_guard<std::mutex> lock(mu_);
-  DoneLocked(user);
+  DoneLocked(slot);
 }
 
-void StreamHub::DoneLocked(const std::string& user) {
-  if (auto it = per_user_.find(user); it != per_user_.end() && --it->second <= 0) per_user_.erase(it);
-  --total_;
+void StreamHub::DoneLocked(const std::string& slot) {
+  if (auto it = per_user_.find(slot); it != per_user_.end() && --it->second <= 0) per_user_.erase(it);
+  --(!slot.empty() && slot[0] == '\n' ? port_total_ : total_);
 }
 
 void StreamHub::Start(const Actor& who, const StreamTarget& target, StreamOrder order,
-                      std::unique_ptr<ByteStream> client) {
+                      std::unique_ptr<ByteStream> client, PortExchange exchange) {
   order.session = NewSessionId();
   order.job_id = target.job_id;
   order.run = target.run;
   order.node_id = target.node_id;
   order.node_rank = target.node_rank;
   order.who = who.user;
-  std::string what = order.kind == StreamKind::kExec
-                         ? fmt::format("exec{} {}", order.tty ? " (tty)" : "",
-                                       order.command.empty() ? "login shell" : QuotedCommand(order.command))
-                         : ToString(order.kind);
-  controller_.RecordAudit(who, fmt::format("session {}", ToString(order.kind)), target.shown_id, "ok",
-                          fmt::format("{} on node {} (session {})", what, target.node_id, order.session.substr(0, 8)));
+  const bool port = order.kind == StreamKind::kPort;
+  const std::string slot = SlotOf(who.user, port);
+  if (!port) {
+    std::string what = order.kind == StreamKind::kExec
+                           ? fmt::format("exec{} {}", order.tty ? " (tty)" : "",
+                                         order.command.empty() ? "login shell" : QuotedCommand(order.command))
+                           : ToString(order.kind);
+    controller_.RecordAudit(
+        who, fmt::format("session {}", ToString(order.kind)), target.shown_id, "ok",
+        fmt::format("{} on node {} (session {})", what, target.node_id, order.session.substr(0, 8)));
+  }
   if (!target.link->remote()) {
     // The in-process agent: a socketpair, one end to it, the other relayed to the user.
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
       client->WriteAll(StreamRefusal(503, "id", "cannot make the session's socket"), kWriteTimeoutMs);
-      return Done(who.user);
+      return Done(slot);
     }
     target.link->OpenStream(order, std::make_unique<FdStream>(pair[1]));
-    return Relay(who.user, std::move(client), std::make_unique<FdStream>(pair[0]), false);
+    return Relay(slot, std::move(client), std::make_unique<FdStream>(pair[0]), false, std::move(exchange));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closing_) return DoneLocked(who.user);
-    waiting_[order.session] = {who.user, target.node_id, std::move(client),
-                               std::chrono::steady_clock::now() + limits_.agent_wait};
+    if (closing_) return DoneLocked(slot);
+    waiting_[order.session] = {slot, target.node_id, std::move(client),
+                               std::chrono::steady_clock::now() + limits_.agent_wait, std::move(exchange)};
   }
   target.link->OpenStream(order, nullptr);
 }
@@ -156,32 +170,38 @@ void StreamHub::AgentConnected(const std::string& node, const std::string& sessi
     s = std::move(it->second);
     waiting_.erase(it);
   }
-  Relay(s.user, std::move(s.client), std::move(agent), true);
+  Relay(s.slot, std::move(s.client), std::move(agent), true, std::move(s.exchange));
 }
 
-void StreamHub::Relay(std::string user, std::unique_ptr<ByteStream> client, std::unique_ptr<ByteStream> agent,
-                      bool agent_needs_answer) {
+void StreamHub::Relay(std::string slot, std::unique_ptr<ByteStream> client, std::unique_ptr<ByteStream> agent,
+                      bool agent_needs_answer, PortExchange exchange) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closing_) return DoneLocked(user);
+    if (closing_) return DoneLocked(slot);
   }
   auto ends = std::make_shared<std::pair<std::unique_ptr<ByteStream>, std::unique_ptr<ByteStream>>>(std::move(client),
                                                                                                     std::move(agent));
-  relays_.Spawn([this, user, ends, agent_needs_answer] {
+  relays_.Spawn([this, slot, ends, agent_needs_answer, exchange = std::move(exchange)] {
     ByteStream& client = *ends->first;
     ByteStream& agent = *ends->second;
-    bool ok = client.WriteAll(kStreamUpgradeAnswer, sizeof(kStreamUpgradeAnswer) - 1, kWriteTimeoutMs);
-    if (ok && agent_needs_answer) {
+    bool ok = true;
+    if (agent_needs_answer)
       ok = agent.WriteAll(kStreamUpgradeAnswer, sizeof(kStreamUpgradeAnswer) - 1, kWriteTimeoutMs);
+    PortRelay how = PortRelay::kBothWays;
+    if (ok && exchange) {
+      how = exchange(client, agent);
+    } else if (ok) {
+      ok = client.WriteAll(kStreamUpgradeAnswer, sizeof(kStreamUpgradeAnswer) - 1, kWriteTimeoutMs);
     }
     for (ByteStream* s : {&client, &agent}) {
       int on = 1;
       setsockopt(s->fd(), SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));  // a vanished peer ends it in time
     }
-    if (ok) gantry::Relay(client, agent, kWriteTimeoutMs, 0, &stop_);
+    if (ok && how == PortRelay::kBothWays) gantry::Relay(client, agent, kWriteTimeoutMs, 0, &stop_);
+    if (ok && how == PortRelay::kAnswerOnly) CopyToEnd(agent, client, kWriteTimeoutMs, kAnswerIdleMs, &stop_);
     ends->first.reset();
     ends->second.reset();
-    Done(user);
+    Done(slot);
   });
 }
 
@@ -207,7 +227,7 @@ void StreamHub::ExpireLoop() {
                                                    limits_.agent_wait.count() / 1000)),
                          kWriteTimeoutMs);
       s.client.reset();
-      Done(s.user);
+      Done(s.slot);
     }
     lock.lock();
   }

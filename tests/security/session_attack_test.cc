@@ -27,13 +27,20 @@ class SessionAttacks : public ServerTest {
   }
 };
 
-TEST_F(SessionAttacks, NoOneButTheOwnerOrAnAdminOpensASessionInAJob) {
+TEST_F(SessionAttacks, NoOneButTheOwnerTheTeamsAdminsOrAnAdminOpensASessionInAJob) {
   std::string id = HeldGpu();
   std::string path = ExecPath(id, {"id"});
   EXPECT_EQ(Refusal(path, kBobToken).status, 404) << "another team does not even see it";
-  UpgradeRefusal lead = Refusal(path, kLeadToken);
-  EXPECT_EQ(lead.status, 403) << "a team admin is not the job's account";
-  EXPECT_NE(lead.message.find("only its owner or an admin"), std::string::npos) << lead.message;
+  // A teammate is another person's account: carol (vision, a plain user) is refused.
+  UpgradeRefusal mate = Refusal(path, kCarolToken);
+  EXPECT_EQ(mate.status, 403) << "a teammate is not the job's account";
+  EXPECT_NE(mate.message.find("only its owner, its team's admins or an admin"), std::string::npos) << mate.message;
+  // The team's admin answers for its jobs, audited.
+  auto lead = OpenSession(server_->address(), kLeadToken, ExecPath(id, {"sh", "-c", "echo lead-here"}));
+  ASSERT_TRUE(lead) << lead.status().ToString();
+  SessionSeen lead_seen;
+  ASSERT_TRUE(ReadFrames(**lead, lead_seen, 10000));
+  EXPECT_EQ(lead_seen.out, "lead-here\n");
   EXPECT_EQ(Refusal(path, kAgentToken).status, 403);
   EXPECT_EQ(Refusal(path, "").status, 401);
   EXPECT_EQ(Refusal(path, "not-a-token").status, 401);
@@ -44,7 +51,9 @@ TEST_F(SessionAttacks, NoOneButTheOwnerOrAnAdminOpensASessionInAJob) {
   EXPECT_EQ(seen.out, "admin-here\n");
   // Refusals are audited.
   std::string audit = Cli("audit --limit 50", kRootToken);
-  EXPECT_NE(audit.find("403 job " + id + " is alice's: only its owner or an admin"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("403 job " + id + " is alice's: only its owner, its team's admins or an admin"),
+            std::string::npos)
+      << audit;
   EXPECT_NE(audit.find("session exec"), std::string::npos) << audit;
 }
 

@@ -219,27 +219,7 @@ TEST_F(Interactive, ANewcomersFirstSessionsSayWhatWentWrong) {
 }
 
 // The same through a remote agent, which connects back to the server for each session.
-class RemoteInteractive : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = TempPath("remote-sessions");
-    std::filesystem::remove_all(dir_);
-    server_ = std::make_unique<ServerProcess>(dir_, "");
-    std::filesystem::permissions(dir_, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
-    server_->Start();
-    agent_ = std::make_unique<AgentProcess>(dir_, "node-a", "2xT4");
-    agent_->Start(server_->address());
-    auto alice = server_->Client(kAliceToken);
-    for (int i = 0; i < 500; ++i) {
-      nlohmann::json nodes = Json(server_->Client(kRootToken).Get("/v1/nodes"));
-      if (nodes.contains("nodes") && !nodes["nodes"].empty() && nodes["nodes"][0]["state"] == "up") break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  std::string dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<AgentProcess> agent_;
-};
+class RemoteInteractive : public RemoteAgentTest {};
 
 TEST_F(RemoteInteractive, ExecGoesThroughTheServerToTheAgent) {
   auto alice = server_->Client(kAliceToken);

@@ -52,4 +52,27 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> server_;
 };
 
+// A cluster server with one remote agent (node-a, two T4s) up: for what goes through an
+// agent's own connection to the server.
+class RemoteAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempPath("remote");
+    std::filesystem::remove_all(dir_);
+    server_ = std::make_unique<ServerProcess>(dir_, "");
+    std::filesystem::permissions(dir_, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+    server_->Start();
+    agent_ = std::make_unique<AgentProcess>(dir_, "node-a", "2xT4");
+    agent_->Start(server_->address());
+    for (int i = 0; i < 500; ++i) {
+      nlohmann::json nodes = Json(server_->Client(kRootToken).Get("/v1/nodes"));
+      if (nodes.contains("nodes") && !nodes["nodes"].empty() && nodes["nodes"][0]["state"] == "up") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
 }  // namespace gantry::testing

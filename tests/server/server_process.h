@@ -24,10 +24,18 @@ namespace gantry::testing {
 // must not kill the test process with SIGPIPE.
 inline const bool kSigpipeIgnored = (signal(SIGPIPE, SIG_IGN), true);
 
+// The ports a test's node lends its jobs: a range of 50 of its own for each test process and
+// node (`slot` 0-3), so jobs with ports in tests that run side by side do not meet.
+inline std::string TestPortRange(int slot) {
+  int first = 10000 + static_cast<int>(getpid() % 50) * 200 + slot * 50;
+  return std::to_string(first) + "-" + std::to_string(first + 49);
+}
+
 // Tokens of the users.yaml the test server reads.
 inline const char* kAliceToken = "alice-token-vision-user";
 inline const char* kBobToken = "bob-token-nlp-user";
 inline const char* kLeadToken = "lead-token-vision-team-admin";
+inline const char* kCarolToken = "carol-token-vision-user";  // alice's teammate
 inline const char* kRootToken = "root-token-ops-admin";
 inline const char* kAgentToken = "agent-token-node-a";  // bound to node-a
 // An agent token bound to `node` (users.yaml has one for node-a, node-b and node-m).
@@ -62,11 +70,12 @@ class ServerProcess {
                                                 << "telemetry_interval: 200ms\n";
     WriteUsers(kTestTeams);
   }
-  // users.yaml: the five callers, an agent per test node, and `teams` (before Start).
+  // users.yaml: the six callers, an agent per test node, and `teams` (before Start).
   void WriteUsers(const std::string& teams) {
     std::ofstream users(dir_ + "/config/users.yaml");
     users << teams << "users:\n";
     const char* rows[][4] = {{"alice", "vision", "user", kAliceToken},
+                             {"carol", "vision", "user", kCarolToken},
                              {"bob", "nlp", "user", kBobToken},
                              {"lead", "vision", "team-admin", kLeadToken},
                              {"root", "ops", "admin", kRootToken}};
@@ -126,6 +135,7 @@ class ServerProcess {
       } else {
         args.insert(args.end(), {"--standalone", "--fake-gpus", fake_gpus_});
       }
+      if (fake_gpus_ != "" && !given("--ports")) args.insert(args.end(), {"--ports", TestPortRange(0)});
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -217,6 +227,9 @@ class AgentProcess {
       // The node's token from users.yaml, unless the test gives a --token-file of its own.
       if (std::find(extra_.begin(), extra_.end(), "--token-file") == extra_.end()) {
         args.insert(args.end(), {"--token", AgentToken(node_)});
+      }
+      if (std::find(extra_.begin(), extra_.end(), "--ports") == extra_.end()) {
+        args.insert(args.end(), {"--ports", TestPortRange(node_ == "node-a" ? 1 : node_ == "node-b" ? 2 : 3)});
       }
       args.insert(args.end(), extra_.begin(), extra_.end());
       std::vector<char*> argv;

@@ -1,0 +1,35 @@
+// The agent's side of a connection to a job's named port (the server's port proxy): the
+// port must be one the run was lent and listened on by the job's own account (not by a
+// neighbour that bound it first); then the bytes go both ways between the server's
+// stream and 127.0.0.1:PORT. What the server sends is a whole HTTP request it checked and
+// rewrote; the agent reads none of it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "core/byte_stream.h"
+#include "core/status.h"
+
+namespace gantry {
+
+// The uids of the sockets listening on `port` (TCP, IPv4 and IPv6) as /proc/net/tcp and
+// tcp6 under `proc_net` list them; empty when none listens.
+std::vector<uid_t> ListenerUids(const std::string& proc_net, int port);
+
+// Whether `port` is listened on by `uid` alone: Ok, or why not (no listener: kUnavailable;
+// another account's: kPermissionDenied).
+Status CheckPortListener(const std::string& proc_net, int port, uid_t uid);
+
+// Relays `stream` and 127.0.0.1:`port` (else [::1]:`port`) until either ends or `stop`.
+// When neither answers, the client gets a 502 naming the job's port.
+void RunPortSession(int port, const std::string& port_name, ByteStream& stream, const std::atomic<bool>& stop);
+
+// Answers a port connection that will not be relayed: an HTTP answer with `status` and
+// `why` as plain text (the browser shows it as the page).
+void RefusePortSession(ByteStream& stream, int status, const std::string& why);
+
+}  // namespace gantry
