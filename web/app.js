@@ -12,7 +12,7 @@ const routes = [
   [/^#?\/?$/, overview, 'Overview'],
   [/^#\/queue$/, queue, 'Queue'],
   [/^#\/jobs$/, jobs, 'Jobs'],
-  [/^#\/jobs\/([^/]+)$/, job, 'Job'],
+  [/^#\/jobs\/([^/?]+)(?:\?port=([a-z0-9_]+))?$/, job, 'Job'], // ?port=NAME: come to open that port
   [/^#\/nodes$/, nodes, 'Nodes'],
   [/^#\/usage$/, usage, 'Usage and bills'],
 ];
@@ -87,7 +87,7 @@ async function route() {
     showError(null);
     const t0 = performance.now();
     try {
-      await page.render(main, m.slice(1).map(decodeURIComponent), { every: (ms, fn) => every(gen, ms, fn), showError });
+      await page.render(main, m.slice(1).map((x) => (x === undefined ? undefined : decodeURIComponent(x))), { every: (ms, fn) => every(gen, ms, fn), showError });
       if (gen === generation) {
         main.dataset.loadedMs = String(Math.round(performance.now() - t0));
         main.dataset.page = title;

@@ -224,10 +224,8 @@ std::shared_ptr<ClientCommands> AddClientCommands(CLI::App& app, std::ostream& o
         int rc = 0;
         for (const std::string& i : *ids) {
           rc |= request([i](ApiClient& a) { return a.Delete("/v1/jobs/" + UrlEncode(i)); },
-                        [&out, i](const nlohmann::json& b) {
-                          if (b.value("array_job_id", "") == i) {
-                            out << fmt::format("array {}: every task not ended is cancelled\n", i);
-                          } else {
+                        [&out](const nlohmann::json& b) {
+                          if (!PrintActedOn(out, b, "cancelled", "those not ended")) {
                             out << fmt::format("job {}: {}\n", ShownJobId(b), b.value("state", ""));
                           }
                         });

@@ -90,7 +90,10 @@ void AddJobEditCommands(CLI::App& app, std::ostream& out, const ClientPlumbing& 
               [&](ApiClient& a) {
                 return a.Post(fmt::format("/v1/jobs/{}/{}", UrlEncode(id), verb), "", "text/plain");
               },
-              [&out](const nlohmann::json& b) { PrintJobLine(out, b); });
+              [&out, hold](const nlohmann::json& b) {
+                const char* note = hold ? "only pending tasks are held" : "those that were held";
+                if (!PrintActedOn(out, b, hold ? "held" : "released", note)) PrintJobLine(out, b);
+              });
         }
         return rc;
       };

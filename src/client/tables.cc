@@ -105,6 +105,19 @@ std::string Trim(std::string s, size_t width) {
 
 }  // namespace
 
+bool PrintActedOn(std::ostream& out, const nlohmann::json& answer, const char* done, const char* note) {
+  if (!answer.contains("acted_on")) return false;
+  const nlohmann::json& a = answer["acted_on"];
+  std::vector<std::string> states;
+  const nlohmann::json counts = a.value("states", nlohmann::json::object());
+  for (const auto& [state, count] : counts.items()) {
+    states.push_back(fmt::format("{} {}", count.get<int>(), state));
+  }
+  out << fmt::format("array {}: {} {} of {} tasks ({}); now {}\n", Str(a, "named"), done, Str(a, "changed"),
+                     Str(a, "tasks"), note, fmt::join(states, ", "));
+  return true;
+}
+
 std::string ShownJobId(const nlohmann::json& job) {
   if (!job.contains("array_job_id")) return job.value("id", "");
   return fmt::format("{}_{}", job.value("array_job_id", ""), job.value("array_task_id", 0));
@@ -164,6 +177,19 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   auto when = [&](const char* key) {
     return fmt::format("{} ({})", ShowTime(Str(j, key), style), Age(Str(j, key), style));
   };
+  if (j.contains("array")) {  // an array's own id: the array, then its first task
+    const nlohmann::json& a = j["array"];
+    std::vector<std::string> states;
+    const nlohmann::json counts = a.value("states", nlohmann::json::object());
+    for (const auto& [state, count] : counts.items()) {
+      states.push_back(fmt::format("{} {}", count.get<int>(), state));
+    }
+    out << fmt::format("array {}: {} tasks {}_[{}]: {}{}\n", Str(a, "job_id"), Str(a, "tasks"), Str(a, "job_id"),
+                       Str(a, "task_ids"), fmt::join(states, ", "),
+                       a.contains("limit") ? fmt::format(" (at most {} at once)", Str(a, "limit")) : "");
+    out << fmt::format("  (below: its task {}; gantry job {}_N for another, gantry jobs for them all)\n", ShownJobId(j),
+                       Str(a, "job_id"));
+  }
   out << fmt::format("job {} {}\n", ShownJobId(j), j.value("name", "").empty() ? "" : "(" + Str(j, "name") + ")");
   out << fmt::format("  state      {}{}\n", Str(j, "state"), j.contains("reason") ? ": " + Str(j, "reason") : "");
   out << fmt::format("  owner      {} / {}{}\n", Str(j, "user"), Str(j, "team"),
@@ -203,6 +229,9 @@ void PrintJob(std::ostream& out, const nlohmann::json& j, const nlohmann::json& 
   for (const auto& p : j.value("ports", nlohmann::json::array())) {
     out << (Str(p, "name") == "master"
                 ? fmt::format("  master     {}:{} (MASTER_ADDR:MASTER_PORT)\n", Str(p, "address"), Str(p, "port"))
+            : p.contains("proxy_url")
+                ? fmt::format("  port       {} {} (through the server; on the node: {})\n", Str(p, "name"),
+                              Str(p, "proxy_url"), Str(p, "url"))
                 : fmt::format("  port       {} {} (on {})\n", Str(p, "name"), Str(p, "url"), Str(p, "node")));
   }
   if (j.contains("exit_code")) out << fmt::format("  exit code  {}\n", Str(j, "exit_code"));
@@ -238,12 +267,18 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
              (q.contains("array_job_id") && Str(q, "array_job_id") + "_" + Str(q, "array_task_id") == only_id);
     };
     // An array's id: each of its waiting tasks (the id is also its first task's, which may run).
-    std::vector<const nlohmann::json*> tasks;
+    // Those kept out of the queue (held, its array's limit, a dependency) too, with why.
+    std::vector<const nlohmann::json*> tasks, kept_out;
     for (const auto& q : body["queue"]) {
       if (q.contains("array_job_id") && Str(q, "array_job_id") == only_id) tasks.push_back(&q);
     }
-    if (!tasks.empty()) {
-      out << fmt::format("array {}: {} task(s) waiting\n", only_id, tasks.size());
+    const nlohmann::json blocked_now = body.value("blocked", nlohmann::json::array());  // kept_out points into it
+    for (const auto& b : blocked_now) {
+      if (b.contains("array_job_id") && Str(b, "array_job_id") == only_id) kept_out.push_back(&b);
+    }
+    if (!tasks.empty() || !kept_out.empty()) {
+      out << fmt::format("array {}: {} task(s) waiting", only_id, tasks.size());
+      out << (kept_out.empty() ? "\n" : fmt::format(", {} kept out of the queue\n", kept_out.size()));
       for (size_t i = 0; i < tasks.size() && i < 20; ++i) {
         const nlohmann::json& q = *tasks[i];
         out << fmt::format("  {}: position {}, waiting {}: {}{}\n", ShownJobId(q), Str(q, "position"),
@@ -251,6 +286,12 @@ void PrintQueue(std::ostream& out, const nlohmann::json& body, const std::string
                            q.contains("estimated_start") ? "; starts " + Age(Str(q, "estimated_start"), style) : "");
       }
       if (tasks.size() > 20) out << fmt::format("  ... and {} more (gantry queue lists them)\n", tasks.size() - 20);
+      auto same = [](const nlohmann::json& b) { return Str(b, "reason"); };
+      nlohmann::json listed = nlohmann::json::array();  // the rows point into it
+      for (const nlohmann::json* b : kept_out) listed.push_back(*b);
+      for (const Row& row : GroupTasks(listed, same)) {
+        out << fmt::format("  {}: {}\n", DisplayId(row), Str(*row.item, "reason"));
+      }
       return;
     }
     for (const auto& q : body["queue"]) {

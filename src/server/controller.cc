@@ -92,6 +92,7 @@ void Controller::Stop() {
   }
   cv_.notify_all();
   thread_.join();
+  notifier_.Stop();  // what it still sends reports to a queue nobody reads now, while it exists
   {
     std::lock_guard<std::mutex> lock(commit_mu_);
     commit_stop_ = true;
@@ -224,8 +225,25 @@ void Controller::CarryOut(Effects& effects) {
       o.link->Stop(std::get<StopOrder>(o.order));
     }
   }
-  for (Effects::Webhook& w : effects.webhooks) notifier_.Post(w.url, std::move(w.body));
-  for (const Effects::Mail& m : effects.mails) notifier_.Mail(m.to, m.subject, m.body);
+  // A job's notification: how it went goes on the job's events.
+  auto delivery = [this](const std::string& job_id, const std::string& event, const char* via,
+                         const std::string& to) -> Notifier::Done {
+    if (job_id.empty()) return nullptr;
+    return [this, job_id, event, via, to](bool delivered, const std::string& why) {
+      Enqueue([this, job_id, event, via, to, delivered, why] {
+        state_.NotificationDelivered(job_id, event, via, to, delivered, why);
+      });
+    };
+  };
+  for (Effects::Webhook& w : effects.webhooks) {
+    // The webhook's host only: its address may be its credential (Slack's).
+    std::string host =
+        w.url.substr(0, w.url.find('/', w.url.find("://") == std::string::npos ? 0 : w.url.find("://") + 3));
+    notifier_.Post(w.url, std::move(w.body), delivery(w.job_id, w.event, "webhook", host));
+  }
+  for (const Effects::Mail& m : effects.mails) {
+    notifier_.Mail(m.to, m.subject, m.body, delivery(m.job_id, m.event, "mail", m.to));
+  }
   for (HookCall& call : effects.hooks) {
     hooks_.Run(std::move(call), [this](const HookCall& done, const CommandResult& result) {
       Enqueue([this, done, result] { state_.HookFinished(done, result); });

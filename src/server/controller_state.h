@@ -68,12 +68,15 @@ struct Effects {
     NodeLink* link = nullptr;
     std::variant<StartOrder, StopOrder> order;
   };
+  // A job's notification names its job and event, so its delivery goes on the job's events.
   struct Webhook {
     std::string url;
     nlohmann::json body;
+    std::string job_id, event;
   };
   struct Mail {
     std::string to, subject, body;
+    std::string job_id, event;
   };
   std::vector<Order> orders;
   std::vector<Webhook> webhooks;
@@ -224,6 +227,10 @@ class ControllerState {
   void ApplyKubePods(const std::vector<WatchedPod>& pods);
   // Why each pending pod waits, in the words of `gantry queue`.
   std::vector<KubePodWait> KubePodWaits();
+  // How a job's notification of `event` went (`via` mail or webhook, `to` its address or
+  // host): a notified or notify_failed event on the job.
+  void NotificationDelivered(const std::string& job_id, const std::string& event, const std::string& via,
+                             const std::string& to, bool delivered, const std::string& why);
   // A pool hook's result (the Controller ran it, off this thread).
   void HookFinished(const HookCall& call, const CommandResult& result);
   void Audit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
@@ -356,8 +363,11 @@ class ControllerState {
   // An array's tasks, one job each (their seqs); ArraySummary counts them by state.
   std::vector<uint64_t> AddArray(const Actor& who, const JobSpec& spec);
   nlohmann::json ArraySummary(uint64_t array_id) const;
-  // The tasks of array `id` when `id` names a whole array ("12", not "12_4"); else empty.
+  // The tasks `id` names when it names several: a whole array ("12", not "12_4") or a list
+  // of its tasks ("12_[4-5,7]", those that exist); else empty.
   std::vector<JobRecord*> WholeArray(const std::string& id);
+  // What an action on several tasks did, for its answer: {named, tasks, changed, states}.
+  nlohmann::json ActedOn(const std::string& named, const std::vector<JobRecord*>& tasks, size_t changed) const;
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                 const std::string& reason, TimeMs ended_ms = -1);
   void StartJob(const StartDecision& s, size_t running_index);

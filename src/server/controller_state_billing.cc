@@ -68,7 +68,7 @@ void ControllerState::Alert(const std::string& kind, const std::string& team, co
   const TeamQuota& q = quotas_->Team(team);
   std::string url = q.webhook.empty() ? quotas_->accounting.webhook : q.webhook;
   if (!url.empty()) {
-    effects_.webhooks.push_back({url, std::move(detail)});
+    effects_.webhooks.push_back({url, std::move(detail), "", ""});
   }
 }
 

@@ -40,6 +40,10 @@ std::string OtherSpelling(const std::string& field) {
 
 Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::string& action, const std::string& id) {
   JobRecord* job = Find(id);
+  if (!job) {  // "12_[4-5]": its first task stands for the list
+    std::vector<JobRecord*> listed = WholeArray(id);
+    if (!listed.empty()) job = listed.front();
+  }
   if (!job || !who.SeesTeam(job->spec->team)) {
     return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
   }
@@ -80,11 +84,17 @@ Answer ControllerState::Hold(const Actor& who, const std::string& id) {
   if (!found) return found.status();
   JobRecord& job = **found;
   if (std::vector<JobRecord*> tasks = WholeArray(id); !tasks.empty()) {
+    size_t changed = 0;
     for (JobRecord* t : tasks) {
-      if (t->state == JobState::kPending) HoldOne(who, *t);
+      if (t->state != JobState::kPending) continue;
+      std::string before = t->hold;
+      HoldOne(who, *t);
+      changed += t->hold != before;
     }
-    Audit(who, action, id, "ok", "array");
-    return ApiView(job, true);
+    Audit(who, action, id, "ok", fmt::format("{} of {} tasks", changed, tasks.size()));
+    nlohmann::json view = ApiView(job, true);
+    view["acted_on"] = ActedOn(id, tasks, changed);
+    return view;
   }
   if (job.state != JobState::kPending) {
     return Refuse(who, action, id,
@@ -103,6 +113,7 @@ Answer ControllerState::Release(const Actor& who, const std::string& id) {
   if (!found) return found.status();
   JobRecord& job = **found;
   std::vector<JobRecord*> tasks = WholeArray(id);
+  const bool several = !tasks.empty();
   if (tasks.empty()) tasks.push_back(&job);
   bool admin_hold = false, any_held = false;
   for (JobRecord* t : tasks) {
@@ -113,11 +124,16 @@ Answer ControllerState::Release(const Actor& who, const std::string& id) {
   if (admin_hold && !who.admin()) {
     return Refuse(who, action, id, Status::Denied("id", fmt::format("job {} was held by an admin", id)));
   }
+  size_t changed = 0;
   for (JobRecord* t : tasks) {
-    if (!t->hold.empty()) ReleaseOne(who, *t);
+    if (t->hold.empty()) continue;
+    ReleaseOne(who, *t);
+    ++changed;
   }
   Audit(who, action, id, "ok");
-  return ApiView(job, true);
+  nlohmann::json view = ApiView(job, true);
+  if (several) view["acted_on"] = ActedOn(id, tasks, changed);
+  return view;
 }
 
 Status ControllerState::CheckUpdate(const JobRecord& job, const YAML::Node& changes) const {

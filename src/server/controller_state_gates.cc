@@ -243,11 +243,29 @@ std::vector<uint64_t> ControllerState::AddArray(const Actor& who, const JobSpec&
 
 std::vector<JobRecord*> ControllerState::WholeArray(const std::string& id) {
   std::vector<JobRecord*> out;
+  // "12_[4-5,7]": those tasks of array 12, as Slurm's scancel and scontrol take them.
+  if (size_t bracket = id.find("_["); bracket != std::string::npos && id.back() == ']') {
+    JobRecord* head = Find(id.substr(0, bracket));
+    auto listed = ParseArraySpec(id.substr(bracket + 2, id.size() - bracket - 3));
+    if (!head || head->array_id != head->seq || !listed || listed->limit != 0) return out;
+    const std::map<int, uint64_t>& tasks = arrays_.at(head->array_id);
+    for (int task : listed->tasks) {
+      if (auto it = tasks.find(task); it != tasks.end()) out.push_back(&jobs_.at(it->second));
+    }
+    return out;
+  }
   if (id.find('_') != std::string::npos) return out;
   JobRecord* head = Find(id);
   if (!head || head->array_id != head->seq) return out;
   for (const auto& [task, seq] : arrays_.at(head->array_id)) out.push_back(&jobs_.at(seq));
   return out;
+}
+
+nlohmann::json ControllerState::ActedOn(const std::string& named, const std::vector<JobRecord*>& tasks,
+                                        size_t changed) const {
+  std::map<std::string, int> states;
+  for (const JobRecord* t : tasks) states[ToString(t->state)]++;
+  return {{"named", named}, {"tasks", tasks.size()}, {"changed", changed}, {"states", states}};
 }
 
 nlohmann::json ControllerState::ArraySummary(uint64_t array_id) const {

@@ -142,8 +142,11 @@ Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord* job = *found;
-  std::vector<JobRecord*> tasks = WholeArray(id);  // "12" of an array: every task
+  std::vector<JobRecord*> tasks = WholeArray(id);  // "12" of an array: every task; "12_[4-5]": those
+  const bool several = !tasks.empty();
   if (tasks.empty()) tasks.push_back(job);
+  size_t changed = 0;
+  for (const JobRecord* t : tasks) changed += !IsTerminal(t->state);
   std::set<std::string> dequeued;
   for (JobRecord* t : tasks) {
     if (t->state == JobState::kPending && !kept_out_.count(t->seq)) dequeued.insert(t->spec->id);
@@ -153,7 +156,9 @@ Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   for (JobRecord* t : tasks) CancelOne(*t, why);
   Audit(who, action, id, "ok", tasks.size() > 1 ? fmt::format("array of {} tasks", tasks.size()) : "");
   dirty_ = true;
-  return ApiView(*job, true);
+  nlohmann::json view = ApiView(*job, true);
+  if (several) view["acted_on"] = ActedOn(id, tasks, changed);
+  return view;
 }
 
 void ControllerState::CancelOne(JobRecord& job, const std::string& why) {

@@ -75,15 +75,24 @@ void ControllerState::NotifyJob(const JobRecord& job, const std::string& event) 
               {"job", std::move(view)}};
       if (!link.empty()) body["link"] = link;
     }
-    effects_.webhooks.push_back({webhook, std::move(body)});
+    effects_.webhooks.push_back({webhook, std::move(body), s.id, event});
   }
   if (!s.mail_user.empty()) {
     std::string text = fmt::format("{}\n\nuser: {}\nteam: {}\nstate: {}\nruns: {}\ncost: {:.4f} {}\n", message, s.user,
                                    s.team, ToString(job.state), job.runs, cost, options_.pricing.currency);
     if (job.exit_code >= 0) text += fmt::format("exit code: {}\n", job.exit_code);
     if (!link.empty()) text += link + "\n";
-    effects_.mails.push_back({s.mail_user, "[gantry] " + message, std::move(text)});
+    effects_.mails.push_back({s.mail_user, "[gantry] " + message, std::move(text), s.id, event});
   }
+}
+
+void ControllerState::NotificationDelivered(const std::string& job_id, const std::string& event, const std::string& via,
+                                            const std::string& to, bool delivered, const std::string& why) {
+  JobRecord* job = Find(job_id);
+  if (!job) return;
+  nlohmann::json detail = {{"event", event}, {"via", via}, {"to", to}};
+  if (!delivered) detail["error"] = why;
+  Event(*job, delivered ? "notified" : "notify_failed", std::move(detail));
 }
 
 }  // namespace gantry

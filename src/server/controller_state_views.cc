@@ -23,6 +23,10 @@ Answer ControllerState::GetJob(const Actor& who, const std::string& id) {
   r["currency"] = options_.pricing.currency;
   if (job->idle_flagged) r["idle"] = true;
   if (nlohmann::json use = accounting_.JobUse(id); !use.empty()) r["gpu_use"] = std::move(use);
+  // An array's own id ("12", which is also its first task's): what the array is.
+  if (job->array_id == job->seq && id.find('_') == std::string::npos && arrays_.at(job->array_id).size() > 1) {
+    r["array"] = ArraySummary(job->array_id);
+  }
   return r;
 }
 

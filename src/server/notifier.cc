@@ -1,12 +1,14 @@
 // Webhook delivery with cpp-httplib; mail through the local sendmail, fed on a pipe.
 #include "server/notifier.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/command.h"
 #include "server/job_record.h"
@@ -78,35 +80,45 @@ bool SendMail(const std::string& sendmail, const std::string& message) {
 
 Notifier::Notifier(std::string sendmail) : sendmail_(std::move(sendmail)), thread_([this] { Loop(); }) {}
 
-Notifier::~Notifier() {
+Notifier::~Notifier() { Stop(); }
+
+void Notifier::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
     stop_ = true;
   }
   cv_.notify_all();
   thread_.join();
 }
 
-void Notifier::Post(const std::string& url, nlohmann::json body) {
+void Notifier::Post(const std::string& url, nlohmann::json body, Done done) {
   if (url.empty()) return;
-  Enqueue({url, std::move(body), "", "", ""});
+  Enqueue({url, std::move(body), "", "", "", std::move(done)});
 }
 
-void Notifier::Mail(const std::string& to, const std::string& subject, const std::string& body) {
+void Notifier::Mail(const std::string& to, const std::string& subject, const std::string& body, Done done) {
   if (to.empty()) return;
-  Enqueue({"", nullptr, to, subject, body});
+  Enqueue({"", nullptr, to, subject, body, std::move(done)});
 }
 
 void Notifier::Enqueue(Message m) {
+  Message dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= kMaxQueued) {
-      (queue_.front().url.empty() ? mails_failed_ : failed_)++;
-      queue_.pop_front();
+    if (stop_) {
+      dropped = std::move(m);
+    } else {
+      if (queue_.size() >= kMaxQueued) {
+        (queue_.front().url.empty() ? mails_failed_ : failed_)++;
+        dropped = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      queue_.push_back(std::move(m));
     }
-    queue_.push_back(std::move(m));
   }
   cv_.notify_one();
+  if (dropped.done) dropped.done(false, "dropped unsent: too many messages were waiting");
 }
 
 uint64_t Notifier::sent() const {
@@ -147,7 +159,22 @@ void Notifier::Loop() {
     bool stopping = stop_;
     lock.unlock();
     bool ok = false;
-    for (int attempt = 0; attempt < (stopping ? 1 : 3) && !ok; ++attempt) ok = Deliver(m);
+    int attempts = 0;
+    while (attempts < (stopping ? 1 : 3) && !ok) {
+      ok = Deliver(m);
+      ++attempts;
+    }
+    if (!ok) {
+      // A webhook's address is a secret (Slack's is its credential): its host only.
+      std::string where = m.url.empty() ? m.to : m.url.substr(0, m.url.find('/', m.url.find("://") + 3));
+      std::fprintf(stderr, "gantry server: %s to %s failed (%d tries)\n", m.url.empty() ? "mail" : "webhook",
+                   OneLineExcerpt(where).c_str(), attempts);
+    }
+    if (m.done) {
+      m.done(ok, ok              ? ""
+                 : m.url.empty() ? fmt::format("{} did not take it ({} tries)", sendmail_, attempts)
+                                 : fmt::format("the webhook did not take it ({} tries)", attempts));
+    }
     lock.lock();
     if (m.url.empty()) {
       (ok ? mails_sent_ : mails_failed_)++;

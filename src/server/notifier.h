@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,11 +18,15 @@ class Notifier {
  public:
   // `sendmail`: the program mail goes through (`sendmail -t -oi`, the message on stdin).
   explicit Notifier(std::string sendmail = "/usr/sbin/sendmail");
-  ~Notifier();
+  ~Notifier();  // Stop()
+  // How a message went: delivered, or why not (called on the notifier's thread).
+  using Done = std::function<void(bool delivered, const std::string& why)>;
   // POSTs `body` as JSON to `url` (http:// or https://), retrying a failed send twice.
-  void Post(const std::string& url, nlohmann::json body);
+  void Post(const std::string& url, nlohmann::json body, Done done = nullptr);
   // Mails `body` to `to` (a checked plain address), retrying a failed send twice.
-  void Mail(const std::string& to, const std::string& subject, const std::string& body);
+  void Mail(const std::string& to, const std::string& subject, const std::string& body, Done done = nullptr);
+  // Sends what is queued (one try each) and stops; later messages are dropped.
+  void Stop();
   uint64_t sent() const;
   uint64_t failed() const;
   uint64_t mails_sent() const;
@@ -32,6 +37,7 @@ class Notifier {
     std::string url;  // a webhook; empty: mail
     nlohmann::json body;
     std::string to, subject, text;
+    Done done;
   };
   void Enqueue(Message m);
   bool Deliver(const Message& m) const;

@@ -80,8 +80,22 @@ TEST_F(CliFrictions, ArrayTasksAreSpokenOfByTheirArrayIds) {
   std::string cancel = Cli("cancel " + array + "_2", kAliceToken, &rc);
   ASSERT_EQ(rc, 0) << cancel;
   EXPECT_EQ(cancel, "job " + array + "_2: cancelled\n");
+  // Slurm's task lists, and the whole array by its id: what each did.
+  cancel = Cli("cancel '" + array + "_[4-5]'", kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << cancel;
+  EXPECT_EQ(cancel, "array " + array + "_[4-5]: cancelled 2 of 2 tasks (those not ended); now 2 cancelled\n");
+  std::string held = Cli("hold " + array, kAliceToken, &rc);
+  ASSERT_EQ(rc, 0) << held;
+  EXPECT_EQ(held.rfind("array " + array + ": held 2 of 6 tasks (only pending tasks are held); now ", 0), 0u) << held;
+  std::string shown = Cli("job " + array);
+  EXPECT_EQ(shown.rfind("array " + array + ": 6 tasks " + array + "_[0-5]: ", 0), 0u) << shown;
+  EXPECT_NE(shown.find("\njob " + array + "_0 (sweep)"), std::string::npos) << shown;
+  std::string explain_held = Cli("queue --explain " + array);
+  EXPECT_NE(explain_held.find("array " + array + ": 0 task(s) waiting, 2 kept out of the queue"), std::string::npos)
+      << explain_held;
+  EXPECT_NE(explain_held.find("  " + array + "_[1,3]: held ("), std::string::npos) << explain_held;
   cancel = Cli("cancel " + array, kAliceToken, &rc);
-  EXPECT_EQ(cancel, "array " + array + ": every task not ended is cancelled\n");
+  EXPECT_EQ(cancel.rfind("array " + array + ": cancelled 3 of 6 tasks (those not ended); now ", 0), 0u) << cancel;
 }
 
 TEST_F(CliFrictions, UpdateSaysWhatChangedAndJobShowsWhatItWasGiven) {

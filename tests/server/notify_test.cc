@@ -101,6 +101,21 @@ TEST(JobNotifications, TheTeamsDefaultsApplyToJobsThatNameNone) {
   EXPECT_EQ(sink.bodies()[0]["job"]["id"], bad);
 }
 
+// The detail of job `id`'s last event of `kind` (alice's), once there is one; null if none
+// comes.
+nlohmann::json EventDetail(Harness& h, const std::string& id, const std::string& kind) {
+  nlohmann::json detail;
+  WaitFor([&] {
+    h.controller->Sync();
+    auto events = h.controller->Events(kAlice, id);
+    for (const auto& e : events ? (*events)["events"] : nlohmann::json::array()) {
+      if (e["kind"] == kind) detail = e["detail"];
+    }
+    return !detail.is_null();
+  });
+  return detail;
+}
+
 TEST(JobNotifications, MailGoesThroughSendmail) {
   std::string dir = TempPath("mail");
   std::filesystem::create_directories(dir);
@@ -125,6 +140,32 @@ TEST(JobNotifications, MailGoesThroughSendmail) {
             0u)
       << text;
   EXPECT_NE(text.find("exit code: 0"), std::string::npos) << text;
+  // The delivery is on the job's events.
+  const std::string id = job.body["id"];
+  nlohmann::json notified = EventDetail(h, id, "notified");
+  ASSERT_FALSE(notified.is_null());
+  EXPECT_EQ(notified["via"], "mail");
+  EXPECT_EQ(notified["to"], "alice@example.org");
+  EXPECT_EQ(notified["event"], "end");
+}
+
+TEST(JobNotifications, AMailThatCannotBeSentIsOnTheJobsEvents) {
+  std::string dir = TempPath("mail-fails");
+  std::filesystem::create_directories(dir);
+  std::string sendmail = dir + "/sendmail";
+  std::ofstream(sendmail) << "#!/bin/sh\necho 'relay refused' >&2\nexit 75\n";
+  std::filesystem::permissions(sendmail, std::filesystem::perms::owner_all);
+  Harness h("", 3600 * 1000, [&](ControllerOptions& o) { o.sendmail = sendmail; });
+  h.Attach({MakeNode("n1", "A100-80GB", 4)});
+  ApiAnswer job = h.Submit("{gpus: 1, command: 'true', mail_user: alice@example.org, notify: [fail, end]}", kAlice);
+  ASSERT_EQ(job.status, 201) << job.body.dump();
+  h.controller->Sync();
+  const std::string id = job.body["id"];
+  ExitRun(h, id, 0);
+  nlohmann::json failed = EventDetail(h, id, "notify_failed");
+  ASSERT_FALSE(failed.is_null());
+  EXPECT_EQ(failed["via"], "mail");
+  EXPECT_NE(failed["error"].get<std::string>().find("did not take it (3 tries)"), std::string::npos) << failed.dump();
 }
 
 TEST(JobNotifications, BadSettingsAreRefusedNamingTheField) {

@@ -1,5 +1,6 @@
-// One job: its spec, placement, cost and GPU use, the events timeline, a live tail of its
-// log (rank and stream), and cancel/hold/release for its team and admins.
+// One job: its spec, placement, cost and GPU use, its named ports (opened through the
+// server's port proxy), the events timeline, a live tail of its log (rank and stream), and
+// cancel/hold/release for its team and admins.
 import { api, h, num, money, when, state, session, table, ApiError } from '../lib.js';
 
 const terminal = new Set(['succeeded', 'failed', 'cancelled']);
@@ -51,6 +52,36 @@ function timeline(events) {
   }));
 }
 
+// Who may open a job's ports: as for a session in it, its owner, its team's admins, admins.
+function mayOpen(job) {
+  const who = session.who || {};
+  return job.user === who.user || session.admin || (who.role === 'team-admin' && who.team === job.team);
+}
+
+// Opens a port of the job through the port proxy: a one-minute ticket from the API, which
+// the proxy (another origin: the job's pages never see this page's token) turns into a
+// cookie for that port alone.
+async function openPort(job, name, sameTab, ctx) {
+  try {
+    const t = await api(`/v1/jobs/${encodeURIComponent(job.id)}/ports/${encodeURIComponent(name)}/ticket`, { method: 'POST' });
+    if (sameTab) location.assign(t.url); else window.open(t.url, '_blank', 'noopener');
+    ctx.showError(null);
+  } catch (e) { ctx.showError(e); }
+}
+
+function portsView(job, ctx) {
+  const named = (job.ports || []).filter((p) => p.name !== 'master');
+  if (!named.length) return h('p', { class: 'muted' }, job.state === 'running' ? 'No named ports.' : 'Ports open while it runs.');
+  return table([
+    { title: 'Port', cell: (p) => p.name },
+    { title: 'Through the server', cell: (p) => p.proxy_url || '–' },
+    { title: 'On the node', cell: (p) => p.url },
+    { title: '', cell: (p) => (p.proxy_url && mayOpen(job) && job.state === 'running'
+      ? h('button', { type: 'button', id: `port-open-${p.name}`, onclick: () => openPort(job, p.name, false, ctx) }, `Open ${p.name}`)
+      : '') },
+  ], named, { caption: 'Named ports' });
+}
+
 // The log tail: reads on from the last offset of the chosen rank and stream.
 function logView(id, ctx) {
   const rank = h('select', { id: 'log-rank' }, h('option', { value: '0' }, 'rank 0'));
@@ -86,7 +117,7 @@ function logView(id, ctx) {
     h('label', { for: 'log-stream' }, 'Stream', stream)), pre) };
 }
 
-export async function render(main, [id], ctx) {
+export async function render(main, [id, askedPort], ctx) {
   let job;
   try {
     job = await api(`/v1/jobs/${encodeURIComponent(id)}`);
@@ -101,7 +132,11 @@ export async function render(main, [id], ctx) {
   const head = h('h1', {});
   const actions = h('div', { class: 'toolbar', role: 'group', 'aria-label': 'Job actions' });
   const details = h('div');
+  const ports = h('div');
   const events = h('div');
+  // Sent here by the port proxy (no cookie for the port yet): one click opens it.
+  const asked = askedPort ? h('p', { class: 'card', id: 'port-asked' }, `Open port ${askedPort} of job ${id}? `,
+    h('button', { type: 'button', id: 'port-continue', onclick: () => openPort(job, askedPort, true, ctx) }, `Open ${askedPort}`)) : '';
   const log = logView(id, ctx);
   const act = (label, method, path, confirmText, cls) => h('button', {
     type: 'button', class: cls, id: `job-${label.toLowerCase()}`,
@@ -123,10 +158,12 @@ export async function render(main, [id], ctx) {
     details.replaceChildren(h('div', { class: 'grid2' },
       h('section', { class: 'card' }, h('h2', {}, 'Spec'), specList(job)),
       h('section', {}, h('h2', {}, 'Placement'), placementTable(job), h('h2', {}, 'GPU use'), gpuUse(job))));
+    ports.replaceChildren(portsView(job, ctx));
     events.replaceChildren(timeline(ev.events));
     await log.poll();
   }
   await refresh();
-  main.replaceChildren(head, actions, details, h('h2', {}, 'Log'), log.el, h('h2', {}, 'Events'), events);
+  main.replaceChildren(head, asked, actions, details, h('h2', {}, 'Ports'), ports, h('h2', {}, 'Log'), log.el,
+    h('h2', {}, 'Events'), events);
   ctx.every(3000, refresh);
 }
