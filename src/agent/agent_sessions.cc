@@ -100,7 +100,8 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
       return RefusePortSession(*stream, mine.code() == StatusCode::kPermissionDenied ? 403 : 502,
                                fmt::format("job {}'s port '{}': {}", order.job_id, target->port_name, mine.message()));
     }
-    return RunPortSession(target->port, target->port_name, *stream, *stop);
+    return RunPortSession(target->port, target->port_name, PortToken(options_.state_dir, order.job_id, order.run),
+                          *stream, *stop);
   }
   if (order.kind == StreamKind::kAttach) {
     const std::string exit_file = target->run_exit_file;
@@ -163,6 +164,7 @@ Expected<SessionTarget> LocalAgent::SessionTargetFor(const StreamOrder& order) {
   t.shim = options_.shim;
   t.user = account->user;
   t.env = JobEnvironment(o, dir + "/checkpoint");
+  if (!o.ports.empty()) t.env["GANTRY_PORT_TOKEN"] = PortToken(options_.state_dir, o.job_id, o.run);
   t.env.insert(r.mps_env.begin(), r.mps_env.end());
   t.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
   if (options_.cgroups) {

@@ -16,6 +16,7 @@
 
 #include "agent/cgroups.h"
 #include "agent/mount_check.h"
+#include "agent/port_session.h"
 #include "agent/process.h"
 #include "core/host.h"
 #include "core/job_logs.h"
@@ -436,6 +437,7 @@ bool LocalAgent::Launch(const StartOrder& o, const Account& account, const std::
   req.command = o.spec->command;
   req.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
   req.env = JobEnvironment(o, checkpoint);
+  if (!o.ports.empty()) req.env["GANTRY_PORT_TOKEN"] = PortToken(options_.state_dir, o.job_id, o.run);
   req.env.insert(mps_env.begin(), mps_env.end());
   // Each run and rank writes its own logs (agent-owned; the job writes through the
   // descriptors it inherits), so a restart or another rank never mixes into them.

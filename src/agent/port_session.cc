@@ -2,12 +2,17 @@
 // connection to it on the node's loopback, and the relay.
 #include "agent/port_session.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "core/encoding.h"
 #include "net/stream_upgrade.h"
 
 namespace gantry {
@@ -62,7 +67,43 @@ void RefusePortSession(ByteStream& stream, int status, const std::string& why) {
                   kWriteTimeoutMs);
 }
 
-void RunPortSession(int port, const std::string& port_name, ByteStream& stream, const std::atomic<bool>& stop) {
+std::string PortToken(const std::string& state_dir, const std::string& job_id, int run) {
+  const std::string path = state_dir + "/port-token.key";
+  std::string key;
+  if (std::ifstream in(path); in) std::getline(in, key);
+  if (key.size() < 32) {
+    key = NewToken();
+    std::string tmp = path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      bool wrote = ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
+      ::close(fd);
+      // Another session may have made one first: theirs wins, and is read back.
+      if (wrote && ::link(tmp.c_str(), path.c_str()) != 0) {
+        if (std::ifstream in(path); in) std::getline(in, key);
+      }
+      ::unlink(tmp.c_str());
+    }
+  }
+  const std::string what = fmt::format("port-token:{}:{}", job_id, run);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(what.data()),
+       what.size(), mac, &size);
+  std::string hex;
+  for (unsigned int i = 0; i < size && i < 20; ++i) hex += fmt::format("{:02x}", mac[i]);
+  return hex;
+}
+
+void RunPortSession(int port, const std::string& port_name, const std::string& token, ByteStream& stream,
+                    const std::atomic<bool>& stop) {
+  // The request's head, as the server rewrote it: the run's token goes in after its first line.
+  std::string head, rest;
+  if (!ReadHttpHead(stream, 64 * 1024, kWriteTimeoutMs, &head, &rest)) {
+    return RefusePortSession(stream, 502, "the request did not arrive whole");
+  }
+  size_t line_end = head.find("\r\n") + 2;
+  head.insert(line_end, fmt::format("Authorization: token {}\r\nX-Gantry-Port-Token: {}\r\n", token, token));
   HttpConnectionOptions options;
   options.connect_timeout = std::chrono::seconds(5);
   Expected<int> fd = ConnectTcp({"http", "127.0.0.1", port, ""}, options);
@@ -73,6 +114,7 @@ void RunPortSession(int port, const std::string& port_name, ByteStream& stream, 
                                          port, fd.status().message()));
   }
   FdStream upstream(*fd);
+  if (!upstream.WriteAll(head + rest, kWriteTimeoutMs)) return;
   Relay(stream, upstream, kWriteTimeoutMs, 0, &stop);
 }
 

@@ -190,7 +190,13 @@ Expected<std::pair<std::string, std::string>> PortsUrls(const ServerOptions& o, 
   auto theirs = SplitServerAddress(ports);
   auto ours = SplitServerAddress(dashboard);
   if (!theirs) return Status::Invalid("--ports-url", "not a URL: " + ports);
-  if (ours && theirs->scheme == ours->scheme && theirs->host == ours->host && theirs->port == ours->port) {
+  // Hosts as a browser compares them: case and a trailing dot aside.
+  auto host = [](std::string h) {
+    for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    while (!h.empty() && h.back() == '.') h.pop_back();
+    return h;
+  };
+  if (ours && theirs->scheme == ours->scheme && host(theirs->host) == host(ours->host) && theirs->port == ours->port) {
     return Status::Invalid("--ports-url", "is the dashboard's own origin (" + dashboard +
                                               "): jobs' pages would read its tokens; give the ports another host "
                                               "or port");
@@ -436,7 +442,9 @@ int RunServer(const ServerOptions& o, std::ostream& out, std::ostream& err) {
       return fail(Status::Invalid("--ports-listen", "expected HOST:PORT or off, got '" + o.ports_listen + "'"), 2);
     }
     PortProxyOptions popts{.limits = hopts->limits, .tls = hopts->tls};
-    popts.limits.max_body_bytes = 8 << 20;  // a notebook's file uploads
+    // A notebook's uploads come in chunks of 1 MiB (as JSON); bodies are read before a
+    // request is checked (cookies reach no body gate), so no larger.
+    popts.limits.max_body_bytes = 2 << 20;
     IdentityService* signed_in = identity.get();
     ports = std::make_unique<PortProxy>(
         controller, streams,

@@ -13,6 +13,7 @@
 
 #include "client/session_client.h"
 #include "client/submit_spec.h"
+#include "client/time_display.h"
 #include "core/encoding.h"
 
 namespace gantry {
@@ -75,7 +76,15 @@ bool WaitUntilRunning(ApiClient& api, const std::string& id, std::ostream& err) 
           if (j.value("id", "") != id) continue;
           why = j.value("reason", "");
           if (j.contains("estimated_start") && j["estimated_start"].is_string()) {
-            why += " (estimated start " + j["estimated_start"].get<std::string>() + ")";
+            // In local time with its age, once (the reason may name the time already).
+            const std::string at = j["estimated_start"];
+            TimeStyle style = CurrentTimeStyle(false);
+            std::string shown = fmt::format("{} ({})", ShowTime(at, style), Age(at, style));
+            if (size_t in = why.find(at); in != std::string::npos) {
+              why.replace(in, at.size(), shown);
+            } else {
+              why += " (estimated start " + shown + ")";
+            }
           }
         }
       }

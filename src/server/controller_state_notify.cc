@@ -26,6 +26,13 @@ std::string Headline(const JobRecord& job, const std::string& event) {
 }  // namespace
 
 Status ControllerState::CheckNotifyTarget(const Actor& who, const JobSpec& spec) const {
+  // Events with no one to tell (no address, no webhook, none the team's) are refused, not
+  // silently told to no one.
+  if (!spec.notify.empty() && spec.mail_user.empty() && spec.webhook.empty() &&
+      TeamOf(spec.team).notify_webhook.empty()) {
+    return Status::Invalid("notify", fmt::format("no one to tell of {}: give --mail-user ADDRESS or --webhook URL",
+                                                 fmt::join(spec.notify, ",")));
+  }
   // Mail this server cannot send is refused at submit, not dropped at the job's end.
   if (!spec.mail_user.empty() && ::access(options_.sendmail.c_str(), X_OK) != 0) {
     return Status::Precondition(

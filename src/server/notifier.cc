@@ -20,7 +20,8 @@ namespace {
 constexpr size_t kMaxQueued = 1000;
 constexpr int kMailTimeoutS = 30;
 
-bool SendWebhook(const std::string& url, const std::string& body) {
+// Each sender gives why a message did not go ("" when it went).
+std::string SendWebhook(const std::string& url, const std::string& body) {
   size_t scheme = url.find("://");
   size_t path_at = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
   std::string origin = path_at == std::string::npos ? url : url.substr(0, path_at);
@@ -30,19 +31,21 @@ bool SendWebhook(const std::string& url, const std::string& body) {
   client.set_read_timeout(5);
   client.set_write_timeout(5);
   auto res = client.Post(path, body, "application/json");
-  return res && res->status >= 200 && res->status < 300;
+  if (!res) return "no answer: " + httplib::to_string(res.error());
+  if (res->status < 200 || res->status >= 300) return fmt::format("it answered HTTP {}", res->status);
+  return "";
 }
 
-// Runs `sendmail -t -oi` with the message on its stdin; true when it exits 0 in time.
-bool SendMail(const std::string& sendmail, const std::string& message) {
-  if (::access(sendmail.c_str(), X_OK) != 0) return false;
+// Runs `sendmail -t -oi` with the message on its stdin; it went when it exits 0 in time.
+std::string SendMail(const std::string& sendmail, const std::string& message) {
+  if (::access(sendmail.c_str(), X_OK) != 0) return sendmail + " is not an executable file";
   int in[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return false;
+  if (::pipe2(in, O_CLOEXEC) != 0) return "no pipe to it";
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(in[0]);
     ::close(in[1]);
-    return false;
+    return "it could not be started";
   }
   if (pid == 0) {
     ::dup2(in[0], 0);
@@ -69,11 +72,14 @@ bool SendMail(const std::string& sendmail, const std::string& message) {
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      return false;
+      return fmt::format("it did not finish in {} s", kMailTimeoutS);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return wrote && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!wrote) return "it did not read the message";
+  if (WIFSIGNALED(status)) return fmt::format("it was killed by signal {}", WTERMSIG(status));
+  if (WEXITSTATUS(status) != 0) return fmt::format("it exited with status {}", WEXITSTATUS(status));
+  return "";
 }
 
 }  // namespace
@@ -141,7 +147,7 @@ uint64_t Notifier::mails_failed() const {
   return mails_failed_;
 }
 
-bool Notifier::Deliver(const Message& m) const {
+std::string Notifier::Deliver(const Message& m) const {
   if (!m.url.empty()) return SendWebhook(m.url, m.body.dump(-1, ' ', false, kReplaceBadUtf8));
   // Header values on one line (no header injection).
   std::string message = "To: " + OneLineExcerpt(m.to) + "\nSubject: " + OneLineExcerpt(m.subject) +
@@ -158,22 +164,23 @@ void Notifier::Loop() {
     queue_.pop_front();
     bool stopping = stop_;
     lock.unlock();
-    bool ok = false;
+    std::string why = "not sent";
     int attempts = 0;
-    while (attempts < (stopping ? 1 : 3) && !ok) {
-      ok = Deliver(m);
+    while (attempts < (stopping ? 1 : 3) && !why.empty()) {
+      why = Deliver(m);
       ++attempts;
     }
+    const bool ok = why.empty();
     if (!ok) {
       // A webhook's address is a secret (Slack's is its credential): its host only.
       std::string where = m.url.empty() ? m.to : m.url.substr(0, m.url.find('/', m.url.find("://") + 3));
-      std::fprintf(stderr, "gantry server: %s to %s failed (%d tries)\n", m.url.empty() ? "mail" : "webhook",
-                   OneLineExcerpt(where).c_str(), attempts);
+      std::fprintf(stderr, "gantry server: %s to %s failed (%d tries): %s\n", m.url.empty() ? "mail" : "webhook",
+                   OneLineExcerpt(where).c_str(), attempts, OneLineExcerpt(why).c_str());
     }
     if (m.done) {
-      m.done(ok, ok              ? ""
-                 : m.url.empty() ? fmt::format("{} did not take it ({} tries)", sendmail_, attempts)
-                                 : fmt::format("the webhook did not take it ({} tries)", attempts));
+      m.done(ok, ok ? ""
+                    : fmt::format("{} did not take it ({} tries): {}", m.url.empty() ? sendmail_ : "the webhook",
+                                  attempts, why));
     }
     lock.lock();
     if (m.url.empty()) {

@@ -40,7 +40,8 @@ class Notifier {
     Done done;
   };
   void Enqueue(Message m);
-  bool Deliver(const Message& m) const;
+  // Why the message did not go; "" when it went.
+  std::string Deliver(const Message& m) const;
   void Loop();
 
   std::string sendmail_;

@@ -71,7 +71,8 @@ bool PlainWord(const std::string& s) {
 
 // A port connection's first exchange: the rewritten request to the job's port, and its
 // answer's head (1xx heads before it passed on as they come) to the browser.
-PortRelay Exchange(const std::string& request, bool upgrade, ByteStream& client, ByteStream& agent) {
+PortRelay Exchange(const std::string& request, const std::string& prefix, bool upgrade, ByteStream& client,
+                   ByteStream& agent) {
   auto bad_gateway = [&client](const std::string& why) {
     client.WriteAll(RenderResponse(502, "text/plain; charset=utf-8", "gantry: " + why + "\n", true), kWriteTimeoutMs);
     return PortRelay::kEnd;
@@ -82,7 +83,7 @@ PortRelay Exchange(const std::string& request, bool upgrade, ByteStream& client,
     if (!ReadHttpHead(agent, kMaxAnswerHead, kAnswerWaitMs, &head, &rest)) {
       return bad_gateway("the job's port gave no answer (nothing, or a head over 64 KiB, within 120 s)");
     }
-    std::optional<BrowserAnswer> answer = BrowserAnswerHead(head, upgrade);
+    std::optional<BrowserAnswer> answer = BrowserAnswerHead(head, upgrade, prefix);
     if (!answer) return bad_gateway("the job's port answered something that is not HTTP/1.1");
     if (!client.WriteAll(answer->head, kWriteTimeoutMs)) return PortRelay::kEnd;
     if (answer->status >= 200 || answer->status == 101) {
@@ -271,10 +272,10 @@ void PortProxy::Handle(const httplib::Request& req, httplib::Response& res) {
   order.kind = StreamKind::kPort;
   order.port = target->port;
   std::string request = UpstreamRequest(req, prefix.substr(0, prefix.size() - 1), upgrade, options_.tls != nullptr);
-  bool taken = HttpFront::TakeOver([this, who = *who, target = *target, order, request = std::move(request),
+  bool taken = HttpFront::TakeOver([this, who = *who, target = *target, order, request = std::move(request), prefix,
                                     upgrade](std::unique_ptr<ByteStream> c) {
-    hub_.Start(who, target, order, std::move(c), [request, upgrade](ByteStream& client, ByteStream& agent) {
-      return Exchange(request, upgrade, client, agent);
+    hub_.Start(who, target, order, std::move(c), [request, prefix, upgrade](ByteStream& client, ByteStream& agent) {
+      return Exchange(request, prefix, upgrade, client, agent);
     });
   });
   if (!taken) {

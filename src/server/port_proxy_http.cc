@@ -49,7 +49,8 @@ const std::set<std::string>& DroppedRequestHeaders() {
                                               "remote_addr",
                                               "remote_port",
                                               "local_addr",
-                                              "local_port"};
+                                              "local_port",
+                                              "x-gantry-port-token"};
   return names;
 }
 
@@ -66,6 +67,39 @@ std::vector<std::string_view> CookiePairs(std::string_view header) {
     header.remove_prefix(semi + 1);
   }
   return pairs;
+}
+
+// A job's cookie as the browser may keep it: none in Gantry's name or without a name, none
+// for a Domain (a parent domain's cookies reach the dashboard), and its Path inside the
+// port's prefix (the dashboard and other ports may share the host: cookies ignore ports).
+std::optional<std::string> ScopedCookie(std::string_view value, std::string_view prefix) {
+  size_t semi = value.find(';');
+  std::string_view pair = Trim(value.substr(0, semi));
+  size_t eq = pair.find('=');
+  if (eq == std::string_view::npos || Trim(pair.substr(0, eq)).empty() || IsGantryCookie(pair.substr(0, eq))) {
+    return std::nullopt;
+  }
+  std::string out(pair);
+  bool path_given = false;
+  for (std::string_view rest = semi == std::string_view::npos ? "" : value.substr(semi + 1); !rest.empty();) {
+    size_t next = rest.find(';');
+    std::string_view attribute = Trim(rest.substr(0, next));
+    rest = next == std::string_view::npos ? "" : rest.substr(next + 1);
+    std::string lower = Lower(attribute.substr(0, attribute.find('=')));
+    lower = std::string(Trim(lower));
+    if (lower == "domain") return std::nullopt;
+    if (lower == "path") {
+      std::string_view path = Trim(attribute.substr(attribute.find('=') + 1));
+      path_given = true;
+      // Outside the prefix (or climbing out of it): the prefix itself.
+      bool inside = path.substr(0, prefix.size()) == prefix && path.find("..") == std::string_view::npos;
+      out += "; Path=" + std::string(inside ? path : prefix);
+      continue;
+    }
+    if (!attribute.empty()) out += "; " + std::string(attribute);
+  }
+  if (!path_given) out += "; Path=" + std::string(prefix);
+  return out;
 }
 
 }  // namespace
@@ -136,7 +170,7 @@ std::string UpstreamRequest(const httplib::Request& req, const std::string& pref
   return out;
 }
 
-std::optional<BrowserAnswer> BrowserAnswerHead(std::string_view head, bool upgrade_asked) {
+std::optional<BrowserAnswer> BrowserAnswerHead(std::string_view head, bool upgrade_asked, std::string_view prefix) {
   if (head.size() < 4 || head.substr(head.size() - 4) != "\r\n\r\n") return std::nullopt;
   head.remove_suffix(2);  // each line below ends in \r\n
   // A CR or LF that does not end a line (or a NUL) could split a line in the browser's reading.
@@ -171,7 +205,12 @@ std::optional<BrowserAnswer> BrowserAnswerHead(std::string_view head, bool upgra
     std::string name = Lower(line.substr(0, colon));
     if (name.find_first_of(" \t") != std::string::npos) return std::nullopt;
     std::string_view value = Trim(line.substr(colon + 1));
-    if (name == "set-cookie" && IsGantryCookie(value.substr(0, value.find('=')))) continue;
+    if (name == "set-cookie") {
+      std::optional<std::string> scoped = ScopedCookie(value, prefix);
+      if (!scoped) continue;
+      answer.head += "Set-Cookie: " + *scoped + "\r\n";
+      continue;
+    }
     if (!upgraded && (name == "connection" || name == "keep-alive")) continue;
     answer.head += std::string(line) + "\r\n";
   }

@@ -34,9 +34,10 @@ struct BrowserAnswer {
   int status = 0;
   std::string head;  // status line and headers, ending in a blank line
 };
-// The job's answer head (up to and with its blank line) for the browser: Set-Cookie of
-// gantry_* names dropped; not an upgrade: Connection: close. Nothing when the head is not
-// HTTP/1.x with a three-digit status, or a header line has no name.
-std::optional<BrowserAnswer> BrowserAnswerHead(std::string_view head, bool upgrade_asked);
+// The job's answer head (up to and with its blank line) for the browser: cookies kept to
+// the port's path `prefix` ("/jobs/ID/ports/NAME/"; none of gantry_* names, nameless or for
+// a Domain); not an upgrade: Connection: close. Nothing when the head is not HTTP/1.x with
+// a three-digit status, or a header line has no name.
+std::optional<BrowserAnswer> BrowserAnswerHead(std::string_view head, bool upgrade_asked, std::string_view prefix);
 
 }  // namespace gantry

@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   for (bool upgrade : {false, true}) {
-    auto answer = gantry::BrowserAnswerHead(bytes, upgrade);
+    auto answer = gantry::BrowserAnswerHead(bytes, upgrade, "/jobs/7/ports/web/");
     if (!answer) continue;
     const std::string& head = answer->head;
     if (answer->status < 100 || answer->status > 999) std::abort();
@@ -24,6 +24,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string lower = head;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower.find("\r\nset-cookie: gantry_") != std::string::npos) std::abort();
+    for (size_t at = lower.find("\r\nset-cookie: "); at != std::string::npos;
+         at = lower.find("\r\nset-cookie: ", at + 1)) {
+      std::string line = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
+      size_t path = line.find("; Path=");
+      if (path == std::string::npos || line.compare(path + 7, 18, "/jobs/7/ports/web/") != 0) std::abort();
+      // No Domain attribute (a name "domain", whatever its case and spaces).
+      for (size_t semi = line.find(';'); semi != std::string::npos; semi = line.find(';', semi + 1)) {
+        std::string name = line.substr(semi + 1, line.find_first_of("=;", semi + 1) - semi - 1);
+        std::string trimmed;
+        for (char c : name) {
+          if (c != ' ' && c != '\t') trimmed += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        if (trimmed == "domain") std::abort();
+      }
+    }
     if (!(upgrade && answer->status == 101) && lower.find("\r\nconnection: close\r\n") == std::string::npos)
       std::abort();
   }

@@ -14,6 +14,14 @@ namespace {
 
 class ContainerSessions : public Containers {
  protected:
+  // Containers outlive their server: each test's job is cancelled (its container removed).
+  void TearDown() override {
+    for (const std::string& id : started_) {
+      server_->Client(kAliceToken).Delete("/v1/jobs/" + id);
+      WaitFor(id, "cancelled");
+    }
+  }
+  std::vector<std::string> started_;
   // A container job that serves /index.html at its port's prefix with busybox's httpd.
   std::string Serving() {
     std::string id =
@@ -25,6 +33,7 @@ class ContainerSessions : public Containers {
                  "/tmp/www$GANTRY_PORT_WEB_PREFIX/index.html && exec busybox httpd -f -p 127.0.0.1:$GANTRY_PORT_WEB "
                  "-h /tmp/www"}})
             .value("id", "");
+    started_.push_back(id);
     EXPECT_EQ(WaitFor(id, "running"), "running") << Job(id).dump();
     return id;
   }

@@ -165,7 +165,9 @@ TEST(JobNotifications, AMailThatCannotBeSentIsOnTheJobsEvents) {
   nlohmann::json failed = EventDetail(h, id, "notify_failed");
   ASSERT_FALSE(failed.is_null());
   EXPECT_EQ(failed["via"], "mail");
-  EXPECT_NE(failed["error"].get<std::string>().find("did not take it (3 tries)"), std::string::npos) << failed.dump();
+  EXPECT_NE(failed["error"].get<std::string>().find("did not take it (3 tries): it exited with status 75"),
+            std::string::npos)
+      << failed.dump();
 }
 
 TEST(JobNotifications, BadSettingsAreRefusedNamingTheField) {
@@ -181,6 +183,7 @@ TEST(JobNotifications, BadSettingsAreRefusedNamingTheField) {
   EXPECT_EQ(field("webhook: 'ftp://127.0.0.1/x'"), "webhook");
   EXPECT_EQ(field("webhook: 'http://127.0.0.1/$(reboot) x'"), "webhook");
   EXPECT_EQ(field("notify_format: teams"), "notify_format");
+  EXPECT_EQ(field("notify: [end]"), "notify") << "events with no one to tell";
   EXPECT_EQ(field("mail_user: 'alice; rm -rf /'"), "mail_user");
   EXPECT_EQ(field("mail_user: 'a@b@c'"), "mail_user");
   EXPECT_TRUE(Api(h.controller->ListJobs(kAdmin, {})).body["jobs"].empty());

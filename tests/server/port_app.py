@@ -66,7 +66,8 @@ class App(http.server.BaseHTTPRequestHandler):
             body, kind = PAGE.encode(), "text/html; charset=utf-8"
         else:
             body = json.dumps({"path": self.path, "method": self.command, "headers": dict(self.headers.items()),
-                               "body": body_in.decode(errors="replace"), "prefix": PREFIX}).encode()
+                               "body": body_in.decode(errors="replace"), "prefix": PREFIX,
+                               "token": os.environ.get("GANTRY_PORT_TOKEN", "")}).encode()
             kind = "application/json"
         self.send_response(200)
         self.send_header("Content-Type", kind)

@@ -13,21 +13,25 @@
 namespace gantry {
 namespace {
 
+constexpr char kPrefix[] = "/jobs/7/ports/web/";
+
 TEST(PortProxyHttp, AnswerHeadsLoseGantrysCookiesAndKeepAlive) {
   auto a = BrowserAnswerHead(
       "HTTP/1.1 200 OK\r\nSet-Cookie: gantry_port=x; Path=/\r\nSet-Cookie: GANTRY_other=1\r\nSet-Cookie: app=1\r\n"
       "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\n",
-      false);
+      false, kPrefix);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->status, 200);
-  EXPECT_EQ(a->head, "HTTP/1.1 200 OK\r\nSet-Cookie: app=1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
-  auto up =
-      BrowserAnswerHead("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", true);
+  EXPECT_EQ(a->head,
+            "HTTP/1.1 200 OK\r\nSet-Cookie: app=1; Path=/jobs/7/ports/web/\r\nContent-Length: 2\r\nConnection: "
+            "close\r\n\r\n");
+  auto up = BrowserAnswerHead("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+                              true, kPrefix);
   ASSERT_TRUE(up);
   EXPECT_EQ(up->status, 101);
   EXPECT_NE(up->head.find("Connection: Upgrade\r\n"), std::string::npos);
   EXPECT_EQ(up->head.find("close"), std::string::npos);
-  EXPECT_EQ(BrowserAnswerHead("HTTP/1.0 204 No Content\r\n\r\n", false)->head,
+  EXPECT_EQ(BrowserAnswerHead("HTTP/1.0 204 No Content\r\n\r\n", false, kPrefix)->head,
             "HTTP/1.0 204 No Content\r\nConnection: close\r\n\r\n");
 }
 
@@ -39,7 +43,29 @@ TEST(PortProxyHttp, HostileAnswerHeadsAreRefused) {
         "HTTP/1.1 200 OK\r\nX: 1\r\n",  // no blank line
         "HTTP/1.0 103 Early\r(Link: x\r\n\r\n", "HTTP/1.1 200 OK\r\nX: a\nSet-Cookie: gantry_port=1\r\n\r\n",
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"}) {
-    EXPECT_FALSE(BrowserAnswerHead(head, false)) << head;  // the 101: not asked for
+    EXPECT_FALSE(BrowserAnswerHead(head, false, kPrefix)) << head;  // the 101: not asked for
+  }
+}
+
+TEST(PortProxyHttp, AJobsCookiesStayInsideItsPortsPath) {
+  auto cookies = [](const std::string& set) {
+    auto a = BrowserAnswerHead("HTTP/1.1 200 OK\r\n" + set + "\r\n\r\n", false, kPrefix);
+    return a ? a->head : "refused";
+  };
+  const std::string ok = "HTTP/1.1 200 OK\r\n";
+  EXPECT_EQ(cookies("Set-Cookie: _xsrf=1; Path=/jobs/7/ports/web/lab; HttpOnly"),
+            ok + "Set-Cookie: _xsrf=1; Path=/jobs/7/ports/web/lab; HttpOnly\r\nConnection: close\r\n\r\n");
+  // Paths outside the prefix (the dashboard's, another port's, a climb out) become the prefix.
+  for (const char* path : {"/", "/v1/auth/refresh", "/jobs/8/ports/web/", "/jobs/7/ports/web/../../8/"}) {
+    EXPECT_EQ(cookies(std::string("Set-Cookie: a=1; Path=") + path),
+              ok + "Set-Cookie: a=1; Path=/jobs/7/ports/web/\r\nConnection: close\r\n\r\n")
+        << path;
+  }
+  EXPECT_EQ(cookies("Set-Cookie: a=1"), ok + "Set-Cookie: a=1; Path=/jobs/7/ports/web/\r\nConnection: close\r\n\r\n");
+  // A Domain, no name, or Gantry's names: dropped.
+  for (const char* set : {"Set-Cookie: a=1; Domain=example.org", "Set-Cookie: =gantry_port=x; Path=/jobs/",
+                          "Set-Cookie: gantry_refresh=x; Path=/v1/auth/refresh", "Set-Cookie: noequals"}) {
+    EXPECT_EQ(cookies(set), ok + "Connection: close\r\n\r\n") << set;
   }
 }
 

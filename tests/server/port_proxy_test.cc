@@ -18,23 +18,29 @@ TEST_F(JobPorts, AJobsAppAnswersThroughTheServerWithoutGantrysCredentials) {
   PortJob job = StartPortApp(*server_, kAliceToken);
   ASSERT_FALSE(job.proxy_url.empty());
   EXPECT_EQ(job.proxy_url.find(server_->address()), std::string::npos) << "another origin than the dashboard's";
-  RawAnswer a = ProxyGet(job.ports_url, job.path + "data?x=1&y=%20z",
-                         std::string("Authorization: Bearer ") + kAliceToken +
-                             "\r\nCookie: gantry_port=forged; app=2\r\nX-Forwarded-For: 6.6.6.6\r\n");
+  RawAnswer a = ProxyGet(
+      job.ports_url, job.path + "data?x=1&y=%20z",
+      std::string("Authorization: Bearer ") + kAliceToken +
+          "\r\nCookie: gantry_port=forged; app=2\r\nX-Forwarded-For: 6.6.6.6\r\nX-Gantry-Port-Token: mine\r\n");
   ASSERT_EQ(a.status, 200) << a.head << a.body;
   nlohmann::json seen = nlohmann::json::parse(a.body);
   EXPECT_EQ(seen["path"], job.path + "data?x=1&y=%20z") << "the path as sent, prefix kept";
   EXPECT_EQ(seen["prefix"], "/jobs/" + job.id + "/ports/web") << "the job knows its base URL";
   const nlohmann::json& h = seen["headers"];
-  EXPECT_FALSE(h.contains("Authorization")) << h.dump();
   EXPECT_EQ(h.value("Cookie", ""), "app=2") << "the job's own cookies only";
   EXPECT_EQ(h.value("X-Forwarded-For", ""), "127.0.0.1") << "not the client's claim";
   EXPECT_EQ(h.value("X-Forwarded-Prefix", ""), "/jobs/" + job.id + "/ports/web");
   EXPECT_EQ(h.value("Connection", ""), "close");
+  // The run's token, which only the job and the proxy's node know: the app can tell the
+  // proxy's requests from other processes' on the node.
+  const std::string token = seen["token"];
+  EXPECT_EQ(token.size(), 40u) << seen.dump();
+  EXPECT_EQ(h.value("Authorization", ""), "token " + token);
+  EXPECT_EQ(h.value("X-Gantry-Port-Token", ""), token) << "not the client's";
   // The answer: the job's cookie in Gantry's name is dropped, its own kept; one request a
   // connection.
   EXPECT_FALSE(a.HasHeader("Set-Cookie: gantry_port=from-the-job; Path=/")) << a.head;
-  EXPECT_TRUE(a.HasHeader("Set-Cookie: app=1; Path=/")) << a.head;
+  EXPECT_TRUE(a.HasHeader("Set-Cookie: app=1; Path=" + job.path)) << "kept to its port's path: " << a.head;
   EXPECT_TRUE(a.HasHeader("Connection: close")) << a.head;
   // A body goes through whole.
   std::string body(200000, 'b');

@@ -24,10 +24,12 @@ namespace gantry::testing {
 // must not kill the test process with SIGPIPE.
 inline const bool kSigpipeIgnored = (signal(SIGPIPE, SIG_IGN), true);
 
-// The ports a test's node lends its jobs: a range of 50 of its own for each test process and
-// node (`slot` 0-3), so jobs with ports in tests that run side by side do not meet.
+// The ports a test's node lends its jobs: a range of 50 of its own for each test process,
+// server started in it (slot 0; its agents: 1-3 of the same), so jobs with ports in tests
+// that run side by side, or one after another while the last one's jobs die, do not meet.
+inline int g_test_servers = 0;  // servers started by this process (counted before each forks)
 inline std::string TestPortRange(int slot) {
-  int first = 10000 + static_cast<int>(getpid() % 50) * 200 + slot * 50;
+  int first = 10000 + static_cast<int>((getpid() + g_test_servers) % 50) * 200 + slot * 50;
   return std::to_string(first) + "-" + std::to_string(first + 49);
 }
 
@@ -114,6 +116,8 @@ class ServerProcess {
     std::string ready = dir_ + "/ready";
     std::filesystem::remove(ready);
     address_.clear();
+    const std::string ports = TestPortRange(0);
+    ++g_test_servers;
     pid_ = fork();
     if (pid_ == 0) {
       std::string log = dir_ + "/server.log";
@@ -135,7 +139,7 @@ class ServerProcess {
       } else {
         args.insert(args.end(), {"--standalone", "--fake-gpus", fake_gpus_});
       }
-      if (fake_gpus_ != "" && !given("--ports")) args.insert(args.end(), {"--ports", TestPortRange(0)});
+      if (fake_gpus_ != "" && !given("--ports")) args.insert(args.end(), {"--ports", ports});
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -216,6 +220,7 @@ class AgentProcess {
       : dir_(std::move(dir)), node_(std::move(node_id)), gpus_(std::move(fake_gpus)), extra_(std::move(extra)) {}
   ~AgentProcess() { Kill(SIGKILL); }
   void Start(const std::string& server) {
+    const std::string ports = TestPortRange(node_ == "node-a" ? 1 : node_ == "node-b" ? 2 : 3);
     pid_ = fork();
     if (pid_ == 0) {
       std::string log = dir_ + "/agent-" + node_ + ".log";
@@ -229,7 +234,7 @@ class AgentProcess {
         args.insert(args.end(), {"--token", AgentToken(node_)});
       }
       if (std::find(extra_.begin(), extra_.end(), "--ports") == extra_.end()) {
-        args.insert(args.end(), {"--ports", TestPortRange(node_ == "node-a" ? 1 : node_ == "node-b" ? 2 : 3)});
+        args.insert(args.end(), {"--ports", ports});
       }
       args.insert(args.end(), extra_.begin(), extra_.end());
       std::vector<char*> argv;
