@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <sstream>
 
@@ -123,6 +124,30 @@ void HintScriptHere(const SubmitFlags& f, std::ostream& err) {
       << "give ./" << program << " (and chmod +x it), or sh " << program << "\n";
 }
 
+// A Slurm batch script's #SBATCH lines (before its first command, as sbatch reads them) are
+// not read here: said, with the first of them, so resources are not silently left out.
+void HintSbatchLines(const SubmitFlags& f, std::ostream& err) {
+  if (f.command.empty()) return;
+  size_t at = (f.command[0] == "sh" || f.command[0] == "bash") && f.command.size() > 1 ? 1 : 0;
+  const std::string& script = f.command[at];
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(script, ec)) return;
+  std::ifstream in(script);
+  std::vector<std::string> directives;
+  std::string line;
+  for (int n = 0; n < 1000 && std::getline(in, line); ++n) {
+    if (line.rfind("#SBATCH", 0) == 0) {
+      directives.push_back(line);
+    } else if (!line.empty() && line[0] != '#') {
+      break;
+    }
+  }
+  if (directives.empty()) return;
+  err << "hint: gantry does not read " << script << "'s #SBATCH lines (" << directives.size()
+      << "): give them as gantry submit flags (docs/SLURM.md: -G, -N, -J, --time-limit, -p as --priority...), e.g. "
+      << TerminalSafe(directives[0]) << "\n";
+}
+
 // Submits; a refused jobs file is dry-run to list every bad line. Returns the exit status.
 int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>& specs, bool json, std::ostream& out,
            std::ostream& err) {
@@ -164,6 +189,7 @@ int Submit(ApiClient& api, const SubmitFlags& f, const std::vector<LabeledSpec>&
     PrintSubmitted(out, a->body);
     HintWithoutTime(specs[0].spec, err);
     HintScriptHere(f, err);
+    HintSbatchLines(f, err);
     if (specs[0].spec["hold_gpus"] && !a->body.contains("array")) {
       const std::string id = a->body.value("id", "");
       err << fmt::format(

@@ -139,5 +139,22 @@ TEST_F(CliFrictions, AScriptWithoutDotSlashIsHintedAndItsErrorShown) {
   EXPECT_NE(logs.find("train.sh: not found"), std::string::npos) << logs;
 }
 
+TEST_F(CliFrictions, ASlurmScriptsSbatchLinesAreSaidToBeUnread) {
+  std::string dir = TempPath("sbatch-lines");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/train.sh") << "#!/bin/sh\n#SBATCH --gres=gpu:2\n#SBATCH -t 2:00:00\necho training\n"
+                                   << "#SBATCH --late-one-is-not-a-directive\n";
+  std::string out;
+  RunCommand(fmt::format("cd {} && GANTRY_SERVER={} GANTRY_TOKEN={} {} submit -g 1 -t T4 --estimate 1m -- sh "
+                         "train.sh 2>&1",
+                         dir, server_->address(), kAliceToken, GANTRY_BINARY),
+             &out);
+  EXPECT_NE(out.find("hint: gantry does not read train.sh's #SBATCH lines (2): give them as gantry submit flags"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("e.g. #SBATCH --gres=gpu:2\n"), std::string::npos) << out;
+  EXPECT_EQ(WaitFor(JobIdIn(out), "succeeded"), "succeeded") << "the job itself runs: " << out;
+}
+
 }  // namespace
 }  // namespace gantry::testing
