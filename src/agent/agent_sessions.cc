@@ -113,10 +113,10 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
   }
   // A run that ended while the session was being set up ends it at once.
   if (RunEndedStatus(key) != -2) *stop = true;
-  RunExecSession(order, *target, *stream, *stop);
-  if (order.end_job) {
-    OnAgentThread<bool>([this, key]() -> Expected<bool> {
-      EndHold(key);
+  int status = RunExecSession(order, *target, *stream, *stop);
+  if (order.end_job) {  // gantry shell: the hold ends with its session, and as it did (salloc's command)
+    OnAgentThread<bool>([this, key, status]() -> Expected<bool> {
+      EndHold(key, status < 0 ? 1 : status);
       return true;
     });
   }
@@ -195,10 +195,11 @@ int LocalAgent::RunEndedStatus(const std::string& key) {
   return status ? *status : -1;
 }
 
-void LocalAgent::EndHold(const std::string& key) {
+void LocalAgent::EndHold(const std::string& key, int exit_code) {
   auto it = runs_.find(key);
   if (it == runs_.end() || it->second.pid > 0) return;  // only a run that holds GPUs without a process
   it->second.ends_at_ms = Now();
+  it->second.hold_exit = exit_code;
 }
 
 }  // namespace gantry

@@ -561,7 +561,7 @@ void LocalAgent::Poll() {
   std::vector<std::pair<std::string, int>> ended;
   for (auto& [key, r] : runs_) {
     if (r.pid == 0) {
-      if (r.ends_at_ms >= 0 && now >= r.ends_at_ms) ended.emplace_back(key, 0);
+      if (r.ends_at_ms >= 0 && now >= r.ends_at_ms) ended.emplace_back(key, r.hold_exit);
       continue;
     }
     // Stopping: SIGKILL at the deadline, or as soon as the job says its checkpoint is saved.

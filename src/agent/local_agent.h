@@ -101,6 +101,7 @@ class LocalAgent : public NodeLink {
     std::string stop_reason;
     std::vector<AssignedGpu> gpus;
     std::string stderr_log;  // why a container runtime failed is its last line
+    int hold_exit = 0;       // a hold's exit status when it ends (gantry shell's: its session's)
   };
   // The account a job runs under (empty user: the agent's own), or why it may not run.
   struct Account {
@@ -153,7 +154,7 @@ class LocalAgent : public NodeLink {
   // Ends every session (hangs up their commands) and joins their threads.
   void EndSessions();
   // gantry shell's session ended: the run that only holds GPUs ends now.
-  void EndHold(const std::string& key);
+  void EndHold(const std::string& key, int exit_code);
   // A run's end (Exited) ends its sessions: their stop flags by run key.
   void EndRunSessions(const std::string& key);
   ThreadSet session_threads_;

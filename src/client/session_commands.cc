@@ -225,10 +225,12 @@ void AddSessionCommands(CLI::App& app, std::ostream& out, std::ostream& err, con
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        if (state == "cancelled" || state == "failed") {
+        // The hold ends as its session did (salloc's job: its command's exit status).
+        const bool as_session = state == "succeeded" || (state == "failed" && code > 0);
+        if (!as_session && (state == "cancelled" || state == "failed")) {
           err << "gantry: job " << id << " " << state << (reason.empty() ? "" : ": " + reason) << "\n";
         } else {
-          err << "gantry: job " << id << " released its GPUs\n";
+          err << "gantry: job " << id << " released its GPUs" << (code > 0 ? fmt::format(" ({})", state) : "") << "\n";
         }
         return code;
       };

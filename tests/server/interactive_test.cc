@@ -161,9 +161,10 @@ TEST_F(Interactive, ShellAllocatesRunsTheShellAndGivesTheGpusBackWithIt) {
   EXPECT_EQ(rc, 4) << out;
   std::string id = JobIdIn(out);
   EXPECT_NE(out.find("inside " + id + " GPU-fake-t4-"), std::string::npos) << out;
-  EXPECT_NE(out.find("released its GPUs"), std::string::npos) << out;
-  std::string state = WaitFor(id, "succeeded");
-  EXPECT_TRUE(state == "succeeded" || state == "cancelled") << state;
+  EXPECT_NE(out.find("released its GPUs (failed)"), std::string::npos) << out;
+  // The job ends as its shell did, as salloc's does.
+  EXPECT_EQ(WaitFor(id, "failed"), "failed");
+  EXPECT_EQ(Json(server_->Client(kAliceToken).Get("/v1/jobs/" + id)).value("exit_code", -1), 4);
   EXPECT_EQ(JsonIn(Cli("jobs -o json --state running"))["total"], 0) << "nothing holds the GPUs after the shell";
   // A plain hold says how to use what it holds.
   std::string held = Cli("submit -g 1 -t T4 --hold-gpus 5m");
