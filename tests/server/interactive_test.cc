@@ -54,8 +54,8 @@ TEST_F(Interactive, ATerminalFollowsTheWindowAndCtrlCReachesTheCommand) {
   std::string id = HeldGpu();
   auto s = Open(ExecPath(id,
                          {"sh", "-c",
-                          "stty size; read x; stty size; echo ready; "
-                          "trap 'echo got-int; exit 7' INT; while :; do sleep 0.1; done"},
+                          "stty size; read x; stty size; trap 'echo got-int; exit 7' INT; "
+                          "echo ready; while :; do sleep 0.1; done"},  // the trap is set before Ctrl-C can come
                          true, "&cols=100&rows=40"));
   ASSERT_TRUE(s);
   SessionSeen seen;
