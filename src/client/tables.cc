@@ -141,8 +141,12 @@ void PrintJobs(std::ostream& out, const nlohmann::json& body, const TimeStyle& s
     out << "(no jobs)\n";
     return;
   }
+  // Tasks in one row share their state, reason and hold, and whether they ran (a cancelled
+  // array's tasks that ran, and were billed, are not hidden among those that never started).
   auto same = [](const nlohmann::json& j) {
-    return j.contains("placement") ? "" : Str(j, "state") + "\n" + Str(j, "reason") + "\n" + Str(j, "held");
+    return j.contains("placement") ? ""
+                                   : Str(j, "state") + "\n" + Str(j, "reason") + "\n" + Str(j, "held") + "\n" +
+                                         (Str(j, "started_at").empty() ? "" : "ran");
   };
   std::vector<Row> rows = GroupTasks(body["jobs"], same);
   // Columns as wide as what they hold (names are cut only past 40 characters).

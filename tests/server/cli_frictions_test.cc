@@ -96,6 +96,10 @@ TEST_F(CliFrictions, ArrayTasksAreSpokenOfByTheirArrayIds) {
   EXPECT_NE(explain_held.find("  " + array + "_[1,3]: held ("), std::string::npos) << explain_held;
   cancel = Cli("cancel " + array, kAliceToken, &rc);
   EXPECT_EQ(cancel.rfind("array " + array + ": cancelled 3 of 6 tasks (those not ended); now ", 0), 0u) << cancel;
+  // The task that ran (and was billed) keeps a row of its own among those that never started.
+  ASSERT_EQ(WaitFor(array, "cancelled"), "cancelled");
+  std::string jobs = Cli("jobs --state cancelled");
+  EXPECT_NE(jobs.find("\n" + array + "_0 "), std::string::npos) << jobs;
 }
 
 TEST_F(CliFrictions, UpdateSaysWhatChangedAndJobShowsWhatItWasGiven) {
