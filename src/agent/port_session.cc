@@ -1,4 +1,4 @@
-// Connections to a job's named port: who listens on it (from /proc/net/tcp and tcp6), the
+// Connections to a job's named port: whether the job's account listens on it, the
 // connection to it on the node's loopback, and the relay.
 #include "agent/port_session.h"
 
@@ -8,11 +8,12 @@
 #include <openssl/hmac.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
+#include <map>
+#include <mutex>
 
 #include "core/encoding.h"
+#include "core/local_listener.h"
 #include "net/stream_upgrade.h"
 
 namespace gantry {
@@ -20,32 +21,11 @@ namespace gantry {
 namespace {
 
 constexpr int kWriteTimeoutMs = 30000;
-constexpr char kListenState[] = "0A";  // TCP_LISTEN in /proc/net/tcp's `st` column
 
 }  // namespace
 
-std::vector<uid_t> ListenerUids(const std::string& proc_net, int port) {
-  std::vector<uid_t> uids;
-  for (const char* file : {"/tcp", "/tcp6"}) {
-    std::ifstream in(proc_net + file);
-    std::string line;
-    std::getline(in, line);  // the column titles
-    while (std::getline(in, line)) {
-      std::istringstream words(line);
-      std::string slot, local, remote, state, queues, timer, retransmits;
-      unsigned long uid = 0;
-      if (!(words >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid)) continue;
-      size_t colon = local.rfind(':');
-      if (state != kListenState || colon == std::string::npos) continue;
-      if (std::strtol(local.c_str() + colon + 1, nullptr, 16) != port) continue;
-      uids.push_back(static_cast<uid_t>(uid));
-    }
-  }
-  return uids;
-}
-
 Status CheckPortListener(const std::string& proc_net, int port, uid_t uid) {
-  std::vector<uid_t> uids = ListenerUids(proc_net, port);
+  std::vector<uid_t> uids = LoopbackListenerUids(port, proc_net);
   if (uids.empty()) {
     return Status(StatusCode::kUnavailable, fmt::format("nothing listens on port {} yet", port));
   }
@@ -67,9 +47,16 @@ void RefusePortSession(ByteStream& stream, int status, const std::string& why) {
                   kWriteTimeoutMs);
 }
 
-std::string PortToken(const std::string& state_dir, const std::string& job_id, int run) {
+namespace {
+
+// This node's key for port tokens, read (or made: 0600) once per state directory.
+std::string NodeKey(const std::string& state_dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> keys;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string& key = keys[state_dir];
+  if (!key.empty()) return key;
   const std::string path = state_dir + "/port-token.key";
-  std::string key;
   if (std::ifstream in(path); in) std::getline(in, key);
   if (key.size() < 32) {
     key = NewToken();
@@ -78,13 +65,20 @@ std::string PortToken(const std::string& state_dir, const std::string& job_id, i
     if (fd >= 0) {
       bool wrote = ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
       ::close(fd);
-      // Another session may have made one first: theirs wins, and is read back.
+      // Another agent process may have made one first: theirs wins, and is read back.
       if (wrote && ::link(tmp.c_str(), path.c_str()) != 0) {
         if (std::ifstream in(path); in) std::getline(in, key);
       }
       ::unlink(tmp.c_str());
     }
   }
+  return key;
+}
+
+}  // namespace
+
+std::string PortToken(const std::string& state_dir, const std::string& job_id, int run) {
+  const std::string key = NodeKey(state_dir);
   const std::string what = fmt::format("port-token:{}:{}", job_id, run);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;

@@ -16,12 +16,9 @@
 
 namespace gantry {
 
-// The uids of the sockets listening on `port` (TCP, IPv4 and IPv6) as /proc/net/tcp and
-// tcp6 under `proc_net` list them; empty when none listens.
-std::vector<uid_t> ListenerUids(const std::string& proc_net, int port);
-
-// Whether `port` is listened on by `uid` alone: Ok, or why not (no listener: kUnavailable;
-// another account's: kPermissionDenied).
+// Whether `port` is listened on by `uid` alone where loopback reaches it
+// (core/local_listener.h): Ok, or why not (no listener: kUnavailable; another account's:
+// kPermissionDenied).
 Status CheckPortListener(const std::string& proc_net, int port, uid_t uid);
 
 // The secret a run's apps know its proxied requests by (GANTRY_PORT_TOKEN): an HMAC of the

@@ -14,9 +14,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "client/local_listener.h"
 #include "client/session_file.h"
 #include "core/config_dir.h"
+#include "core/local_listener.h"
 #include "core/yaml_util.h"
 #include "net/leader_follower.h"
 #include "net/plain_http_connection.h"

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "core/clock.h"
+#include "core/notify.h"
 
 namespace gantry {
 
@@ -237,9 +238,7 @@ void Controller::CarryOut(Effects& effects) {
   };
   for (Effects::Webhook& w : effects.webhooks) {
     // The webhook's host only: its address may be its credential (Slack's).
-    std::string host =
-        w.url.substr(0, w.url.find('/', w.url.find("://") == std::string::npos ? 0 : w.url.find("://") + 3));
-    notifier_.Post(w.url, std::move(w.body), delivery(w.job_id, w.event, "webhook", host));
+    notifier_.Post(w.url, std::move(w.body), delivery(w.job_id, w.event, "webhook", UrlHost(w.url)));
   }
   for (const Effects::Mail& m : effects.mails) {
     notifier_.Mail(m.to, m.subject, m.body, delivery(m.job_id, m.event, "mail", m.to));

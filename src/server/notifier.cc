@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "core/command.h"
+#include "core/notify.h"
 #include "server/job_record.h"
 
 namespace gantry {
@@ -173,7 +174,7 @@ void Notifier::Loop() {
     const bool ok = why.empty();
     if (!ok) {
       // A webhook's address is a secret (Slack's is its credential): its host only.
-      std::string where = m.url.empty() ? m.to : m.url.substr(0, m.url.find('/', m.url.find("://") + 3));
+      std::string where = m.url.empty() ? m.to : UrlHost(m.url);
       std::fprintf(stderr, "gantry server: %s to %s failed (%d tries): %s\n", m.url.empty() ? "mail" : "webhook",
                    OneLineExcerpt(where).c_str(), attempts, OneLineExcerpt(why).c_str());
     }

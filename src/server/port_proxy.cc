@@ -8,7 +8,9 @@
 #include <cctype>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/encoding.h"
+#include "core/html_util.h"
 #include "server/http_reply.h"
 #include "server/port_proxy_http.h"
 
@@ -24,26 +26,6 @@ constexpr int kWriteTimeoutMs = 30000;
 constexpr char kCookie[] = "gantry_port";
 constexpr char kTicketPurpose[] = "port-ticket";
 constexpr char kCookiePurpose[] = "port-cookie";
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // A browser's navigation (it shows the page we answer), not a script's or a tool's call.
 bool FromBrowserNavigation(const httplib::Request& req) {
@@ -162,7 +144,7 @@ Expected<nlohmann::json> PortProxy::IssueTicket(const Actor& who, const std::str
                                                 const std::string& id, const std::string& name) {
   auto target = controller_.FindStreamTarget(who, id, StreamKind::kPort, 0, name, "port ticket");
   if (!target) return target.status();
-  const int64_t expires = WallMs() + kTicketMs;
+  const int64_t expires = WallClock().NowMs() + kTicketMs;
   nlohmann::json sealed = {{"t", token}, {"team", team}, {"j", target->job_id},
                            {"p", name},  {"e", expires}, {"n", NewToken()}};
   std::string url = AddressOf(target->job_id, name) + "?gantry_ticket=" + box_.Seal(sealed.dump(), kTicketPurpose);
@@ -173,7 +155,7 @@ Expected<nlohmann::json> PortProxy::IssueTicket(const Actor& who, const std::str
 
 bool PortProxy::FirstUse(const std::string& nonce, int64_t expires_ms) {
   std::lock_guard<std::mutex> lock(used_mu_);
-  const int64_t now = WallMs();
+  const int64_t now = WallClock().NowMs();
   for (auto it = used_tickets_.begin(); it != used_tickets_.end();) {
     it = it->second < now ? used_tickets_.erase(it) : std::next(it);
   }
@@ -195,13 +177,14 @@ void PortProxy::Redeem(const httplib::Request& req, httplib::Response& res, cons
   const std::string expired = "This link to the job's port has expired or was used already.";
   std::optional<std::string> plain = box_.Open(req.get_param_value("gantry_ticket"), kTicketPurpose);
   nlohmann::json t = plain ? nlohmann::json::parse(*plain, nullptr, false) : nlohmann::json();
-  if (!t.is_object() || t.value("j", "") != id || t.value("p", "") != name || t.value("e", int64_t{0}) < WallMs() ||
-      !FirstUse(t.value("n", ""), t.value("e", int64_t{0}))) {
+  if (!t.is_object() || t.value("j", "") != id || t.value("p", "") != name ||
+      t.value("e", int64_t{0}) < WallClock().NowMs() || !FirstUse(t.value("n", ""), t.value("e", int64_t{0}))) {
     return RefuseBrowser(res, 401, expired, id);
   }
   std::optional<Actor> who = check_(t.value("t", ""), t.value("team", ""), req.remote_addr);
   if (!who) return RefuseBrowser(res, 401, "The token this link was made with is no longer valid.", id);
-  nlohmann::json cookie = {{"t", t["t"]}, {"team", t["team"]}, {"j", id}, {"p", name}, {"e", WallMs() + kCookieMs}};
+  nlohmann::json cookie = {
+      {"t", t["t"]}, {"team", t["team"]}, {"j", id}, {"p", name}, {"e", WallClock().NowMs() + kCookieMs}};
   const bool secure = options_.tls || ports_url_.rfind("https://", 0) == 0;
   res.set_header("Set-Cookie", fmt::format("{}={}; Path={}; Max-Age={}; HttpOnly; SameSite=Lax{}", kCookie,
                                            box_.Seal(cookie.dump(), kCookiePurpose), prefix, kCookieMs / 1000,
@@ -221,7 +204,8 @@ std::optional<Actor> PortProxy::Caller(const httplib::Request& req, const std::s
   for (const std::string& value : CookieValues(req, kCookie)) {
     std::optional<std::string> plain = box_.Open(value, kCookiePurpose);
     nlohmann::json c = plain ? nlohmann::json::parse(*plain, nullptr, false) : nlohmann::json();
-    if (!c.is_object() || c.value("j", "") != id || c.value("p", "") != name || c.value("e", int64_t{0}) < WallMs()) {
+    if (!c.is_object() || c.value("j", "") != id || c.value("p", "") != name ||
+        c.value("e", int64_t{0}) < WallClock().NowMs()) {
       continue;
     }
     if (auto who = check_(c.value("t", ""), c.value("team", ""), req.remote_addr)) return who;

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <string>
 
-#include "client/local_listener.h"
 #include "command_util.h"
+#include "core/local_listener.h"
 #include "loopback.h"
 
 namespace gantry::testing {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "agent/port_session.h"
+#include "core/local_listener.h"
 #include "server/controller_harness.h"
 
 namespace gantry {
@@ -92,8 +93,8 @@ TEST(PortSession, ListenersAreFoundWithTheirAccounts) {
          "tm->when retrnsmt   uid  timeout inode\n"
       << "   0: 00000000000000000000000000000000:4E21 00000000000000000000000000000000:0000 0A 00000000:00000000 "
          "00:00000000 00000000     0        0 3 1 0 100 0 0 10 0\n";
-  EXPECT_EQ(ListenerUids(dir, 20001), (std::vector<uid_t>{65534, 0}));
-  EXPECT_TRUE(ListenerUids(dir, 20002).empty());
+  EXPECT_EQ(LoopbackListenerUids(20001, dir), (std::vector<uid_t>{65534, 0}));
+  EXPECT_TRUE(LoopbackListenerUids(20002, dir).empty());
   EXPECT_EQ(CheckPortListener(dir, 20001, 65534).code(), StatusCode::kPermissionDenied) << "root listens too";
   EXPECT_EQ(CheckPortListener(dir, 20002, 1000).code(), StatusCode::kUnavailable);
   std::filesystem::remove_all(dir);

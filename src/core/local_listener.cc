@@ -1,9 +1,10 @@
 // Reads /proc/net/tcp{,6} for the owner of a listening socket.
-#include "client/local_listener.h"
+#include "core/local_listener.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -31,10 +32,9 @@ bool LoopbackOrAny(const std::string& hex) {
 
 }  // namespace
 
-bool LoopbackListenerOwnedBy(const std::string& host, int port, uid_t uid, const std::string& proc_net) {
-  if (!IsLoopbackHost(host)) return false;
+std::vector<uid_t> LoopbackListenerUids(int port, const std::string& proc_net) {
   const std::string want_port = fmt::format("{:04X}", port);
-  bool owned = false, foreign = false;
+  std::vector<uid_t> owners;
   for (const char* table : {"tcp", "tcp6"}) {
     std::ifstream in(proc_net + "/" + table);
     std::string line;
@@ -46,13 +46,18 @@ bool LoopbackListenerOwnedBy(const std::string& host, int port, uid_t uid, const
       if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> owner)) continue;
       auto colon = local.find(':');
       if (state != kListen || colon == std::string::npos || local.substr(colon + 1) != want_port) continue;
-      if (!LoopbackOrAny(local.substr(0, colon))) continue;
-      (static_cast<uid_t>(owner) == uid ? owned : foreign) = true;
+      if (LoopbackOrAny(local.substr(0, colon))) owners.push_back(static_cast<uid_t>(owner));
     }
   }
+  return owners;
+}
+
+bool LoopbackListenerOwnedBy(const std::string& host, int port, uid_t uid, const std::string& proc_net) {
+  if (!IsLoopbackHost(host)) return false;
   // Two listeners on one port (SO_REUSEPORT, or v4 and v6 by different accounts): the
   // connection could reach either, so both must be the owner's.
-  return owned && !foreign;
+  std::vector<uid_t> owners = LoopbackListenerUids(port, proc_net);
+  return !owners.empty() && std::all_of(owners.begin(), owners.end(), [uid](uid_t o) { return o == uid; });
 }
 
 }  // namespace gantry
