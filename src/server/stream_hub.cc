@@ -35,8 +35,16 @@ std::string QuotedCommand(const std::vector<std::string>& words) {
       return c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'';
     });
     if (!out.empty()) out += ' ';
-    out += plain ? w : nlohmann::json(w).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-    if (out.size() > kMaxAuditCommand) return out.substr(0, kMaxAuditCommand) + "...";
+    if (plain) {
+      out += w;
+    } else {
+      out += nlohmann::json(w).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    }
+    if (out.size() > kMaxAuditCommand) {
+      out.resize(kMaxAuditCommand);
+      out += "...";
+      break;
+    }
   }
   return out;
 }
@@ -130,10 +138,12 @@ void StreamHub::Start(const Actor& who, const StreamTarget& target, StreamOrder 
   const bool port = order.kind == StreamKind::kPort;
   const std::string slot = SlotOf(who.user, port);
   if (!port) {
-    std::string what = order.kind == StreamKind::kExec
-                           ? fmt::format("exec{} {}", order.tty ? " (tty)" : "",
-                                         order.command.empty() ? "login shell" : QuotedCommand(order.command))
-                           : ToString(order.kind);
+    std::string what = ToString(order.kind);
+    if (order.kind == StreamKind::kExec) {
+      std::string command = "login shell";
+      if (!order.command.empty()) command = QuotedCommand(order.command);
+      what = fmt::format("exec{} {}", order.tty ? " (tty)" : "", command);
+    }
     controller_.RecordAudit(
         who, fmt::format("session {}", ToString(order.kind)), target.shown_id, "ok",
         fmt::format("{} on node {} (session {})", what, target.node_id, order.session.substr(0, 8)));
