@@ -81,7 +81,9 @@ case $cmd in
     valid_name "$id"
     [[ $seconds =~ ^[0-9]+$ ]] || { echo "fake-cloud: bad seconds '$seconds'" >&2; exit 2; }
     alive "$id" || { echo "fake-cloud: node $id is not running" >&2; exit 1; }
-    echo "$seconds" >"$dir/nodes/$id/notice"
+    # Whole or not at all: an agent that looked between the creation and the write would
+    # read an empty notice (2 minutes).
+    echo "$seconds" >"$dir/nodes/$id/notice.new" && mv "$dir/nodes/$id/notice.new" "$dir/nodes/$id/notice"
     echo "$(date -u +%FT%T.%3NZ) $id reclaim notice ($seconds s)" >>"$dir/events.log"
     (sleep "$seconds"; "$0" kill "$id") </dev/null >/dev/null 2>&1 &
     ;;
