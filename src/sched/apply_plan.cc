@@ -8,7 +8,7 @@
 
 namespace gantry {
 
-void ApplyPlan(const Plan& plan, Snapshot& snap) {
+void ApplyPlan(const Plan& plan, Snapshot& snap, OrderedQueue* queue) {
   for (const MigChange& c : plan.mig_changes) {
     Gpu& gpu = snap.nodes[c.node].gpus[c.gpu];
     std::erase_if(gpu.mig_instances, [&](const MigInstance& m) {
@@ -16,24 +16,16 @@ void ApplyPlan(const Plan& plan, Snapshot& snap) {
     });
     for (const MigPlacement& p : c.create) gpu.mig_instances.push_back({p, ""});
   }
-  std::vector<bool> started(snap.pending.size(), false);
   for (const Preemption& p : plan.preemptions) snap.running[p.running_index].stop_at_ms = p.stop_at_ms;
   for (const StartDecision& s : plan.starts) {
-    started[s.pending_index] = true;
     const PendingJob& job = snap.pending[s.pending_index];
     RunningJob r{job.spec, snap.now_ms, s.placement, job.submit_ms};
     r.attained_gpu_ms = job.attained_gpu_ms;
     r.evictions = job.evictions;
     snap.running.push_back(std::move(r));
   }
-  size_t kept = 0;
-  for (size_t i = 0; i < snap.pending.size(); ++i) {
-    if (!started[i]) {
-      if (kept != i) snap.pending[kept] = std::move(snap.pending[i]);
-      ++kept;
-    }
-  }
-  snap.pending.resize(kept);
+  OrderedQueue unordered;  // with no keys, it only takes the started jobs out
+  (queue ? *queue : unordered).TakeStarted(snap.pending, plan);
 }
 
 std::vector<std::string> RequeueStopped(Snapshot& snap) {

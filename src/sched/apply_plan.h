@@ -7,13 +7,15 @@
 #include <string>
 
 #include "core/gpu_catalog.h"
+#include "sched/ordered_queue.h"
 #include "sched/plan.h"
 
 namespace gantry {
 
 // Applies `plan` (made from `snap`) to `snap` at snap.now_ms: starts move to running,
-// MIG layouts change, victims of preemption get their stop time.
-void ApplyPlan(const Plan& plan, Snapshot& snap);
+// MIG layouts change, victims of preemption get their stop time. With `queue` (the one
+// that ordered snap.pending), the started jobs leave through it, so its keys follow.
+void ApplyPlan(const Plan& plan, Snapshot& snap, OrderedQueue* queue = nullptr);
 
 // Moves running jobs whose stop time has come back to the queue, keeping their submit
 // time and counting the eviction; returns their ids.

@@ -27,6 +27,7 @@ class FairShareLedger {
   // u(t + dt) = u(t) * 2^(-dt/h) + r * h / ln 2 * (1 - 2^(-dt/h)).
   void Advance(TimeMs now, const std::map<std::string, double>& rates);
   const std::map<std::string, double>& usage() const { return usage_; }
+  TimeMs last_advanced() const { return last_; }  // -1: never
 
  private:
   DurationMs half_life_ms_;

@@ -205,7 +205,7 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
 void ControllerState::SetQuotas(std::shared_ptr<const QuotaConfig> quotas) {
   quotas_ = std::move(quotas);
   engine_ = std::make_unique<Engine>(options_.config.catalog, options_.config.scheduler, quotas_.get());
-  last_reorder_ = -1;  // weights and guarantees changed: re-sort at the next cycle
+  queue_.Invalidate();  // weights and guarantees changed: re-sort at the next cycle
   dirty_ = true;
 }
 

@@ -23,8 +23,10 @@
 #include "protocol/node_link.h"
 #include "sched/engine.h"
 #include "sched/fair_share.h"
+#include "sched/ordered_queue.h"
 #include "sched/queue_order.h"
 #include "sched/runtime_predictor.h"
+#include "sched/team_clocks.h"
 #include "server/accounting.h"
 #include "server/auth.h"
 #include "server/autoscaling.h"
@@ -249,6 +251,10 @@ class ControllerState {
   // A scheduling cycle; due when dirty() (something changed since the last one).
   void Cycle();
   bool dirty() const { return dirty_; }
+  // When a team's clock next reaches a threshold the engine acts on (the starvation bound,
+  // reclaim), with nothing else happening; kNever: none. The server's tick cycles every
+  // second anyway; a clock that jumps from event to event (a simulation) cycles there.
+  TimeMs NextClockThreshold() const { return team_clocks_.NextThreshold(options_.config.scheduler, now_); }
 
   // What the inputs since the last call produced: the store batch and the effects.
   struct Output {
@@ -283,9 +289,6 @@ class ControllerState {
   // predictor; waiting jobs get its prediction when they enter the queue and, after new
   // runs were learnt, at the next tick.
   void LearnRun(const JobRecord& job);
-  // Since when each team (of `waiting`, the teams with queued jobs) has had jobs waiting
-  // and no GPU (the engine's starvation guard).
-  void TrackStarvation(const std::set<std::string>& waiting);
   JobSpecPtr WithPrediction(const JobSpecPtr& spec) const;
   void RefreshPredictions();
   bool KnowsNode(const std::string& node_id) const { return node_index_.count(node_id) > 0; }
@@ -426,14 +429,14 @@ class ControllerState {
   // The node index and GPU of (node id, GPU index); {-1, null} when there is none.
   std::pair<int, Gpu*> LocateGpu(const std::string& node_id, int gpu);
   void WriteGpuMetrics(MetricsWriter& w) const;
-  // The pending queue kept in order across cycles (controller_state_queue.cc).
-  void OrderPending(bool force_reorder = false);
-  void Reorder();
-  QueueContext Context() const;
-  void Nominate(const std::string& id);
-  // Moves a pending entry to the unordered tail (its key changed); returns it there.
-  PendingJob& MoveToTail(size_t pending_index);
-  void DropStarted(const Plan& plan);
+  // The pending queue in order for a cycle (queue_, sched/ordered_queue.h), and the teams'
+  // clocks the engine reads (controller_state_queue.cc). Views and dry runs only merge the
+  // new jobs in (MergeNewPending): reading the queue never re-keys it, so what a user
+  // looks at does not change what the next cycle decides.
+  QueuePolicy QueuePolicyNow() const;
+  void OrderPending();
+  void MergeNewPending();
+  void UpdateTeamClocks();
   // What follows from the accounting (controller_state_billing.cc).
   Status RecoverAccounting(std::vector<Allocation> open);
   void OpenLedger(const JobRecord& job, const Placement& placement);
@@ -524,23 +527,15 @@ class ControllerState {
   std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
   TimeMs last_history_ms_ = -1;  // when SampleHistory last took a sample
   RuntimePredictor predictor_;
-  std::map<std::string, TimeMs> starving_since_;   // team -> jobs waiting, no GPU, since
   uint64_t predictor_version_ = 0;                 // runs learnt
   uint64_t predicted_version_ = 0;                 // runs learnt when the waiting jobs got their predictions
   std::set<std::pair<int, int>> mps_fault_holds_;  // (node index, GPU) held back after an MPS fault
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;
-  std::map<std::string, TimeMs> below_since_;
-  // snap_.pending[0, ordered_) is in queue order with keys pending_keys_ (as of the last
-  // re-sort, like Slurm's PriorityCalcPeriod); jobs after it arrived since the last cycle.
-  std::vector<QueueEntry> pending_keys_;
-  size_t ordered_ = 0;
-  TimeMs last_reorder_ = -1;
-  std::map<std::string, double> factors_;
-  std::map<std::string, int> guarantee_levels_;
-  std::map<std::string, int> keyed_tiers_;  // GuaranteeTiers as of the last reorder
-  bool dirty_ = true;                       // something changed since the last cycle
-  uint64_t version_ = 0;                    // bumps on every output with rows; caches the explained queue
+  OrderedQueue queue_;      // keeps snap_.pending in queue order
+  TeamClocks team_clocks_;  // starving and below-guarantee since
+  bool dirty_ = true;       // something changed since the last cycle
+  uint64_t version_ = 0;    // bumps on every output with rows; caches the explained queue
   uint64_t queue_cache_version_ = UINT64_MAX;
   std::shared_ptr<Plan> queue_cache_;
 

@@ -390,6 +390,9 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
 }
 
 void ControllerState::RemoveRunning(const std::string& id) {
+  // The job's use up to now counts before it leaves the rates (the next cycle's advance
+  // would see the running jobs without it, as if it had stopped at the last cycle).
+  if (ledger_.last_advanced() < now_) AdvanceFairShare();
   size_t pos = static_cast<size_t>(running_pos_.at(id));
   std::vector<int> nodes;
   for (const NodeShare& ns : snap_.running[pos].placement.nodes) nodes.push_back(ns.node);
@@ -422,18 +425,8 @@ void ControllerState::AdvanceFairShare() {
   for (const RunningJob& r : snap_.running) {
     rates[r.spec->team] += UsageRate(r, snap_, options_.config.catalog, priced);
   }
-  ledger_.Advance(snap_.now_ms, rates);
+  ledger_.Advance(now_, rates);
   if (options_.config.scheduler.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
-}
-
-void ControllerState::TrackStarvation(const std::set<std::string>& waiting) {
-  std::set<std::string> holding;
-  for (const RunningJob& r : snap_.running) holding.insert(r.spec->team);
-  std::erase_if(starving_since_, [&](const auto& t) { return !waiting.count(t.first) || holding.count(t.first); });
-  for (const std::string& team : waiting) {
-    if (!holding.count(team)) starving_since_.emplace(team, snap_.now_ms);
-  }
-  snap_.starving_since = starving_since_;
 }
 
 void ControllerState::Cycle() {
@@ -441,27 +434,8 @@ void ControllerState::Cycle() {
   snap_.now_ms = now_;
   AdmitKeptOut();
   AdvanceFairShare();
-  std::set<std::string> waiting;  // teams with jobs in the queue
-  for (const PendingJob& p : snap_.pending) waiting.insert(p.spec->team);
-  if (!quotas_->teams.empty() || quotas_->default_team.guaranteed_total() > 0) {
-    // Listed teams, and teams that are not listed (new ones too) with the default quota.
-    UsageTracker usage(snap_, options_.config.catalog, *quotas_);
-    std::set<std::string> teams;
-    for (const auto& [team, q] : quotas_->teams) teams.insert(team);
-    for (const auto& [team, since] : below_since_) teams.insert(team);
-    teams.insert(waiting.begin(), waiting.end());
-    for (const std::string& team : teams) {
-      double guaranteed = quotas_->Team(team).guaranteed_total();
-      bool below = waiting.count(team) && usage.TeamTotal(team) < guaranteed - 1e-9;
-      if (!below) below_since_.erase(team);
-      if (below && !below_since_.count(team)) below_since_[team] = snap_.now_ms;
-    }
-    snap_.below_guarantee_since = below_since_;
-  }
-  TrackStarvation(waiting);
-  const SchedulerConfig& config = options_.config.scheduler;
-  OrderPending(config.guarantee_weight != 0 &&
-               GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, config.reclaim_after_ms) != keyed_tiers_);
+  UpdateTeamClocks();
+  OrderPending();
   ReleaseMpsHolds();
   Plan plan = engine_->Schedule(snap_, {.explain = false, .pending_in_order = true});
   for (const Preemption& p : plan.preemptions) {
@@ -485,10 +459,12 @@ void ControllerState::Cycle() {
                                         MigOrder{c.gpu, node.gpus[c.gpu].uuid, specs(c.destroy), specs(c.create)});
   }
   size_t first_new = snap_.running.size();
-  ApplyPlan(plan, snap_);
-  DropStarted(plan);
-  for (const Preemption& p : plan.preemptions) Nominate(p.for_job);
+  ApplyPlan(plan, snap_, &queue_);
+  for (const Preemption& p : plan.preemptions) queue_.Nominate(snap_.pending, p.for_job);
   for (size_t k = 0; k < plan.starts.size(); ++k) StartJob(plan.starts[k], first_new + k);
+  // The starts may have stopped a team's clocks: NextClockThreshold then says so at once
+  // (the next tick's cycle would stop them a second later anyway).
+  if (!plan.starts.empty()) UpdateTeamClocks();
 }
 
 void ControllerState::Tick() {

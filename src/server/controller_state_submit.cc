@@ -205,7 +205,7 @@ nlohmann::json ControllerState::SubmittedView(const std::vector<std::string>& id
 }
 
 nlohmann::json ControllerState::DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs) {
-  OrderPending();
+  MergeNewPending();
   Snapshot what_if = snap_;
   what_if.now_ms = now_;
   nlohmann::json out = nlohmann::json::array();

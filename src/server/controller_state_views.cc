@@ -136,7 +136,7 @@ void AddArrayIds(const JobRecord& job, nlohmann::json& e) {
 const Plan& ControllerState::ExplainedPlan() {
   if (queue_cache_version_ != version_ || !queue_cache_) {
     snap_.now_ms = now_;
-    OrderPending();  // the order the next cycle uses
+    MergeNewPending();  // the order the next cycle uses, unless it re-keys
     queue_cache_ = std::make_shared<Plan>(engine_->Schedule(snap_, {.explain = true, .pending_in_order = true}));
     queue_cache_version_ = version_;
   }

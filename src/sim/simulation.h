@@ -13,8 +13,10 @@
 #include "sched/autoscaler.h"
 #include "sched/engine.h"
 #include "sched/fair_share.h"
+#include "sched/ordered_queue.h"
 #include "sched/queue_order.h"
 #include "sched/runtime_predictor.h"
+#include "sched/team_clocks.h"
 #include "sim/simulator.h"
 
 namespace gantry::sim_internal {
@@ -47,8 +49,8 @@ struct JobState {
   DurationMs predicted_ms = 0;  // the run time predicted at admission (0: none)
 };
 
-// kWake: a team reaches a time-based threshold (the starvation bound, reclaim_after) with
-// no other event due, as the live server's one-second tick would notice; `job` is the team.
+// kWake: a team's clock reaches a threshold (the starvation bound, reclaim_after) with no
+// other event due, as the live server's one-second tick would notice.
 // Elastic pools: kNodeUp (a requested node registers), kReclaim (a spot node is taken
 // back; `job` is the node, the number its incarnation), kScale (the autoscaler's tick) and
 // kTraceReclaim (a recorded reclaim of a pool's longest-up node; `job` is the pool).
@@ -130,10 +132,14 @@ class Simulation {
   void Admit(size_t i);
   void Enqueue(PendingJob job, size_t trace_index);
   bool FitsGuarantee(const JobSpec& spec, int team) const;
-  void Reorder();
-  void CloseHoles();
-  size_t Waiting() const { return snap_.pending.size() - holes_; }
-  void Nominate(const std::string& job_id);
+  size_t Waiting() const { return snap_.pending.size(); }
+  // The trace index of a queued job (its arrival number less one).
+  static size_t TraceIndex(const PendingJob& job) { return job.arrival - 1; }
+  // The teams' clocks as they stand after the instant's events, before its cycle, and
+  // again after its starts (as the live server's cycle keeps them); a wake is due at the
+  // next threshold they reach.
+  void UpdateTeamClocks();
+  void ScheduleWake(TimeMs now);
   // `for_autoscaler`: the engine explains every waiting job (the autoscaler's demand).
   void Cycle(bool for_autoscaler = false);
   void Start(const StartDecision& s);
@@ -143,7 +149,8 @@ class Simulation {
   void PlanEnd(size_t job);
   void Reshare(int gpu);  // the jobs sharing a GPU changed: new speeds and ends
   void Account(TimeMs t);
-  void UpdateStarvation(TimeMs t);
+  // The measured starvation (results): teams waiting with no GPU after the instant's starts.
+  void MeasureStarvation(TimeMs t);
   void Summarize(SimResult& r);
   void SummarizePools(SimResult& r);
   int TeamIndex(const std::string& team);
@@ -158,15 +165,6 @@ class Simulation {
   void ReclaimFromTrace(size_t pool);
   void TouchNode(size_t n);  // a job started or ended on it: is it idle now?
   void ScheduleScaleTick(bool more_to_come);
-  bool TimeDependentOrder() const {
-    return policy_.size_weight != 0 || policy_.fairshare_weight != 0 ||
-           (policy_.guarantee_weight != 0 &&
-            (!options_.quotas.teams.empty() || options_.quotas.default_team.guaranteed_total() > 0));
-  }
-  // The queue-order context as of the last re-sort (Reorder).
-  QueueContext Context() const {
-    return {policy_, snap_.now_ms, largest_node_, policy_.fairshare_weight != 0 ? &factors_ : nullptr, &below_};
-  }
 
   const Trace& trace_;
   const ConfigSet& config_;
@@ -176,10 +174,11 @@ class Simulation {
   FairShareLedger ledger_;
   RuntimePredictor predictor_;
   Snapshot snap_;
-  std::vector<size_t> pending_job_;       // trace index of snap_.pending[i]
-  std::vector<QueueEntry> pending_keys_;  // queue key of snap_.pending[i] (pending_index unused)
-  std::vector<size_t> running_job_;       // trace index of snap_.running[i]
-  std::vector<size_t> running_pos_;       // trace index -> position in snap_.running
+  OrderedQueue queue_;  // keeps snap_.pending in queue order, as the live server's
+  TeamClocks clocks_;   // the engine's starving and below-guarantee clocks, as the live server's
+  TimeMs wake_at_ = kNever;
+  std::vector<size_t> running_job_;  // trace index of snap_.running[i]
+  std::vector<size_t> running_pos_;  // trace index -> position in snap_.running
   std::vector<JobState> jobs_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_queue_;
   std::vector<int> node_gpu_offset_;
@@ -189,10 +188,6 @@ class Simulation {
   int idle_gpus_ = 0;
   int largest_node_ = 0;
   bool has_partial_ = false;  // MIG GPUs or shared jobs: "no idle GPU" does not mean full
-  TimeMs last_reorder_ = -1;
-  std::map<std::string, double> factors_;
-  std::map<std::string, int> below_;
-  std::map<std::string, int> keyed_tiers_;  // GuaranteeTiers as of the last reorder
 
   std::vector<std::string> teams_;
   std::map<std::string, int> team_index_;
@@ -204,7 +199,6 @@ class Simulation {
   std::vector<int> team_waiting_fit_;  // waiting jobs no larger than the team's guarantee
   std::vector<TimeMs> starve_fit_since_;
   std::vector<double> team_max_starve_fit_ms_;
-  std::vector<TimeMs> below_since_;
   std::vector<double> team_max_starve_ms_;
   std::vector<double> team_gpu_ms_;
 
@@ -222,7 +216,6 @@ class Simulation {
   int64_t cycles_ = 0;
   int preemptions_ = 0;
   int jobs_preempted_ = 0;
-  size_t holes_ = 0;  // slots of snap_.pending emptied by starts (spec null), not yet closed
   std::vector<std::string> rejected_samples_;
   int rejected_ = 0;
 

@@ -44,7 +44,6 @@ int Simulation::TeamIndex(const std::string& team) {
     team_waiting_fit_.push_back(0);
     starve_fit_since_.push_back(-1);
     team_max_starve_fit_ms_.push_back(0);
-    below_since_.push_back(-1);
     team_max_starve_ms_.push_back(0);
     team_gpu_ms_.push_back(0);
   }
@@ -96,95 +95,22 @@ void Simulation::Admit(size_t i) {
   Enqueue({.spec = js.spec, .submit_ms = tj.submit_ms, .arrival = i + 1}, i);
 }
 
-// Keeps snap_.pending in queue order: a new job goes where QueueKeyBefore puts it.
 bool Simulation::FitsGuarantee(const JobSpec& spec, int team) const {
   return JobGpuShare(spec.request, config_.catalog) <= team_guarantee_[team] + 1e-9;
 }
 
+// A new or evicted job joins the queue's unordered tail; the next cycle's Order places it.
 void Simulation::Enqueue(PendingJob job, size_t trace_index) {
   jobs_[trace_index].queued_since = snap_.now_ms;
   team_waiting_[jobs_[trace_index].team]++;
   if (FitsGuarantee(*job.spec, jobs_[trace_index].team)) team_waiting_fit_[jobs_[trace_index].team]++;
   snap_.pending.push_back(std::move(job));
-  QueueEntry key = MakeQueueEntry(snap_.pending, snap_.pending.size() - 1, Context());
-  const std::string& id = snap_.pending.back().spec->id;
-  size_t lo = 0, hi = pending_keys_.size();
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    // A hole keeps its key (the order stands); its id is never needed, arrivals differ.
-    const std::string& mid_id = snap_.pending[mid].spec ? snap_.pending[mid].spec->id : id;
-    if (QueueKeyBefore(pending_keys_[mid], mid_id, key, id)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  pending_keys_.insert(pending_keys_.begin() + static_cast<std::ptrdiff_t>(lo), key);
-  pending_job_.insert(pending_job_.begin() + static_cast<std::ptrdiff_t>(lo), trace_index);
-  std::rotate(snap_.pending.begin() + static_cast<std::ptrdiff_t>(lo), snap_.pending.end() - 1, snap_.pending.end());
-}
-
-// Marks the job that evictions were made for, and moves it to its new place in the queue.
-void Simulation::Nominate(const std::string& job_id) {
-  for (size_t i = 0; i < snap_.pending.size(); ++i) {
-    if (!snap_.pending[i].spec || snap_.pending[i].spec->id != job_id || snap_.pending[i].nominated) continue;
-    PendingJob job = std::move(snap_.pending[i]);
-    size_t trace_index = pending_job_[i];
-    snap_.pending.erase(snap_.pending.begin() + static_cast<std::ptrdiff_t>(i));
-    pending_job_.erase(pending_job_.begin() + static_cast<std::ptrdiff_t>(i));
-    pending_keys_.erase(pending_keys_.begin() + static_cast<std::ptrdiff_t>(i));
-    team_waiting_[jobs_[trace_index].team]--;
-    if (FitsGuarantee(*job.spec, jobs_[trace_index].team)) team_waiting_fit_[jobs_[trace_index].team]--;
-    job.nominated = true;
-    Enqueue(std::move(job), trace_index);
-    return;
-  }
-}
-
-void Simulation::CloseHoles() {
-  size_t kept = 0;
-  for (size_t i = 0; i < snap_.pending.size(); ++i) {
-    if (!snap_.pending[i].spec) continue;
-    if (kept != i) {
-      snap_.pending[kept] = std::move(snap_.pending[i]);
-      pending_job_[kept] = pending_job_[i];
-      pending_keys_[kept] = pending_keys_[i];
-    }
-    ++kept;
-  }
-  snap_.pending.resize(kept);
-  pending_job_.resize(kept);
-  pending_keys_.resize(kept);
-  holes_ = 0;
-}
-
-// Recomputes every queue key and re-sorts, as Slurm recalculates priorities periodically.
-void Simulation::Reorder() {
-  CloseHoles();
-  // Scores as of now: fair-share factors and who is below its guarantee.
-  factors_ = FairShareFactors(snap_.team_usage, options_.quotas);
-  below_ = UsageTracker(snap_, config_.catalog, options_.quotas)
-               .GuaranteeLevels(snap_.below_guarantee_since, snap_.now_ms, policy_.reclaim_after_ms);
-  std::vector<QueueEntry> order = OrderQueue(snap_.pending, Context());
-  std::vector<PendingJob> pending;
-  std::vector<size_t> jobs;
-  pending.reserve(order.size());
-  jobs.reserve(order.size());
-  for (const QueueEntry& e : order) {
-    pending.push_back(std::move(snap_.pending[e.pending_index]));
-    jobs.push_back(pending_job_[e.pending_index]);
-  }
-  snap_.pending = std::move(pending);
-  pending_job_ = std::move(jobs);
-  pending_keys_ = std::move(order);
-  last_reorder_ = snap_.now_ms;
-  keyed_tiers_ = GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, policy_.reclaim_after_ms);
 }
 
 void Simulation::Start(const StartDecision& s) {
-  size_t job = pending_job_[s.pending_index];
-  JobState& js = jobs_[job];
   const PendingJob& pending = snap_.pending[s.pending_index];
+  size_t job = TraceIndex(pending);
+  JobState& js = jobs_[job];
   const JobSpec& spec = *pending.spec;
   for (const NodeShare& ns : s.placement.nodes) {
     for (const GpuShare& g : ns.gpus) {
@@ -211,6 +137,13 @@ void Simulation::Start(const StartDecision& s) {
   team_alloc_[js.team] += js.share;
   team_waiting_[js.team]--;
   if (FitsGuarantee(spec, js.team)) team_waiting_fit_[js.team]--;
+  if (options_.on_decision) {
+    SimDecision d{.t_ms = snap_.now_ms, .start = true, .job_id = spec.id, .gpus = {}, .for_job = ""};
+    for (const NodeShare& ns : s.placement.nodes) {
+      for (const GpuShare& g : ns.gpus) d.gpus.emplace_back(snap_.nodes[ns.node].id, g.gpu);
+    }
+    options_.on_decision(d);
+  }
   RunningJob r{pending.spec, snap_.now_ms, s.placement};
   r.attained_gpu_ms = js.attained_gpu_ms;
   r.evictions = js.evictions;
@@ -329,18 +262,7 @@ void Simulation::Stop(size_t job) {
 
 void Simulation::Cycle(bool for_autoscaler) {
   if (policy_.fairshare_weight != 0) snap_.team_usage = ledger_.usage();
-  snap_.below_guarantee_since.clear();
-  snap_.starving_since.clear();
-  for (size_t k = 0; k < teams_.size(); ++k) {
-    if (below_since_[k] >= 0) snap_.below_guarantee_since[teams_[k]] = below_since_[k];
-    if (starve_since_[k] >= 0) snap_.starving_since[teams_[k]] = starve_since_[k];
-  }
-  if (TimeDependentOrder() &&
-      (snap_.now_ms - last_reorder_ >= policy_.recalc_period_ms ||
-       (policy_.guarantee_weight != 0 &&
-        GuaranteeTiers(snap_.below_guarantee_since, snap_.now_ms, policy_.reclaim_after_ms) != keyed_tiers_))) {
-    Reorder();
-  }
+  queue_.Order(snap_, {policy_, config_.catalog, options_.quotas, largest_node_});
   if (policy_.preemption_enabled) {
     // The engine weighs lost work from each running job's last checkpoint.
     for (size_t i = 0; i < snap_.running.size(); ++i) {
@@ -364,7 +286,7 @@ void Simulation::Cycle(bool for_autoscaler) {
     for (const Reservation& r : plan.reservations) reserved_at_[r.job_id] = r.start_ms;
     for (const WaitingJob& w : plan.waiting) {
       if (w.code == WaitCode::kQuota || w.code == WaitCode::kHeld || w.code == WaitCode::kPreempting) continue;
-      const size_t job = pending_job_[w.pending_index];
+      const size_t job = TraceIndex(snap_.pending[w.pending_index]);
       auto reserved = reserved_at_.find(w.job_id);
       demand_.push_back({jobs_[job].spec.get(), jobs_[job].queued_since,
                          reserved == reserved_at_.end() ? kNever : reserved->second, false});
@@ -372,20 +294,17 @@ void Simulation::Cycle(bool for_autoscaler) {
   }
   // Starts first: they name jobs by their place in the queue, which a nomination changes.
   // (Running jobs only grow at the back, so the evictions' indices stay good.)
-  // Started jobs leave empty slots that the engine skips; the queue closes them once they
-  // are a quarter of it (or at the next reorder), not at every start: each close moves
-  // every job behind the first gap.
-  for (const StartDecision& s : plan.starts) {
-    Start(s);
-    snap_.pending[s.pending_index].spec.reset();
-  }
-  holes_ += plan.starts.size();
-  if (holes_ * 4 > snap_.pending.size()) CloseHoles();
+  for (const StartDecision& s : plan.starts) Start(s);
+  queue_.TakeStarted(snap_.pending, plan);
   for (const Preemption& p : plan.preemptions) {
     size_t job = running_job_[p.running_index];
     snap_.running[p.running_index].stop_at_ms = p.stop_at_ms;
+    if (options_.on_decision) {
+      options_.on_decision(
+          {.t_ms = snap_.now_ms, .start = false, .job_id = p.job_id, .gpus = {}, .for_job = p.for_job});
+    }
     events_queue_.push({p.stop_at_ms, job, jobs_[job].generation, EventKind::kStop});
-    Nominate(p.for_job);
+    queue_.Nominate(snap_.pending, p.for_job);
   }
 }
 
@@ -413,19 +332,26 @@ void Simulation::Account(TimeMs t) {
   last_t_ = t;
 }
 
-// A team starves while it has a job waiting and no GPU allocated. Also tracks since when
-// each team has been below its guarantee with jobs waiting (for reclaim).
-void Simulation::UpdateStarvation(TimeMs t) {
+void Simulation::UpdateTeamClocks() {
+  std::map<std::string, WaitingTeam> waiting;
   for (size_t k = 0; k < teams_.size(); ++k) {
-    bool below = team_waiting_[k] > 0 && team_alloc_[k] < team_guarantee_[k] - 1e-9;
-    if (below && below_since_[k] < 0) {
-      below_since_[k] = t;
-      if (policy_.preemption_enabled && policy_.preempt_to_reclaim) {
-        events_queue_.push({t + policy_.reclaim_after_ms, k, 0, EventKind::kWake});
-        events_queue_.push({t + policy_.reclaim_after_ms + policy_.reclaim_patience_ms, k, 0, EventKind::kWake});
-      }
-    }
-    if (!below) below_since_[k] = -1;
+    if (team_waiting_[k] > 0) waiting[teams_[k]] = {team_alloc_[k], team_guarantee_[k]};
+  }
+  clocks_.Update(snap_.now_ms, waiting);
+  clocks_.CopyTo(snap_);
+}
+
+void Simulation::ScheduleWake(TimeMs now) {
+  TimeMs at = clocks_.NextThreshold(policy_, now);
+  if (at == kNever || at == wake_at_) return;
+  wake_at_ = at;
+  events_queue_.push({at, 0, 0, EventKind::kWake});
+}
+
+// A team starves while it has a job waiting and no GPU allocated (the longest such wait is
+// the starvation bound's measure); `fit`: counting only jobs within its guarantee.
+void Simulation::MeasureStarvation(TimeMs t) {
+  for (size_t k = 0; k < teams_.size(); ++k) {
     auto track = [&](bool starving, TimeMs& since, double& max_ms) {
       if (starving && since < 0) since = t;
       if (!starving && since >= 0) {
@@ -433,11 +359,7 @@ void Simulation::UpdateStarvation(TimeMs t) {
         since = -1;
       }
     };
-    bool was_starving = starve_since_[k] >= 0;
     track(team_waiting_[k] > 0 && team_alloc_[k] < 1e-9, starve_since_[k], team_max_starve_ms_[k]);
-    if (!was_starving && starve_since_[k] >= 0 && policy_.starvation_bound_ms > 0) {
-      events_queue_.push({t + policy_.starvation_bound_ms, k, 0, EventKind::kWake});
-    }
     track(team_waiting_fit_[k] > 0 && team_alloc_[k] < 1e-9, starve_fit_since_[k], team_max_starve_fit_ms_[k]);
   }
 }
@@ -472,7 +394,7 @@ SimResult Simulation::Run() {
       auto [when, job, generation, kind] = events_queue_.top();
       events_queue_.pop();
       if (kind == EventKind::kWake) {
-        changed = true;
+        changed = changed || when == wake_at_;  // else a threshold since passed by
         continue;
       }
       if (kind == EventKind::kNodeUp || kind == EventKind::kReclaim || kind == EventKind::kScale ||
@@ -504,6 +426,7 @@ SimResult Simulation::Run() {
       changed = true;
       ++events_;
     }
+    UpdateTeamClocks();
     // Preemption can free GPUs held by others, so a full cluster may still change.
     bool may_start = idle_gpus_ > 0 || has_partial_ || policy_.preemption_enabled;
     // The autoscaler's tick runs a cycle even on a full cluster: its waiting jobs are the demand.
@@ -516,9 +439,11 @@ SimResult Simulation::Run() {
       if (scale_due) Autoscale();
       ScheduleScaleTick(next < trace_.jobs.size());
     }
-    UpdateStarvation(t);
+    UpdateTeamClocks();  // the starts may have stopped clocks (as the server's cycle does)
+    ScheduleWake(t);
+    MeasureStarvation(t);
   }
-  UpdateStarvation(last_t_);
+  MeasureStarvation(last_t_);
   SimResult r;
   Summarize(r);
   return r;

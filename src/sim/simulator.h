@@ -4,6 +4,7 @@
 // Deterministic: the same cluster, trace, config, policy and seed give the same result.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,16 @@
 #include "sim/trace.h"
 
 namespace gantry {
+
+// A decision the simulation carried out, in order: a job's start (with each GPU it got, as
+// node id and GPU index) or a running job's eviction (for `for_job`).
+struct SimDecision {
+  TimeMs t_ms = 0;
+  bool start = true;
+  std::string job_id;
+  std::vector<std::pair<std::string, int>> gpus;  // starts
+  std::string for_job;                            // evictions
+};
 
 struct SimOptions {
   std::string policy = "gantry";
@@ -35,6 +46,9 @@ struct SimOptions {
   AutoscalerConfig autoscaler;
   uint64_t seed = 1;        // seeds the estimate noise and the spot reclaims
   int series_points = 400;  // samples kept for the charts
+  // Sees every start and eviction as it is made (a test compares them with the live
+  // server's decisions on the same trace); none: not kept.
+  std::function<void(const SimDecision&)> on_decision;
 };
 
 struct TeamMetrics {

@@ -2,6 +2,7 @@
 // the harness's users and config, a recording node link and a time the test moves.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,10 +13,13 @@
 namespace gantry::testing {
 
 struct StateUnderTest {
-  explicit StateUnderTest(const StoredState& stored = {}) {
+  // `configure` changes the options (the config, quotas included) before the state is made.
+  explicit StateUnderTest(const StoredState& stored = {},
+                          const std::function<void(ControllerOptions&)>& configure = nullptr) {
     options.config = *LoadConfigDir("");
     options.users = HarnessUsers();
     options.kill_wait_ms = 5000;
+    if (configure) configure(options);
     state = std::make_unique<ControllerState>(options, std::make_shared<const QuotaConfig>(options.config.quotas),
                                               [this](const std::string& line) { log.push_back(line); });
     state->SetTime(now, 0);

@@ -1,0 +1,55 @@
+// The teams' starvation and below-guarantee clocks (team_clocks.h).
+#include "sched/team_clocks.h"
+
+#include <algorithm>
+
+namespace gantry {
+
+namespace {
+
+constexpr double kNoGpu = 1e-9;  // shares below this are float residue, not a GPU
+
+// Keeps `since[team]` running while `on`, starting it at `now`; stops it otherwise.
+void Track(std::map<std::string, TimeMs>& since, const std::string& team, bool on, TimeMs now) {
+  if (on) {
+    since.emplace(team, now);
+  } else {
+    since.erase(team);
+  }
+}
+
+}  // namespace
+
+void TeamClocks::Update(TimeMs now, const std::map<std::string, WaitingTeam>& waiting) {
+  auto stopped = [&](const auto& clock) { return !waiting.count(clock.first); };
+  std::erase_if(starving_since_, stopped);
+  std::erase_if(below_since_, stopped);
+  for (const auto& [team, standing] : waiting) {
+    Track(starving_since_, team, standing.held_gpus < kNoGpu, now);
+    Track(below_since_, team, standing.held_gpus < standing.guaranteed_gpus - kNoGpu, now);
+  }
+}
+
+void TeamClocks::CopyTo(Snapshot& snap) const {
+  snap.starving_since = starving_since_;
+  snap.below_guarantee_since = below_since_;
+}
+
+TimeMs TeamClocks::NextThreshold(const SchedulerConfig& config, TimeMs now) const {
+  TimeMs next = kNever;
+  auto consider = [&](TimeMs at) {
+    if (at > now) next = std::min(next, at);
+  };
+  if (config.starvation_bound_ms > 0) {
+    for (const auto& [team, since] : starving_since_) consider(since + config.starvation_bound_ms);
+  }
+  if (config.preemption_enabled && config.preempt_to_reclaim) {
+    for (const auto& [team, since] : below_since_) {
+      consider(since + config.reclaim_after_ms);
+      consider(since + config.reclaim_after_ms + config.reclaim_patience_ms);
+    }
+  }
+  return next;
+}
+
+}  // namespace gantry

@@ -1,0 +1,39 @@
+// The teams' clocks the engine's fairness rules read, one copy for the live server and the
+// simulator: since when each team has had work waiting and no GPU (starving: the
+// starvation bound), and work waiting while it holds less than its guarantee (below:
+// reclaim_after, then reclaim_patience). Both are kept across cycles by the caller's
+// TeamClocks and handed to the engine in the snapshot.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/scheduler_config.h"
+#include "sched/plan.h"
+
+namespace gantry {
+
+// A team with jobs waiting, as it stands at a cycle.
+struct WaitingTeam {
+  double held_gpus = 0;        // GPU shares its running jobs hold
+  double guaranteed_gpus = 0;  // its quota's guarantee (0: none)
+};
+
+class TeamClocks {
+ public:
+  // The teams with jobs waiting at `now`, before the cycle's starts; every other team's
+  // clocks stop.
+  void Update(TimeMs now, const std::map<std::string, WaitingTeam>& waiting);
+  // Copies the clocks into the snapshot the engine plans from.
+  void CopyTo(Snapshot& snap) const;
+  // The first instant after `now` at which a running clock reaches a threshold the engine
+  // acts on (the starvation bound; reclaim_after and reclaim_after + reclaim_patience when
+  // preemption reclaims guarantees), or kNever: a clock-driven simulation wakes there.
+  TimeMs NextThreshold(const SchedulerConfig& config, TimeMs now) const;
+
+ private:
+  std::map<std::string, TimeMs> starving_since_;
+  std::map<std::string, TimeMs> below_since_;
+};
+
+}  // namespace gantry
