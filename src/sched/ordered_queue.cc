@@ -90,27 +90,26 @@ void OrderedQueue::MergeTail(std::vector<PendingJob>& pending, const QueuePolicy
   for (size_t i = ordered; i < pending.size(); ++i) tail.push_back(MakeQueueEntry(pending, i, ctx));
   std::sort(tail.begin(), tail.end(),
             [&](const QueueEntry& a, const QueueEntry& b) { return QueueBefore(a, b, pending); });
-  std::vector<PendingJob> merged;
-  std::vector<QueueEntry> keys;
-  // Room for the next arrivals, so pushing them does not copy the whole queue again.
-  size_t room = pending.size() + pending.size() / 4 + 64;
-  merged.reserve(room);
-  keys.reserve(room);
-  size_t a = 0, b = 0;
-  while (a < ordered || b < tail.size()) {
-    bool take_tail = a == ordered ||
-                     (b < tail.size() &&
-                      QueueKeyBefore(tail[b], pending[tail[b].pending_index].spec->id, keys_[a], pending[a].spec->id));
-    if (take_tail) {
-      keys.push_back(tail[b]);
-      merged.push_back(std::move(pending[tail[b++].pending_index]));
+  // The tail's jobs go aside in order, then a merge from the back fills the same vectors:
+  // only the jobs behind the first new one's place move, and nothing is allocated but the
+  // tail (a long backlog takes a few arrivals at most cycles).
+  std::vector<PendingJob> tail_jobs;
+  tail_jobs.reserve(tail.size());
+  for (const QueueEntry& e : tail) tail_jobs.push_back(std::move(pending[e.pending_index]));
+  keys_.resize(pending.size());
+  size_t a = ordered, b = tail.size(), w = pending.size();
+  while (b > 0) {
+    --w;
+    if (a > 0 && QueueKeyBefore(tail[b - 1], tail_jobs[b - 1].spec->id, keys_[a - 1], pending[a - 1].spec->id)) {
+      --a;  // the ordered job comes after the last new one
+      pending[w] = std::move(pending[a]);
+      keys_[w] = keys_[a];
     } else {
-      keys.push_back(keys_[a]);
-      merged.push_back(std::move(pending[a++]));
+      --b;
+      pending[w] = std::move(tail_jobs[b]);
+      keys_[w] = tail[b];
     }
   }
-  pending = std::move(merged);
-  keys_ = std::move(keys);
 }
 
 void OrderedQueue::Nominate(std::vector<PendingJob>& pending, const std::string& job_id) {
