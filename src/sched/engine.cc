@@ -14,6 +14,7 @@
 #include "sched/fair_share.h"
 #include "sched/placer.h"
 #include "sched/preemption.h"
+#include "sched/preemption_rules.h"
 #include "sched/queue_order.h"
 #include "sched/reasons.h"
 #include "sched/reservation.h"
@@ -352,45 +353,48 @@ void Cycle::RankVictims() {
 bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const ShapeEntry& shape) {
   const TimeMs now = snap_.now_ms;
   const Demand& d = shape.demand;
-  const double share = shape.share;
   const int my_class = config_.FindClass(spec.priority_class);
-  const bool may_preempt_by_class =
-      config_.preempt_by_priority && my_class >= 0 && config_.priority_classes[my_class].preempts_others;
-  // A starving team's rescued job takes back borrowed GPUs whatever its size and its
-  // team's guarantee, with no patience.
-  const bool rescue = Rescued(e.pending_index);
-  // Cheap tests first: most blocked jobs' teams have not been below their guarantee long.
-  auto since = snap_.below_guarantee_since.find(spec.team);
-  bool may_reclaim = config_.preempt_to_reclaim && since != snap_.below_guarantee_since.end() &&
-                     now - since->second >= config_.reclaim_after_ms && quotas_.Team(spec.team).guaranteed_total() > 0;
-  if (may_reclaim && !rescue) {
-    bool under_guarantee = false;
-    for (GpuTypeId t : d.type_order) {
-      if ((under_guarantee = usage_.WithinGuarantee(spec.team, t, share))) break;
-    }
-    may_reclaim = under_guarantee;
+  Preemptor p;
+  p.spec = &spec;
+  p.demand = &d;
+  p.share = shape.share;
+  p.class_rank = my_class >= 0 ? config_.priority_classes[my_class].rank : INT32_MIN;
+  p.class_preempts = my_class >= 0 && config_.priority_classes[my_class].preempts_others;
+  p.las_tier = LasTier(snap_.pending[e.pending_index].attained_gpu_ms, config_);
+  p.rescue = Rescued(e.pending_index);
+  if (auto since = snap_.below_guarantee_since.find(spec.team); since != snap_.below_guarantee_since.end()) {
+    p.below_guarantee_since = since->second;
   }
-  const bool by_service = config_.preempt_by_service && !config_.las_thresholds_gpu_hours.empty();
-  const int my_tier = LasTier(snap_.pending[e.pending_index].attained_gpu_ms, config_);
-  may_reclaim = may_reclaim || rescue;
-  if (!may_preempt_by_class && !may_reclaim && !by_service) return false;
+  RuleContext ctx(config_, quotas_, usage_, now);
+  const std::span<const PreemptionRule> rules = PreemptionRules();
+  // The rules open to this job, as bits by table index: first tier, and last resorts.
+  uint32_t open = 0, last_resorts = 0;
+  for (size_t k = 0; k < rules.size(); ++k) {
+    if (rules[k].opens(p, ctx)) (rules[k].last_resort ? last_resorts : open) |= 1u << k;
+  }
+  if (!open && !last_resorts) return false;
 
   // Once per cycle: each running job's class rank, and whether the protections let it go
   // at all (preemptible, its class preemptible, ran min_runtime, evicted < max_evictions).
   if (victim_rank_.empty() && !snap_.running.empty()) RankVictims();
-  const int my_rank = my_class >= 0 ? config_.priority_classes[my_class].rank : INT32_MIN;
-  const bool class_victims = may_preempt_by_class && lowest_victim_rank_ < my_rank;
-  if (!class_victims && !may_reclaim && !by_service) return false;
+  for (size_t k = 0; k < rules.size(); ++k) {
+    if ((open >> k & 1) && rules[k].may_have_victims && !rules[k].may_have_victims(p, lowest_victim_rank_)) {
+      open &= ~(1u << k);
+    }
+  }
+  if (!open && !last_resorts) return false;
   // A search that failed for this shape, team, class and tier fails again this cycle (the
   // victims only get fewer, and natural starts only get later).
-  std::string failed_key = *shape.key + '\2' + spec.team + '\2' + spec.priority_class + '\2' + std::to_string(my_tier) +
-                           (rescue ? "\2r" : "");
+  std::string failed_key = *shape.key + '\2' + spec.team + '\2' + spec.priority_class + '\2' +
+                           std::to_string(p.las_tier) + (p.rescue ? "\2r" : "");
   if (preempt_failed_.count(failed_key)) return false;
-  const bool patience_left = may_reclaim && !rescue && since != snap_.below_guarantee_since.end() &&
-                             now - since->second < config_.reclaim_after_ms + config_.reclaim_patience_ms;
-  if (patience_left && !class_victims && !by_service) {
-    // Reclaiming alone, and not yet past its patience: if GPUs come free by themselves
-    // soon, waiting loses no work.
+  bool patient = open != 0;
+  for (size_t k = 0; k < rules.size() && patient; ++k) {
+    if (open >> k & 1) patient = rules[k].patient && rules[k].patient(p, ctx);
+  }
+  if (patient) {
+    // Every open rule would rather wait: if GPUs come free by themselves soon, waiting
+    // loses no work.
     ++searches_;
     auto natural = FindEarliestStart(state_, d);
     if (natural && natural->at_ms <= now + config_.reclaim_patience_ms) {
@@ -399,101 +403,91 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const ShapeEntr
     }
   }
 
-  // GPUs each team holds above its guarantee, looked up once per team for this attempt.
-  std::unordered_map<std::string, double> borrowed;
-  auto BorrowedBy = [&](const std::string& team) {
-    auto [it, added] = borrowed.emplace(team, 0.0);
-    if (added) it->second = usage_.Borrowed(team);
-    return it->second;
-  };
   ++searches_;
-  // Who may go, and under which rule: 1 priority, 2 reclaim, 3 service, 4 starvation.
+  // Who may go, and under which rule (eligible[i]: 1 + the rule's index, 0: may not go).
   // Only the per-cycle arrays are read for most running jobs: a search walks them all.
   std::vector<char>& eligible = eligible_;
   std::vector<char>& stopping = stopping_;
   eligible.assign(snap_.running.size(), 0);
   stopping.resize(snap_.running.size());
+  auto mark = [&](size_t i, uint32_t which) {
+    const VictimCandidate v{&snap_.running[i], victim_rank_[i]};
+    for (size_t k = 0; k < rules.size(); ++k) {
+      if ((which >> k & 1) && rules[k].allows(p, v, ctx)) {
+        eligible[i] = static_cast<char>(k + 1);
+        return;
+      }
+    }
+  };
   bool any = false;
   for (size_t i = 0; i < snap_.running.size(); ++i) {
     stopping[i] = stops_anyway_[i] || evicting_[i];
     if (stopping[i] || victim_rank_[i] == INT32_MAX) continue;
-    int rank = victim_rank_[i];
-    const RunningJob& r = snap_.running[i];
-    if (may_preempt_by_class && rank < my_rank) {
-      eligible[i] = 1;
-    } else if (may_reclaim && r.spec->team != spec.team &&
-               BorrowedBy(r.spec->team) >= PlacementShare(r.placement, r.spec->request.sharing) - 1e-9) {
-      eligible[i] = 2;  // the victim's team stays at or above its own guarantee
-    } else if (by_service) {
-      double attained = r.attained_gpu_ms +
-                        static_cast<double>(now - r.start_ms) * PlacementShare(r.placement, r.spec->request.sharing);
-      if (LasTier(attained, config_) > my_tier) eligible[i] = 3;
-    }
+    mark(i, open);
     any = any || eligible[i];
   }
-  if (!any && !rescue) {
+  if (!any && !last_resorts) {
     preempt_failed_.insert(std::move(failed_key));
     return false;
   }
   if (!finder_) finder_.emplace(state_, snap_);
-  // Victims under `rule` may take from each team at most `room(team)` GPUs together; a team
-  // whose victims would take more is left out under that rule and the search runs again.
+  // Victims under a rule with a room may take from each team at most room(team) GPUs
+  // together; a team whose victims would take more is left out under that rule and the
+  // search runs again. Only the rules of the tier searched are held to their rooms.
   std::optional<VictimChoice> choice;
-  auto search = [&](char rule, const std::function<double(const std::string&)>& room) {
+  auto search = [&](bool last_resort) {
     for (int attempt = 0; attempt < 4; ++attempt) {
       choice = finder_->Find(d, eligible, stopping);
       if (!choice || choice->victims.empty()) return;
-      std::unordered_map<std::string, double> taken;
+      std::unordered_map<std::string, double> taken;  // rule index + team -> GPUs
       std::string over;
+      char over_rule = 0;
       for (size_t v : choice->victims) {
-        if (eligible[v] != rule) continue;
+        const PreemptionRule& rule = rules[eligible[v] - 1];
+        if (rule.last_resort != last_resort || !rule.room) continue;
         const RunningJob& r = snap_.running[v];
-        double& sum = taken[r.spec->team];
+        double& sum = taken[eligible[v] + r.spec->team];
         sum += PlacementShare(r.placement, r.spec->request.sharing);
-        if (sum > room(r.spec->team) + 1e-9) over = r.spec->team;
+        if (sum > rule.room(r.spec->team, ctx) + 1e-9) {
+          over = r.spec->team;
+          over_rule = eligible[v];
+        }
       }
       if (over.empty()) return;
       for (size_t i = 0; i < snap_.running.size(); ++i) {
-        if (eligible[i] == rule && snap_.running[i].spec->team == over) eligible[i] = 0;
+        if (eligible[i] == over_rule && snap_.running[i].spec->team == over) eligible[i] = 0;
       }
       choice.reset();
     }
   };
-  // Reclaim takes only what a team holds above its guarantee, and breaks up no more than
-  // reclaim_victims_per_gpu jobs per GPU it frees (a rescue is not limited).
-  search(2, BorrowedBy);
-  if (choice && !rescue && config_.reclaim_victims_per_gpu > 0) {
-    const double most = std::max(1.0, config_.reclaim_victims_per_gpu * d.total_gpus());
-    auto reclaimed =
-        std::count_if(choice->victims.begin(), choice->victims.end(), [&](size_t v) { return eligible[v] == 2; });
-    if (static_cast<double>(reclaimed) > most + 1e-9) choice.reset();
+  search(false);
+  for (size_t k = 0; k < rules.size() && choice; ++k) {
+    if (!(open >> k & 1) || !rules[k].most_victims) continue;
+    auto count = std::count_if(choice->victims.begin(), choice->victims.end(),
+                               [&](size_t v) { return eligible[v] == static_cast<char>(k + 1); });
+    if (static_cast<double>(count) > rules[k].most_victims(p, ctx) + 1e-9) choice.reset();
   }
-  if ((!choice || choice->victims.empty()) && rescue) {
-    // Nothing borrowed frees the rescued job's shape (every team at its guarantee, the
-    // borrowed GPUs scattered): the promise still holds. Any other team's evictable job
-    // may go, so long as its team keeps GPUs of its own: a starving team is never made.
+  if ((!choice || choice->victims.empty()) && last_resorts) {
     for (size_t i = 0; i < snap_.running.size(); ++i) {
-      const RunningJob& r = snap_.running[i];
-      if (eligible[i] || stopping[i] || victim_rank_[i] == INT32_MAX || r.spec->team == spec.team) continue;
-      if (usage_.TeamTotal(r.spec->team) > PlacementShare(r.placement, r.spec->request.sharing) + 1e-9) eligible[i] = 4;
+      if (eligible[i] || stopping[i] || victim_rank_[i] == INT32_MAX) continue;
+      mark(i, last_resorts);
     }
-    search(4, [&](const std::string& team) { return usage_.TeamTotal(team) - 2e-9; });
+    search(true);
   }
   if (!choice || choice->victims.empty()) {  // nothing to evict: wait as usual
     preempt_failed_.insert(std::move(failed_key));
     return false;
   }
-  static constexpr const char* kRule[] = {"", "priority", "reclaim", "service", "starvation"};
   const TimeMs stop_at = now + config_.grace_period_ms;
   std::string names;
   for (size_t v : choice->victims) {
     evicting_[v] = 1;
     const std::string& id = snap_.running[v].spec->id;
-    plan_.preemptions.push_back({v, id, spec.id, stop_at, kRule[static_cast<int>(eligible[v])]});
+    plan_.preemptions.push_back({v, id, spec.id, stop_at, rules[eligible[v] - 1].name});
     if (options_.explain) names += (names.empty() ? "" : ", ") + id;
   }
   state_.Reserve(choice->hold, stop_at);
-  usage_.Add(spec, snap_.nodes[choice->hold.nodes[0].node].gpu_type(), share);
+  usage_.Add(spec, snap_.nodes[choice->hold.nodes[0].node].gpu_type(), p.share);
   ++preemptors_;
   uint32_t reason = 0;
   if (options_.explain) {

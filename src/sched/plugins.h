@@ -24,7 +24,8 @@ const FilterPlugin* StaticFilters(size_t* count);
 // The first static filter the node fails, or nullptr when it passes them all.
 const FilterPlugin* FailedStaticFilter(const Node& node, const NodeUse& state, const Demand& d);
 // Same as FailedStaticFilter(...) == nullptr, without the node-state filter (for indexes
-// that hold schedulable nodes only).
+// that hold schedulable nodes only) and the MIG-mode one (every caller skips GPUs whose
+// mode does not match the request).
 bool PassesStaticFilters(const Node& node, const NodeUse& state, const Demand& d);
 
 // What a scorer knows about one candidate node for one job.

@@ -1,18 +1,15 @@
-// Queue ordering by class, LAS tier, weighted score, submit time and id.
+// Queue ordering by class, LAS tier, the weighted score of the priority factors, submit
+// time and id.
 #include "sched/queue_order.h"
 
 #include <algorithm>
+#include <array>
+
+#include "sched/priority_factors.h"
 
 namespace gantry {
 
 namespace {
-
-// The per-team terms of a job's score, looked up once per team change: a queue has few
-// teams, and a long queue's reorder would otherwise spend its time in map lookups.
-struct TeamTerms {
-  const std::string* team = nullptr;
-  double fair = 0, below = 0;
-};
 
 const TeamTerms& TermsOf(const std::string& team, const QueueContext& ctx, TeamTerms& last) {
   if (last.team && *last.team == team) return last;
@@ -30,29 +27,60 @@ const TeamTerms& TermsOf(const std::string& team, const QueueContext& ctx, TeamT
   return last;
 }
 
-double Score(const PendingJob& job, const QueueContext& ctx, TeamTerms& last) {
-  const SchedulerConfig& config = ctx.config;
-  double age =
-      std::clamp(static_cast<double>(ctx.now_ms - job.submit_ms) / static_cast<double>(config.age_max_ms), 0.0, 1.0);
-  double size = 0;
-  if (ctx.largest_node_gpus > 0) {
-    const GpuRequest& r = job.spec->request;
-    double gpus = r.sharing == SharingMode::kExclusive ? r.gpus : r.gpu_milli / 1000.0;
-    size = std::min(1.0, gpus / ctx.largest_node_gpus);
+// age: how long it has waited, up to age_max.
+double AgeFactor(const PendingJob& job, const QueueContext& ctx, TeamTerms&) {
+  return std::clamp(static_cast<double>(ctx.now_ms - job.submit_ms) / static_cast<double>(ctx.config.age_max_ms), 0.0,
+                    1.0);
+}
+
+// size: its GPUs against the largest node's.
+double SizeFactor(const PendingJob& job, const QueueContext& ctx, TeamTerms&) {
+  if (ctx.largest_node_gpus <= 0) return 0;
+  const GpuRequest& r = job.spec->request;
+  double gpus = r.sharing == SharingMode::kExclusive ? r.gpus : r.gpu_milli / 1000.0;
+  return std::min(1.0, gpus / ctx.largest_node_gpus);
+}
+
+// fairshare: its team's factor F (fair_share.h); a team with no entry counts as unused (1).
+double FairShareFactor(const PendingJob& job, const QueueContext& ctx, TeamTerms& team) {
+  return TermsOf(job.spec->team, ctx, team).fair;
+}
+
+// short_job: ref / (ref + its GPU-hours), from its prediction, else its estimate, else its
+// time limit.
+double ShortJobFactor(const PendingJob& job, const QueueContext& ctx, TeamTerms&) {
+  const JobSpec& s = *job.spec;
+  DurationMs d = s.predicted_duration_ms > 0   ? s.predicted_duration_ms
+                 : s.estimated_duration_ms > 0 ? s.estimated_duration_ms
+                                               : s.time_limit_ms;
+  double gpus = s.request.sharing == SharingMode::kExclusive ? s.request.gpus : s.request.gpu_milli / 1000.0;
+  double gpu_hours = gpus * static_cast<double>(d) / static_cast<double>(kHourMs);
+  const double ref = ctx.config.short_job_ref_gpu_hours;
+  return ref / (ref + gpu_hours);
+}
+
+// guarantee: 1 while its team holds less than its guarantee, 2 once that has lasted
+// reclaim_after (the weight is large: such a team's work goes before borrowing work).
+double GuaranteeFactor(const PendingJob& job, const QueueContext& ctx, TeamTerms& team) {
+  return TermsOf(job.spec->team, ctx, team).below;
+}
+
+constexpr std::array<PriorityFactor, 5> kFactors = {{
+    {"age", &SchedulerConfig::age_weight, AgeFactor},
+    {"size", &SchedulerConfig::size_weight, SizeFactor},
+    {"fairshare", &SchedulerConfig::fairshare_weight, FairShareFactor},
+    {"short_job", &SchedulerConfig::short_job_weight, ShortJobFactor},
+    {"guarantee", &SchedulerConfig::guarantee_weight, GuaranteeFactor},
+}};
+
+// The weighted sum, in table order; a factor whose weight is 0 is not computed.
+double Score(const PendingJob& job, const QueueContext& ctx, TeamTerms& team) {
+  double total = 0;
+  for (const PriorityFactor& f : kFactors) {
+    const double weight = ctx.config.*f.weight;
+    if (weight != 0) total += weight * f.value(job, ctx, team);
   }
-  double short_job = 0;
-  if (config.short_job_weight != 0) {
-    const JobSpec& s = *job.spec;
-    DurationMs d = s.predicted_duration_ms > 0   ? s.predicted_duration_ms
-                   : s.estimated_duration_ms > 0 ? s.estimated_duration_ms
-                                                 : s.time_limit_ms;
-    double gpus = s.request.sharing == SharingMode::kExclusive ? s.request.gpus : s.request.gpu_milli / 1000.0;
-    double gpu_hours = gpus * static_cast<double>(d) / static_cast<double>(kHourMs);
-    short_job = config.short_job_ref_gpu_hours / (config.short_job_ref_gpu_hours + gpu_hours);
-  }
-  const TeamTerms& team = TermsOf(job.spec->team, ctx, last);
-  return config.age_weight * age + config.size_weight * size + config.fairshare_weight * team.fair +
-         config.short_job_weight * short_job + config.guarantee_weight * team.below;
+  return total;
 }
 
 // A class's rank, looked up again only when the class name changes from the last job's.
@@ -81,6 +109,8 @@ QueueEntry Entry(const std::vector<PendingJob>& pending, size_t index, const Que
 }
 
 }  // namespace
+
+std::span<const PriorityFactor> PriorityFactors() { return kFactors; }
 
 double QueueScore(const PendingJob& job, const QueueContext& ctx) {
   TeamTerms team;

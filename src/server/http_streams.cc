@@ -164,7 +164,7 @@ void HttpApi::StreamRoutes() {
   if (PortProxy* ports = options_.ports) {
     // A browser's way into a job's port: a ticket the dashboard opens the port's address with.
     server_->Post(R"(/v1/jobs/([^/]+)/ports/([^/]+)/ticket)",
-                  authed([this, ports](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+                  authed([ports](const Actor& who, const httplib::Request& req, httplib::Response& res) {
                     if (!OnlyParams(req, res, {})) return;
                     const std::string header = req.get_header_value("Authorization");
                     Reply(res, ports->IssueTicket(who, header.substr(7), req.get_header_value("X-Gantry-Team"),
@@ -174,7 +174,7 @@ void HttpApi::StreamRoutes() {
   if (AgentHub* agents = options_.agents) {
     server_->Get(
         R"(/v1/agent/streams/([A-Za-z0-9_-]{1,64}))",
-        authed([this, hub, agents](const Actor& who, const httplib::Request& req, httplib::Response& res) {
+        authed([hub, agents](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"node"})) return;
           const std::string node = req.get_param_value("node");
           if (auto refused = agents->CheckNode(who, node, "GET /v1/agent/streams")) {

@@ -11,7 +11,10 @@
 namespace gantry::testing {
 namespace {
 
-TEST_F(Containers, AJobInAnImageRunsAsItsTeamsAccountWithoutCapabilities) {
+// The container fixture under a suite name of its own (its label is security).
+class ContainerBoundaries : public Containers {};
+
+TEST_F(ContainerBoundaries, AJobInAnImageRunsAsItsTeamsAccountWithoutCapabilities) {
   std::string id = Submit({{"gpus", 1},
                            {"container_image", kTestImage},
                            {"command", "id -u; grep CapEff /proc/self/status; touch /etc/owned || echo refused"}})
@@ -20,7 +23,7 @@ TEST_F(Containers, AJobInAnImageRunsAsItsTeamsAccountWithoutCapabilities) {
   EXPECT_EQ(Log(id), fmt::format("{}\nCapEff:\t0000000000000000\nrefused\n", getpwnam("nobody")->pw_uid));
 }
 
-TEST_F(Containers, ImagesAndMountsOutsideThePolicyAreRefusedNamingTheField) {
+TEST_F(ContainerBoundaries, ImagesAndMountsOutsideThePolicyAreRefusedNamingTheField) {
   struct Case {
     nlohmann::json extra;
     const char* field;
@@ -48,7 +51,7 @@ TEST_F(Containers, ImagesAndMountsOutsideThePolicyAreRefusedNamingTheField) {
 
 // Before: `localhost/gantry-test:1@sha256:<another image's digest>` matched the allowed
 // pattern 'localhost/gantry-test:*' and ran the other image.
-TEST_F(Containers, ADigestRunsOnlyWhereThePolicyListsIt) {
+TEST_F(ContainerBoundaries, ADigestRunsOnlyWhereThePolicyListsIt) {
   std::string digest = "sha256:" + std::string(64, 'a');
   int status = 0;
   nlohmann::json answer =
@@ -60,7 +63,7 @@ TEST_F(Containers, ADigestRunsOnlyWhereThePolicyListsIt) {
 
 // Before: a bare job made /tmp/x -> / and a container job mounted /tmp/x: it listed the
 // host's / (and /root/.config through another link).
-TEST_F(Containers, AMountThroughALinkFailsTheStartNamingTheLink) {
+TEST_F(ContainerBoundaries, AMountThroughALinkFailsTheStartNamingTheLink) {
   std::string link = TempPath("to-root");
   std::filesystem::remove(link);
   std::filesystem::create_symlink("/", link);
@@ -77,7 +80,7 @@ TEST_F(Containers, AMountThroughALinkFailsTheStartNamingTheLink) {
 
 // Before: a directory under a 0700 parent was mounted for a job whose account cannot
 // enter that parent outside a container.
-TEST_F(Containers, AMountTheJobsAccountCannotReachFailsTheStart) {
+TEST_F(ContainerBoundaries, AMountTheJobsAccountCannotReachFailsTheStart) {
   if (geteuid() != 0) GTEST_SKIP() << "jobs run as the test's own account when it is not root";
   std::string secret = TempPath("secret");
   std::filesystem::create_directories(secret + "/inner");

@@ -1,6 +1,6 @@
 // Golden run: the first 3,000 jobs of the Philly trace (traces/philly) on a 64-GPU cluster, for
 // each policy, must give byte-identical JSON (sim_wall_s aside) to the checked-in files.
-// After an intended change: GANTRY_UPDATE_GOLDEN=1 ./build/gantry_tests --gtest_filter='Golden*'
+// After an intended change: GANTRY_UPDATE_GOLDEN=1 ./build/gantry_unit_tests --gtest_filter='Golden*'
 #include <gtest/gtest.h>
 
 #include <cstdlib>
