@@ -5,19 +5,23 @@
 #include <algorithm>
 
 #include "sched/fair_share.h"
+#include "sched/priority_factors.h"
 #include "sched/usage.h"
 
 namespace gantry {
 
 namespace {
 
-// Whether keys move with time or the teams' standing; when not, an order once made stands
-// (the age term alone ranks by submit time at any instant) and is never recomputed.
+// Whether keys move with time or the teams' standing (a weighted factor that can move,
+// priority_factors.h); when not, an order once made stands (the age term alone ranks by
+// submit time at any instant) and is never recomputed.
 bool KeysChangeOverTime(const QueuePolicy& policy) {
-  const SchedulerConfig& c = policy.config;
-  return c.size_weight != 0 || c.fairshare_weight != 0 || c.short_job_weight != 0 ||
-         (c.guarantee_weight != 0 &&
-          (!policy.quotas.teams.empty() || policy.quotas.default_team.guaranteed_total() > 0));
+  const bool guarantees = !policy.quotas.teams.empty() || policy.quotas.default_team.guaranteed_total() > 0;
+  for (const PriorityFactor& f : PriorityFactors()) {
+    if (policy.config.*f.weight == 0) continue;
+    if (f.moves == FactorMoves::kOverTime || (f.moves == FactorMoves::kWithGuarantees && guarantees)) return true;
+  }
+  return false;
 }
 
 // Drops the entries `drop(i)` names in one pass (a whole array at once), keeping the

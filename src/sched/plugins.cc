@@ -58,6 +58,9 @@ bool HasMigIfNeeded(const Node& node, const NodeUse&, const Demand& d) {
   return false;
 }
 
+// A filter added here goes into PassesStaticFilters below too (the placer's, the victim
+// search's and the reservation's fast path; else it only shows in reasons), and into
+// tests/sched/filter_plugins_test.cc, whose cases check the fast path against this table.
 constexpr std::array<FilterPlugin, 8> kStatic = {{
     {"GpuType", "wrong GPU type", GpuTypeAllowed},
     {"Containers", "cannot run containers", RunsContainers},

@@ -7,7 +7,16 @@
 // it may go under the rule (`allows`): a job goes under the first rule, in table order,
 // that allows it. The victim search then keeps the victims of a rule with a `room` within
 // what that rule may take from each team together. Last-resort rules are opened only when
-// the others found no victims.
+// the others found no victims. The protections come before any rule: a running job goes
+// under none if it is not preemptible, its class is not, it ran less than min_runtime, it
+// was evicted max_evictions times, or it stops within the grace period anyway.
+//
+// A new rule is an entry in preemption_rules.cc's kRules, its switch in SchedulerConfig
+// (and scheduler_config.cc) when it has one, its name in plan.h's Preemption::reason, and
+// its test in tests/sched/preemption_rules_test.cc. The engine remembers, per cycle, a
+// search that failed for a job's shape, team, class, LAS tier and rescue: a rule's
+// decisions may depend on nothing else of the blocked job (else extend that key in
+// engine.cc's TryPreempt).
 //
 // Worked example (teams a and b each guaranteed 4 GPUs, one full 8-GPU node): b holds 6 GPUs
 // in three 2-GPU jobs, a holds 2, and a's 2-GPU job has waited below the guarantee for

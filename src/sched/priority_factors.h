@@ -1,6 +1,8 @@
 // The priority factors: the terms of a waiting job's score in the queue order (Slurm's
 // multifactor priority), each its weight (a SchedulerConfig member) times a value. They are
-// a table, as the placement plugins are: a new term is one entry and its test.
+// a table, as the placement plugins are: a new term is an entry in queue_order.cc's
+// kFactors, its weight in SchedulerConfig (and its YAML key in scheduler_config.cc), and
+// its test in tests/sched/priority_factors_test.cc.
 //
 //   age        min(1, waited / age_max)
 //   size       min(1, its GPUs / the largest node's GPUs)
@@ -25,10 +27,19 @@ struct TeamTerms {
   double fair = 0, below = 0;
 };
 
+// When a factor's values can change the order of jobs already keyed: an ordered queue
+// (ordered_queue.h) re-keys every recalc_period only if some weighted factor can.
+enum class FactorMoves {
+  kNever,           // all jobs' values move alike (age: the order stands)
+  kOverTime,        // usage, predictions or the cluster change it
+  kWithGuarantees,  // only when some team has a guarantee
+};
+
 struct PriorityFactor {
   const char* name;
   double SchedulerConfig::*weight;
   double (*value)(const PendingJob& job, const QueueContext& ctx, TeamTerms& team);
+  FactorMoves moves;
 };
 
 // age, size, fairshare, short_job, guarantee: summed in this order; a factor whose weight is

@@ -66,11 +66,11 @@ double GuaranteeFactor(const PendingJob& job, const QueueContext& ctx, TeamTerms
 }
 
 constexpr std::array<PriorityFactor, 5> kFactors = {{
-    {"age", &SchedulerConfig::age_weight, AgeFactor},
-    {"size", &SchedulerConfig::size_weight, SizeFactor},
-    {"fairshare", &SchedulerConfig::fairshare_weight, FairShareFactor},
-    {"short_job", &SchedulerConfig::short_job_weight, ShortJobFactor},
-    {"guarantee", &SchedulerConfig::guarantee_weight, GuaranteeFactor},
+    {"age", &SchedulerConfig::age_weight, AgeFactor, FactorMoves::kNever},
+    {"size", &SchedulerConfig::size_weight, SizeFactor, FactorMoves::kOverTime},
+    {"fairshare", &SchedulerConfig::fairshare_weight, FairShareFactor, FactorMoves::kOverTime},
+    {"short_job", &SchedulerConfig::short_job_weight, ShortJobFactor, FactorMoves::kOverTime},
+    {"guarantee", &SchedulerConfig::guarantee_weight, GuaranteeFactor, FactorMoves::kWithGuarantees},
 }};
 
 // The weighted sum, in table order; a factor whose weight is 0 is not computed.

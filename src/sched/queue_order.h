@@ -1,7 +1,8 @@
 // Queue order: priority classes as strict tiers; then, when configured, least attained
-// service tiers (Tiresias); then a weighted score of age, size and fair share, like
-// Slurm's multifactor priority; ties go to the earlier submit, then the earlier arrival
-// (where the caller numbers them), then the smaller job id.
+// service tiers (Tiresias); then a weighted score of the priority factors (age, size, fair
+// share, short job, guarantee: priority_factors.h), like Slurm's multifactor priority; ties
+// go to the earlier submit, then the earlier arrival (where the caller numbers them), then
+// the smaller job id.
 //
 // Worked example (age_weight 1000, age_max 7d, size_weight 500, fairshare_weight 0,
 // largest node 8 GPUs): job A (high, waiting 1d, 8 GPUs) scores 1000*1/7 + 500*1 = 642.9;

@@ -35,6 +35,13 @@ TEST(PriorityFactors, TheTableSumsAgeSizeFairShareShortJobAndGuarantee) {
   std::vector<std::string> names;
   for (const PriorityFactor& f : PriorityFactors()) names.push_back(f.name);
   EXPECT_EQ(names, (std::vector<std::string>{"age", "size", "fairshare", "short_job", "guarantee"}));
+  // Only age leaves an order once made standing: an ordered queue re-keys for the others.
+  for (const PriorityFactor& f : PriorityFactors()) {
+    FactorMoves expected = names[0] == f.name                   ? FactorMoves::kNever
+                           : std::string(f.name) == "guarantee" ? FactorMoves::kWithGuarantees
+                                                                : FactorMoves::kOverTime;
+    EXPECT_EQ(f.moves, expected) << f.name;
+  }
   // The score is the weighted sum: 1 h of a 7-day age_max, 4 of 8 GPUs, F = 0.25, below.
   FactorBench bench;
   bench.config.age_weight = 7 * 24;
