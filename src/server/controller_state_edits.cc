@@ -182,7 +182,7 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   auto spec = ParseJobSpec(merged);
   Status s = spec ? Status::Ok() : spec.status();
   if (s.ok()) {
-    spec->id = id;
+    spec->id = job.spec->id;  // as stored: the URL may spell it another way ("012", "12_3")
     // An array task's GANTRY_ARRAY_* variables are Gantry's own (set at submit), not the
     // user's: checked without them, kept as they were.
     std::map<std::string, std::string> set_by_gantry;
@@ -212,7 +212,7 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
 }
 
 void ControllerState::ReplaceSpec(JobRecord& job, JobSpecPtr spec) {
-  const std::string& id = job.spec->id;
+  const std::string id = job.spec->id;  // a copy: job.spec is replaced below
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) {
     RunningOf(id).spec = spec;
     job.spec = std::move(spec);

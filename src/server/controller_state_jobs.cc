@@ -20,11 +20,14 @@ Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) 
                   Status::Precondition("id", fmt::format("job {} is {}, not stopping: nothing waits for its checkpoint",
                                                          id, ToString(job->state))));
   }
-  RunningJob& entry = RunningOf(id);
+  // The stored id: the URL may spell it another way ("012", "12_3"), and the running index
+  // and the agent know the job by this one.
+  const std::string& stored_id = job->spec->id;
+  RunningJob& entry = RunningOf(stored_id);
   entry.stop_at_ms = now_;
   Event(*job, "checkpoint_done", {{"by", who.user}});
   for (const NodeShare& ns : entry.placement.nodes) {
-    SendAfterCommit(ns.node, StopOrder{id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved", ""});
+    SendAfterCommit(ns.node, StopOrder{stored_id, job->runs, snap_.nodes[ns.node].id, 0, "checkpoint saved", ""});
   }
   Audit(who, action, id, "ok");
   Dirty(*job);
