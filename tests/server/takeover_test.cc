@@ -54,8 +54,8 @@ int EventsOfKind(const std::string& address, const std::string& id, const std::s
 }
 
 TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedNotRestarted) {
-  // A 4 s lease: the short job ends while no one leads. Nodes are lost only after 30 s.
-  Pair p("ha-agent", {"--node-timeout", "30"}, "4");
+  // An 8 s lease: the short job ends while no one leads. Nodes are lost only after 30 s.
+  Pair p("ha-agent", {"--node-timeout", "30"}, "8");
   ASSERT_FALSE(p.pg.url().empty());
   p.a.Start();
   p.b.Launch();
@@ -86,7 +86,7 @@ TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedN
   double answered_s = std::chrono::duration<double>(Clock::now() - killed).count();
   ASSERT_EQ(rc, 0) << out;
   const std::string during = nlohmann::json::parse(out)["id"];
-  std::printf("CLI submit during the take-over answered after %.2f s (lease 4 s)\n", answered_s);
+  std::printf("CLI submit during the take-over answered after %.2f s (lease 8 s)\n", answered_s);
   p.b.WaitReady(15);
   ASSERT_EQ(p.b.address(), p.urls()[1]);
 
@@ -103,7 +103,9 @@ TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedN
 
   // The short job's GPU time ends at its real exit (2 s after its start), not when the new
   // leader heard of it (the kill came after its start, and the take-over alone takes more
-  // than the 4 s lease): under 3.9 s leaves room for a slow spawn on a loaded machine.
+  // than the 8 s lease): under 7.5 s leaves room for a slow spawn on a loaded machine (a
+  // fresh-machine run beside a full rebuild billed 4.5 s, over the 3.9 s bound the 4 s lease
+  // allowed).
   nlohmann::json usage = GetJson(leader, "/v1/usage?by=job");
   double short_seconds = -1;
   for (const auto& line : usage["lines"]) {
@@ -111,7 +113,7 @@ TEST(HighAvailability, AnAgentAndTheCliFollowATakeOverAndTheRunningJobIsAdoptedN
   }
   std::printf("the short job's billed GPU time: %.2f s (it ran 2 s)\n", short_seconds);
   EXPECT_GE(short_seconds, 1.5) << usage.dump();
-  EXPECT_LT(short_seconds, 3.9) << usage.dump();
+  EXPECT_LT(short_seconds, 7.5) << usage.dump();
 
   // The CLI reaches the new leader through the same list: it cancels the adopted job.
   out = Cli(p, "cancel " + long_job, &rc);
