@@ -18,6 +18,13 @@ std::vector<MigInstance> MigInstancesFromDevices(const GpuType& type, const std:
       if (profile < 0 || (pass == 0) != (m.start >= 0)) continue;
       std::optional<int> start = m.start >= 0 ? std::optional<int>(m.start) : FindMigStart(type, layout, profile);
       if (!start) continue;
+      if (m.start >= 0) {
+        // A slot the model's rules refuse (a start past the GPU's slices, an overlap) is a
+        // bad report, not the GPU: left out, so nothing invalid is kept or persisted.
+        std::vector<MigPlacement> trial = layout;
+        trial.push_back({profile, *start});
+        if (!MigLayoutValid(type, trial)) continue;
+      }
       layout.push_back({profile, *start});
       out.push_back({layout.back(), m.uuid});
     }

@@ -175,7 +175,8 @@ void ControllerState::MigChanged(const MigReport& change) {
       }
     }
   } else {
-    g.mig_instances = actual;  // the model was wrong: take the GPU as it is
+    // The model was wrong: take the GPU as it is (instances only on a GPU in MIG mode).
+    g.mig_instances = g.mig_enabled ? actual : std::vector<MigInstance>{};
     if (JobRecord* job = Find(change.job_id); job && job->state == JobState::kRunning) {
       job->stop_cause = StopCause::kNodeFault;
       job->reason = change.error;
