@@ -113,6 +113,16 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
   }
   // A run that ended while the session was being set up ends it at once.
   if (RunEndedStatus(key) != -2) *stop = true;
+  // A container job is running from its `podman run`; its container exists a moment later.
+  if (!target->container.empty() && !*stop && !WaitForContainer(options_.containers, target->container, 30000, [&] {
+        return stop->load() || RunEndedStatus(key) != -2;
+      })) {
+    if (!stop->load() && RunEndedStatus(key) == -2) {
+      return RefuseSession(
+          *stream, fmt::format("job {}'s container {} did not start within 30 s", order.job_id, target->container));
+    }
+    *stop = true;
+  }
   int status = RunExecSession(order, *target, *stream, *stop);
   if (order.end_job) {  // gantry shell: the hold ends with its session, and as it did (salloc's command)
     OnAgentThread<bool>([this, key, status]() -> Expected<bool> {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -168,6 +169,17 @@ Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const Con
   for (const std::string& d : devices) a.insert(a.end(), {"--device", d});
   a.insert(a.end(), {c.image, "/bin/sh", "-c", o.spec->command});
   return launch;
+}
+
+bool WaitForContainer(const ContainerRuntime& rt, const std::string& name, int timeout_ms,
+                      const std::function<bool()>& give_up) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!give_up()) {
+    if (FirstLineOf(rt, "container inspect --format '{{.State.Running}}' " + ShellQuote(name)) == "true") return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 void RemoveContainer(const ContainerRuntime& rt, const std::string& name) {

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ std::string ContainerName(const std::string& job_id, int run, const std::string&
 // Removes the run's container, whatever state it is in (a stop past its grace, an agent
 // that found it left over); in the background, so the agent's loop never waits on it.
 void RemoveContainer(const ContainerRuntime& runtime, const std::string& name);
+// Waits until the container `name` runs (at most `timeout_ms`, or until `give_up()`); whether it does.
+bool WaitForContainer(const ContainerRuntime& runtime, const std::string& name, int timeout_ms,
+                      const std::function<bool()>& give_up);
 // The runtime's version and setup for the agent's start log ("podman 4.3.1 with runc,
 // cgroups v1 (cgroupfs)"), or why container jobs will fail on this node.
 std::string DescribeContainerRuntime(const ContainerRuntime& runtime);
