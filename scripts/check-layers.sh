@@ -14,10 +14,11 @@ declare -A allowed=(
   [net]="core"
   [agent]="core protocol net"
   [identity]="core"
-  [server]="core sched billing protocol identity"
+  [state]="core sched billing protocol"
+  [server]="core sched billing protocol identity state"
   [client]="core protocol billing net"
-  [kube]="core protocol server"
-  [cli]="core sched billing sim protocol net agent server client kube identity"
+  [kube]="core protocol state server"
+  [cli]="core sched billing sim protocol net agent state server client kube identity"
 )
 
 status=0
@@ -38,5 +39,12 @@ for dir in src/*/; do
     fi
   done < <(grep -HE '^#include "[a-z_]+/' "$dir"*.h "$dir"*.cc 2>/dev/null || true)
 done
+# The state machine is driven by what it is given: no HTTP, no store, no threads, no clock
+# or environment of its own (its time comes from SetTime).
+if grep -nE '#include <(httplib\.h|thread|mutex|shared_mutex|condition_variable|future|atomic|sqlite3\.h|pqxx/[a-z_]+|boost/[a-z_/]+\.hpp)>|(steady_clock|system_clock|high_resolution_clock)::now|\btime\(nullptr\)|\bgetenv\(|core/clock\.h' \
+  src/state/*.h src/state/*.cc; then
+  echo "layering: src/state/ uses HTTP, a store, threads or a clock of its own (above); it is given those"
+  status=1
+fi
 if [[ $status -eq 0 ]]; then echo "layering: every include points down"; fi
 exit $status

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/http_front.h"
-#include "server/metrics.h"
+#include "state/metrics.h"
 
 namespace gantry {
 

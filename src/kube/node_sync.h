@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kube/watch_loop.h"
-#include "server/kube_node_facts.h"
+#include "state/kube_node_facts.h"
 
 namespace gantry {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kube/kube_client.h"
-#include "server/kube_pod_facts.h"
+#include "state/kube_pod_facts.h"
 
 namespace gantry {
 

@@ -14,7 +14,7 @@
 
 #include "core/kube_pod.h"
 #include "kube/watch_loop.h"
-#include "server/kube_pod_facts.h"
+#include "state/kube_pod_facts.h"
 
 namespace gantry {
 

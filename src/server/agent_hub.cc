@@ -14,7 +14,7 @@
 #include "core/log_window.h"
 #include "protocol/inventory.h"
 #include "protocol/order_wire.h"
-#include "server/auth.h"
+#include "state/auth.h"
 
 namespace gantry {
 

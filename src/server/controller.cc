@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "core/clock.h"
@@ -102,8 +103,8 @@ void Controller::Stop() {
   committer_.join();
 }
 
-std::future<void> Controller::Enqueue(std::function<void()> apply, std::function<void()> after_cycle) {
-  Post p{std::move(apply), std::move(after_cycle), {}};
+std::future<void> Controller::Enqueue(std::function<void()> apply, std::function<void()> after_cycle, PostKind kind) {
+  Post p{std::move(apply), std::move(after_cycle), {}, kind};
   std::future<void> f = p.done.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -114,8 +115,24 @@ std::future<void> Controller::Enqueue(std::function<void()> apply, std::function
 }
 
 void Controller::Sync() {
-  Call([] { return 0; });
+  View([] { return 0; });
 }
+
+namespace {
+
+// A change that threw has been applied in part: nothing of its batch is committed, and the
+// process ends. The store holds every change ever acknowledged; a restart (or the standby)
+// recovers from it.
+[[noreturn]] void EndHalfApplied(const char* what) {
+  std::fprintf(stderr,
+               "gantry: controller: a change failed half-way (%s); ending without committing its batch (the "
+               "store holds every acknowledged change: restart to recover from it)\n",
+               what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace
 
 void Controller::Loop() {
   using Steady = std::chrono::steady_clock;
@@ -137,8 +154,13 @@ void Controller::Loop() {
         SetStateTime();
         work[i].apply();
       } catch (const std::exception& e) {
-        // A bug, not an input error (inputs are validated): answer 500 and go on.
+        // A bug, not an input error (inputs are validated). A view answers 500 and the
+        // server goes on; a change may have been applied in part.
+        if (work[i].kind == PostKind::kChange) EndHalfApplied(e.what());
         std::fprintf(stderr, "gantry: controller: %s\n", e.what());
+        failures[i] = std::current_exception();
+      } catch (...) {
+        if (work[i].kind == PostKind::kChange) EndHalfApplied("an exception of no known type");
         failures[i] = std::current_exception();
       }
     }
@@ -165,6 +187,10 @@ void Controller::Loop() {
     }
     // Hand the batch to the committer and go on: the next batch is applied while this one
     // is written, and its callers are answered (and its orders sent) once it is durable.
+#ifdef GANTRY_CHECK_INVARIANTS
+    // Sanitized builds (every test run): each batch leaves every index in step with the jobs.
+    if (Status held = state_.CheckInvariants(); !held.ok()) EndHalfApplied(held.message().c_str());
+#endif
     ControllerState::Output out = state_.TakeOutput();
     Commit c{std::move(out.batch), {}, std::move(out.effects)};
     for (size_t i = 0; i < work.size(); ++i) c.waiters.emplace_back(std::move(work[i].done), failures[i]);

@@ -17,10 +17,11 @@
 #include <thread>
 
 #include "core/reloadable.h"
-#include "server/controller_state.h"
 #include "server/notifier.h"
 #include "server/pool_hooks.h"
 #include "server/sessions.h"
+#include "server/store.h"
+#include "state/controller_state.h"
 
 namespace gantry {
 
@@ -131,22 +132,37 @@ class Controller : public NodeReports {
   SessionTable& sessions() { return sessions_; }
   void SaveSessions(bool wait);
 
- private:
+ protected:  // tests/server/controller_abort_test.cc posts a change that throws
+  // What a post does to the state: a change (a request or report; one that throws half-way
+  // ends the process, so half of it is never committed) or a view (reads; one that throws
+  // answers 500 and the server goes on).
+  enum class PostKind : uint8_t { kChange, kView };
   struct Post {
     std::function<void()> apply;
     std::function<void()> after_cycle;  // runs after the batch's cycle, before the commit
     std::promise<void> done;
+    PostKind kind = PostKind::kChange;
   };
   // Runs `f` on the owner thread; returns its result once the batch it was in is durable.
   template <typename F>
-  auto Call(F&& f) -> decltype(f()) {
+  auto Call(F&& f, PostKind kind = PostKind::kChange) -> decltype(f()) {
     using R = decltype(f());
     auto result = std::make_shared<std::optional<R>>();
-    std::future<void> done = Enqueue([result, fn = std::forward<F>(f)]() mutable { result->emplace(fn()); });
+    std::future<void> done = Enqueue([result, fn = std::forward<F>(f)]() mutable { result->emplace(fn()); }, {}, kind);
     done.get();
     return std::move(**result);
   }
-  std::future<void> Enqueue(std::function<void()> apply, std::function<void()> after_cycle = {});
+  // The state, for a test's post.
+  ControllerState& state() { return state_; }
+  // A Call that only reads the state.
+  template <typename F>
+  auto View(F&& f) -> decltype(f()) {
+    return Call(std::forward<F>(f), PostKind::kView);
+  }
+  std::future<void> Enqueue(std::function<void()> apply, std::function<void()> after_cycle = {},
+                            PostKind kind = PostKind::kChange);
+
+ private:
   // A batch on its way to the store, with whom to answer and what to send once durable.
   struct Commit {
     StoreBatch batch;

@@ -1,10 +1,12 @@
 // The controller's calls: each request or node report is posted to the owner thread and
 // applied to the state machine; a request returns once the batch it was in is durable,
 // a report returns at once. The calls that read history (events, audit, a node's
-// history) read the store on the caller's thread.
+// history) read the store on the caller's thread. Requests that only read go as views
+// (View): a bug in one answers 500; any other post is a change (Call), and a bug half-way
+// through one ends the process rather than commit half of it (controller.cc).
 #include "core/encoding.h"
 #include "server/controller.h"
-#include "server/history.h"
+#include "state/history.h"
 
 namespace gantry {
 
@@ -43,7 +45,7 @@ Expected<Submitted> Controller::SubmitBatch(const Actor& who, std::vector<JobSpe
 }
 
 Answer Controller::DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs) {
-  return Call([&]() -> Answer { return state_.DryRun(who, std::move(specs)); });
+  return View([&]() -> Answer { return state_.DryRun(who, std::move(specs)); });
 }
 
 Answer Controller::Cancel(const Actor& who, const std::string& id) {
@@ -67,7 +69,7 @@ Answer Controller::Update(const Actor& who, const std::string& id, const YAML::N
 }
 
 Answer Controller::GetJob(const Actor& who, const std::string& id) {
-  return Call([&] { return state_.GetJob(who, id); });
+  return View([&] { return state_.GetJob(who, id); });
 }
 
 Expected<StreamTarget> Controller::FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
@@ -76,27 +78,27 @@ Expected<StreamTarget> Controller::FindStreamTarget(const Actor& who, const std:
 }
 
 Answer Controller::ListJobs(const Actor& who, const JobFilter& filter) {
-  return Call([&] { return state_.ListJobs(who, filter); });
+  return View([&] { return state_.ListJobs(who, filter); });
 }
 
 Answer Controller::Queue(const Actor& who, const PageQuery& page) {
-  return Call([&] { return state_.Queue(who, page); });
+  return View([&] { return state_.Queue(who, page); });
 }
 
 Answer Controller::Cluster() {
-  return Call([&] { return state_.Cluster(); });
+  return View([&] { return state_.Cluster(); });
 }
 
 Answer Controller::Nodes(const Actor& who, const PageQuery& page) {
-  return Call([&] { return state_.Nodes(who, page); });
+  return View([&] { return state_.Nodes(who, page); });
 }
 
 Answer Controller::Pools() {
-  return Call([&] { return state_.Pools(); });
+  return View([&] { return state_.Pools(); });
 }
 
 Answer Controller::Teams(const Actor& who) {
-  return Call([&] { return state_.Teams(who); });
+  return View([&] { return state_.Teams(who); });
 }
 
 Answer Controller::History(const std::string& range) {
@@ -144,25 +146,25 @@ void Controller::ApplyKubePods(const std::vector<WatchedPod>& pods) {
 }
 
 std::vector<KubePodWait> Controller::KubePodWaits() {
-  return Call([&] { return state_.KubePodWaits(); });
+  return View([&] { return state_.KubePodWaits(); });
 }
 
 Answer Controller::NodeGpus(const Actor& who, const std::string& node_id) {
-  return Call([&] { return state_.NodeGpus(who, node_id); });
+  return View([&] { return state_.NodeGpus(who, node_id); });
 }
 
 Answer Controller::Budgets(const Actor& who) {
-  return Call([&] { return state_.Budgets(who); });
+  return View([&] { return state_.Budgets(who); });
 }
 
 Answer Controller::Alerts(const Actor& who) {
-  nlohmann::json alerts = Call([&] { return state_.Alerts(who); });
+  nlohmann::json alerts = View([&] { return state_.Alerts(who); });
   return nlohmann::json{
       {"alerts", std::move(alerts)}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}};
 }
 
 std::string Controller::MetaValue(const std::string& key) {
-  return Call([&] { return state_.MetaValue(key); });
+  return View([&] { return state_.MetaValue(key); });
 }
 
 void Controller::SetMetaValue(const std::string& key, const std::string& value) {
@@ -198,7 +200,7 @@ void Controller::GpuHealth(const GpuHealthChange& change) {
 }
 
 Status Controller::AdmitPoolNode(const std::string& pool, const Node& node) {
-  return Call([&] { return state_.AdmitPoolNode(pool, node); });
+  return View([&] { return state_.AdmitPoolNode(pool, node); });
 }
 
 void Controller::Reclaim(const NodeNotice& notice) {
@@ -211,7 +213,7 @@ void Controller::Heartbeat(const std::string& node_id) {
 
 std::string Controller::Metrics() {
   MetricsWriter w;
-  Call([&] {
+  View([&] {
     state_.WriteMetrics(w);
     w.Family("gantry_webhooks_total", "counter", "Webhooks (alerts, job notifications) by outcome");
     w.Sample("gantry_webhooks_total", {{"outcome", "sent"}}, static_cast<double>(notifier_.sent()));
@@ -264,7 +266,7 @@ Answer Controller::AuditLog(const Actor& who, int limit) {
 }
 
 Answer Controller::NodeHistory(const std::string& node_id, int limit) {
-  bool known = Call([&] { return state_.KnowsNode(node_id); });
+  bool known = View([&] { return state_.KnowsNode(node_id); });
   if (!known) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
   auto events = store_->NodeEvents(node_id, limit);
   if (!events) return events.status();

@@ -11,7 +11,7 @@ namespace gantry {
 // The ledger as of now: the store's rows, with the open intervals' newest telemetry.
 std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
   std::map<std::tuple<std::string, int, int>, Allocation> open;
-  Call([&] {
+  View([&] {
     for (Allocation& a : state_.accounting().OpenRows()) open[{a.job_id, a.run, a.slot}] = std::move(a);
     return 0;
   });
@@ -26,7 +26,7 @@ std::vector<Allocation> Controller::LedgerView(TimeMs from, TimeMs to) {
 }
 
 void Controller::AddJobNames(nlohmann::json& lines) {
-  Call([&] {
+  View([&] {
     for (auto& l : lines) {
       if (l.contains("job_id")) l["name"] = state_.JobName(l["job_id"].get<std::string>());
     }
@@ -80,7 +80,7 @@ Answer Controller::MonthlyReport(const Actor& who, const std::string& month) {
                                        .on_demand_prices = &state_.accounting().on_demand_prices()});
   if (!report) return report.status();
   nlohmann::json budgets =
-      Call([&] { return month == state_.accounting().month() ? state_.BudgetStatus() : nlohmann::json::array(); });
+      View([&] { return month == state_.accounting().month() ? state_.BudgetStatus() : nlohmann::json::array(); });
   nlohmann::json mine = nlohmann::json::array();
   for (auto& b : budgets) {
     if (who.admin() || b["team"] == who.team) mine.push_back(std::move(b));

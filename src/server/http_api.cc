@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "billing/report.h"
+#include "core/clock.h"
+#include "core/encoding.h"
 #include "core/job_logs.h"
 #include "core/log_window.h"
 #include "core/spec_yaml.h"
@@ -124,7 +126,7 @@ HttpApi::HttpApi(Controller& controller, const UserDirectory& users, HttpOptions
     if (options_.identity && IsOpenAuthPath(path)) return true;  // small bodies: Gate
     if (path.rfind("/v1/", 0) != 0 || authorization.rfind("Bearer ", 0) != 0) return false;
     std::string_view token = authorization.substr(7);
-    if (users_.Authenticate(std::string(token))) return true;
+    if (users_.Authenticate(std::string(token), WallClock().NowMs())) return true;
     if (options_.identity && (IdentityService::IsSessionToken(std::string(token)) ||
                               options_.identity->MayBeProviderToken(std::string(token)))) {
       return true;  // checked by Gate
@@ -176,7 +178,7 @@ thread_local bool t_token_unchecked;       // it could not be checked now: 503, 
 
 std::optional<Actor> PersonByToken(const UserDirectory& users, IdentityService* identity, const std::string& token,
                                    const std::string& team, const std::string& remote_addr, std::string* why) {
-  if (const Actor* known = users.Authenticate(token)) {
+  if (const Actor* known = users.Authenticate(token, WallClock().NowMs())) {
     if (known->role == Role::kAgent || known->role == Role::kLoginNode) return std::nullopt;
     return *known;
   }
@@ -195,7 +197,7 @@ std::optional<Actor> HttpApi::Caller(const httplib::Request& req, bool may_ask) 
   std::string header = req.get_header_value("Authorization");
   if (header.rfind("Bearer ", 0) != 0) return std::nullopt;
   std::string token = header.substr(7);
-  if (const Actor* known = users_.Authenticate(token)) return *known;
+  if (const Actor* known = users_.Authenticate(token, WallClock().NowMs())) return *known;
   if (options_.identity && (IdentityService::IsSessionToken(token) || options_.identity->MayBeProviderToken(token))) {
     return PersonByToken(users_, options_.identity, token, req.get_header_value("X-Gantry-Team"), req.remote_addr,
                          &t_token_refusal);
@@ -230,6 +232,12 @@ void HttpApi::Unauthenticated(const httplib::Request& req, httplib::Response& re
 }
 
 bool HttpApi::Gate(const httplib::Request& req, httplib::Response& res) {
+  // Every path the API serves is text; bytes that are not UTF-8 (after percent-decoding)
+  // name nothing, and would go into audit rows.
+  if (InvalidUtf8At(req.path) >= 0) {
+    ReplyError(res, 400, "invalid_argument", "the path (percent-decoded) is not UTF-8 text", "path");
+    return true;
+  }
   std::string length = req.get_header_value("Content-Length");
   uint64_t n = 0;
   std::from_chars(length.data(), length.data() + length.size(), n);
@@ -284,9 +292,12 @@ void HttpApi::Shutdown() {
 bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
                              std::string* key) {
   *key = req.get_header_value("Idempotency-Key");
-  if (key->size() <= 255) return true;
-  controller_.RecordAudit(who, action, "", "invalid_argument", "Idempotency-Key longer than 255 characters");
-  ReplyError(res, 400, "invalid_argument", "longer than 255 characters", "Idempotency-Key");
+  const char* wrong = key->size() > 255          ? "longer than 255 characters"
+                      : InvalidUtf8At(*key) >= 0 ? "not UTF-8 text"
+                                                 : nullptr;
+  if (!wrong) return true;
+  controller_.RecordAudit(who, action, "", "invalid_argument", std::string("Idempotency-Key ") + wrong);
+  ReplyError(res, 400, "invalid_argument", wrong, "Idempotency-Key");
   return false;
 }
 
@@ -385,7 +396,7 @@ void HttpApi::Routes() {
     if (options_.open_metrics) return serve(res);
     const std::string header = req.get_header_value("Authorization");
     const std::string token = header.rfind("Bearer ", 0) == 0 ? header.substr(7) : "";
-    if (options_.verify_metrics_reader && !token.empty() && !users_.Authenticate(token)) {
+    if (options_.verify_metrics_reader && !token.empty() && !users_.Authenticate(token, WallClock().NowMs())) {
       auto reader = options_.verify_metrics_reader(token, req.remote_addr);
       if (reader) return serve(res);
       const StatusCode code = reader.status().code();

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "server/auth.h"
 #include "server/controller.h"
 #include "server/http_front.h"
 #include "server/http_reply.h"
+#include "state/auth.h"
 
 namespace gantry {
 

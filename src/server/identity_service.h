@@ -16,9 +16,9 @@
 #include "identity/identity_config.h"
 #include "identity/oidc_provider.h"
 #include "identity/sealed_box.h"
-#include "server/auth.h"
 #include "server/controller.h"
 #include "server/sessions.h"
+#include "state/auth.h"
 
 namespace gantry {
 

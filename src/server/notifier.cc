@@ -12,7 +12,7 @@
 
 #include "core/command.h"
 #include "core/notify.h"
-#include "server/job_record.h"
+#include "state/job_record.h"
 
 namespace gantry {
 

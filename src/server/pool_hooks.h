@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/command.h"
-#include "server/autoscaling.h"
+#include "state/autoscaling.h"
 
 namespace gantry {
 

@@ -23,10 +23,10 @@
 #include <string>
 
 #include "identity/sealed_box.h"
-#include "server/auth.h"
 #include "server/controller.h"
 #include "server/http_front.h"
 #include "server/stream_hub.h"
+#include "state/auth.h"
 
 namespace gantry {
 

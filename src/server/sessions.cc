@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/encoding.h"
+#include "protocol/spec_json.h"
 
 namespace gantry {
 
@@ -293,7 +294,7 @@ std::vector<std::pair<std::string, std::string>> SessionTable::TakeChanged(TimeM
     }
     bool use_due = s.last_used_ms - use_saved_ms_[s.id] >= kUseSaveEveryMs;
     if (changed_.count(s.id) || use_due) {
-      out.emplace_back(s.id, SessionToDoc(s).dump());
+      out.emplace_back(s.id, SessionToDoc(s).dump(-1, ' ', false, kReplaceBadUtf8));
       use_saved_ms_[s.id] = s.last_used_ms;
     }
     ++it;

@@ -21,8 +21,8 @@
 
 #include "core/byte_stream.h"
 #include "core/thread_set.h"
-#include "server/auth.h"
 #include "server/controller.h"
+#include "state/auth.h"
 
 namespace gantry {
 

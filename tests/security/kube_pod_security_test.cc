@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/kube_pod.h"
-#include "server/state_under_test.h"
+#include "state/state_under_test.h"
 
 namespace gantry::testing {
 namespace {

@@ -13,48 +13,10 @@
 #include "core/spec_yaml.h"
 #include "server/controller.h"
 #include "server/http_api.h"
+#include "state/state_harness.h"
 #include "test_util.h"
 
 namespace gantry::testing {
-
-// Records orders; tests answer them by calling the controller's Report* methods.
-class RecordingLink : public NodeLink {
- public:
-  void Start(const StartOrder& o) override {
-    std::lock_guard<std::mutex> lock(mu);
-    starts.push_back(o);
-  }
-  void Stop(const StopOrder& o) override {
-    std::lock_guard<std::mutex> lock(mu);
-    stops.push_back(o);
-  }
-  std::mutex mu;
-  std::vector<StartOrder> starts;
-  std::vector<StopOrder> stops;
-};
-
-// The harness's users: alice (vision) and bob (nlp), a vision team admin and an ops
-// admin; both teams may use every priority class and non-preemptible jobs, so tests of
-// the engine's mechanisms are not tests of permissions (tests/security/ has those). Only
-// vision may send job webhooks, to 127.0.0.1.
-inline std::shared_ptr<const UserDirectory> HarnessUsers() {
-  auto users = std::make_shared<UserDirectory>();
-  const char* rows[][3] = {
-      {"alice", "vision", "user"}, {"bob", "nlp", "user"}, {"lead", "vision", "team-admin"}, {"root", "ops", "admin"}};
-  for (auto& r : rows) {
-    UserEntry e{{r[0], r[1], Role::kUser}, Sha256Hex(std::string(r[0]) + "-token")};
-    ParseRole(r[2], &e.actor.role);
-    users->Add(e);
-  }
-  for (const char* team : {"vision", "nlp", "speech"}) {
-    TeamPolicy p;
-    p.priorities = {"critical", "high", "medium", "low"};
-    p.non_preemptible = true;
-    if (std::string(team) == "vision") p.webhook_hosts = {"127.0.0.1"};  // job webhooks to loopback receivers
-    users->SetTeam(team, std::move(p));
-  }
-  return users;
-}
 
 inline std::string TempPath(const std::string& name) {
   std::string dir = ::testing::TempDir() + "gantry-" + std::to_string(::getpid()) + "-" +
@@ -81,12 +43,6 @@ inline ApiAnswer Api(const Status& refusal) { return {HttpStatus(refusal.code())
 inline ApiAnswer Api(const Answer& a) { return a ? ApiAnswer{200, *a} : Api(a.status()); }
 inline ApiAnswer Api(const Expected<Submitted>& s) {
   return s ? ApiAnswer{s->created ? 201 : 200, s->job} : Api(s.status());
-}
-
-// What an agent reports when a run ends (`ended_ms` -1: now).
-inline RunReport ExitReport(const std::string& job_id, int run, const std::string& node_id, int exit_code,
-                            const std::string& reason, TimeMs ended_ms = -1) {
-  return {job_id, run, node_id, true, exit_code, reason, ended_ms};
 }
 
 struct Harness {
@@ -139,9 +95,5 @@ inline void ExitRun(Harness& h, const std::string& id, int code) {
   h.controller->RunExited(ExitReport(job.body["id"], job.body["runs"], job.body["placement"][0]["node"], code, ""));
   h.controller->Sync();
 }
-
-inline const Actor kAdmin{"root", "ops", Role::kAdmin};
-inline const Actor kAlice{"alice", "vision", Role::kUser};
-inline const Actor kBob{"bob", "nlp", Role::kUser};
 
 }  // namespace gantry::testing

@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "controller_harness.h"
-#include "server/history.h"
 #include "server/web_assets.h"
+#include "state/history.h"
 
 namespace gantry::testing {
 namespace {

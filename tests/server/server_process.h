@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "core/read_file.h"
-#include "server/auth.h"
+#include "state/auth.h"
 
 namespace gantry::testing {
 

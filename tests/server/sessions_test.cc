@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "server/auth.h"
 #include "server/store.h"
+#include "state/auth.h"
 
 namespace gantry {
 namespace {
@@ -146,10 +146,12 @@ TEST(StaticTokens, MayCarryAnExpiryAndAnswerNothingPastIt) {
       "  - {name: ci2, team: vision, token_sha256: " + Sha256Hex("t-new") + ", expires: '2099-01-01T00:00:00Z'}\n" +
       "  - {name: login1, team: ops, role: login-node, token_sha256: " + Sha256Hex("t-login") + "}\n");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
-  EXPECT_EQ(dir->Authenticate("t-old"), nullptr);
-  ASSERT_NE(dir->Authenticate("t-new"), nullptr);
-  EXPECT_EQ(dir->Authenticate("t-new")->user, "ci2");
-  EXPECT_EQ(dir->Authenticate("t-login")->role, Role::kLoginNode);
+  const TimeMs now = 1'800'000'000'000;  // 2027
+  EXPECT_EQ(dir->Authenticate("t-old", now), nullptr);
+  ASSERT_NE(dir->Authenticate("t-new", now), nullptr);
+  EXPECT_EQ(dir->Authenticate("t-new", now)->user, "ci2");
+  EXPECT_EQ(dir->Authenticate("t-new", 4'070'908'800'000), nullptr);  // 2099-01-01T00:00:00Z: from then on
+  EXPECT_EQ(dir->Authenticate("t-login", now)->role, Role::kLoginNode);
   EXPECT_EQ(dir->FindUser("login1"), nullptr);  // a host, not a person
   auto bad = UserDirectory::FromYaml("users:\n  - {name: ci, team: v, token_sha256: " + Sha256Hex("x") +
                                      ", expires: next week}\n");
