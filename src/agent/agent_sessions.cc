@@ -2,6 +2,7 @@
 // thread, which owns the runs), the job's account, environment, directories and cgroup for
 // it, a thread per session, and the end of gantry shell's hold when its session ends.
 #include <fmt/format.h>
+#include <poll.h>
 
 #include <chrono>
 #include <future>
@@ -19,6 +20,12 @@ namespace {
 
 // A run that was just placed may not have started here yet: a session waits this long.
 constexpr auto kRunWait = std::chrono::seconds(10);
+
+// Whether the client's end of `fd` is gone (closed or reset), without reading what it sent.
+bool PeerHungUp(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
 
 }  // namespace
 
@@ -114,10 +121,11 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
   // A run that ended while the session was being set up ends it at once.
   if (RunEndedStatus(key) != -2) *stop = true;
   // A container job is running from its `podman run`; its container exists a moment later.
-  if (!target->container.empty() && !*stop && !WaitForContainer(options_.containers, target->container, 30000, [&] {
-        return stop->load() || RunEndedStatus(key) != -2;
-      })) {
-    if (!stop->load() && RunEndedStatus(key) == -2) {
+  // The wait ends when the run ends or the client hangs up (its slot on the server is free).
+  auto give_up = [&] { return stop->load() || PeerHungUp(stream->fd()) || RunEndedStatus(key) != -2; };
+  if (!target->container.empty() && !*stop &&
+      !WaitForContainer(options_.containers, target->container, 30000, give_up)) {
+    if (!give_up()) {
       return RefuseSession(
           *stream, fmt::format("job {}'s container {} did not start within 30 s", order.job_id, target->container));
     }

@@ -173,10 +173,19 @@ Expected<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt, const Con
 
 bool WaitForContainer(const ContainerRuntime& rt, const std::string& name, int timeout_ms,
                       const std::function<bool()>& give_up) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  // The runtime is asked after 0.1 s, 0.2 s, 0.4 s ... at most each second (each asking is
+  // a process), and give_up() every 0.1 s between.
+  auto next_ask = Clock::now();
+  auto interval = std::chrono::milliseconds(100);
   while (!give_up()) {
-    if (FirstLineOf(rt, "container inspect --format '{{.State.Running}}' " + ShellQuote(name)) == "true") return true;
-    if (std::chrono::steady_clock::now() >= until) return false;
+    if (Clock::now() >= next_ask) {
+      if (FirstLineOf(rt, "container inspect --format '{{.State.Running}}' " + ShellQuote(name)) == "true") return true;
+      next_ask = Clock::now() + interval;
+      interval = std::min(interval * 2, std::chrono::milliseconds(1000));
+    }
+    if (Clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;

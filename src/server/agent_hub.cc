@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "core/encoding.h"
 #include "core/host.h"
@@ -300,7 +301,9 @@ void AgentHub::AppendLog(const AgentReport::LogChunk& chunk) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   int64_t have = LogLogicalSize(path);
-  if (offset < 0 || offset + static_cast<int64_t>(bytes.size()) <= have) return;
+  // An offset past any file's size (a compromised agent's INT64_MAX) is refused before the sum.
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  if (offset < 0 || offset > std::numeric_limits<int64_t>::max() - size || offset + size <= have) return;
   if (offset > have) {
     // The agent cut its copy before these bytes were shipped: the gap is gone for good.
     std::ofstream(path, std::ios::trunc);

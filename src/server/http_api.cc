@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -292,8 +293,10 @@ void HttpApi::Shutdown() {
 bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
                              std::string* key) {
   *key = req.get_header_value("Idempotency-Key");
+  const bool control = std::any_of(key->begin(), key->end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
   const char* wrong = key->size() > 255          ? "longer than 255 characters"
                       : InvalidUtf8At(*key) >= 0 ? "not UTF-8 text"
+                      : control                  ? "has control characters"
                                                  : nullptr;
   if (!wrong) return true;
   controller_.RecordAudit(who, action, "", "invalid_argument", std::string("Idempotency-Key ") + wrong);

@@ -168,8 +168,10 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
                                 std::vector<std::pair<std::string, int>>* adopted) {
   std::set<std::pair<std::string, std::string>> reported;
   for (const RunReport& r : runs) {
-    reported.insert({r.job_id, r.node_id});
     JobRecord* job = Find(r.job_id);
+    // The stored id, whatever spelling the agent used: indexes are keyed by it.
+    const std::string id = job ? job->spec->id : r.job_id;
+    reported.insert({id, r.node_id});
     bool current = job && job->runs == r.run && !IsTerminal(job->state) && job->state != JobState::kPending;
     if (current) {
       // Only a run placed on the reporting node is its to adopt or end: another node's job
@@ -185,8 +187,8 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
             {link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller", ""}});
       continue;
     }
-    if (adopted) adopted->emplace_back(r.job_id, r.run);
-    if (r.exited) DoExited(r.job_id, r.run, r.node_id, r.exit_code, r.reason, r.ended_ms);
+    if (adopted) adopted->emplace_back(id, r.run);
+    if (r.exited) DoExited(id, r.run, r.node_id, r.exit_code, r.reason, r.ended_ms);
   }
   for (auto& [seq, job] : jobs_) {
     if (job.state != JobState::kRunning && job.state != JobState::kStopping) continue;

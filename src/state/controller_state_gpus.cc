@@ -177,7 +177,15 @@ void ControllerState::MigChanged(const MigReport& change) {
   } else {
     // The model was wrong: take the GPU as it is (instances only on a GPU in MIG mode).
     g.mig_instances = g.mig_enabled ? actual : std::vector<MigInstance>{};
-    if (JobRecord* job = Find(change.job_id); job && job->state == JobState::kRunning) {
+    // The job it was for, if it runs on that GPU: an agent names jobs of its own GPUs only.
+    JobRecord* job = Find(change.job_id);
+    bool on_this_gpu = false;
+    if (job && job->state == JobState::kRunning) {
+      for (const NodeShare& ns : RunningOf(job->spec->id).placement.nodes) {
+        for (const GpuShare& share : ns.gpus) on_this_gpu = on_this_gpu || (ns.node == n && share.gpu == change.gpu);
+      }
+    }
+    if (on_this_gpu) {
       job->stop_cause = StopCause::kNodeFault;
       job->reason = change.error;
       Dirty(*job);

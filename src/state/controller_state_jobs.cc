@@ -36,7 +36,11 @@ Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) 
 
 void ControllerState::RunStarted(const RunReport& started) {
   JobRecord* job = Find(started.job_id);
-  if (job && job->runs == started.run && !IsTerminal(job->state)) Event(*job, "running", {{"run", started.run}});
+  if (!job || job->runs != started.run || IsTerminal(job->state) || job->state == JobState::kPending) return;
+  // Only a node the run is placed on (and still runs on) says it started there.
+  auto nodes = running_nodes_.find(job->spec->id);
+  if (nodes == running_nodes_.end() || !nodes->second.count(started.node_id)) return;
+  Event(*job, "running", {{"run", started.run}, {"node", started.node_id}});
 }
 
 void ControllerState::RunExited(const RunReport& e) {
@@ -289,10 +293,12 @@ void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::st
   }
 }
 
-void ControllerState::DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
+void ControllerState::DoExited(const std::string& named_id, int run, const std::string& node_id, int exit_code,
                                const std::string& reason, TimeMs ended_ms) {
-  JobRecord* job = Find(job_id);
+  JobRecord* job = Find(named_id);
   if (!job || job->runs != run || (job->state != JobState::kRunning && job->state != JobState::kStopping)) return;
+  // The indexes are keyed by the stored id, whatever spelling the report used ("01", "1_00").
+  const std::string job_id = job->spec->id;
   // Each node's part ends once: a second report (an answer to a stop that came after the
   // part had exited) neither ends the gang early nor replaces its reason.
   std::set<std::string>& left = running_nodes_[job_id];
