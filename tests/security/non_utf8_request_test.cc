@@ -59,10 +59,7 @@ TEST(NonUtf8Requests, APathOrAnIdempotencyKeyThatIsNotTextIsRefusedAndTheServerG
 TEST(NonUtf8Requests, TheStateWritesAuditRowsAsTextWhateverItIsGiven) {
   ScratchPostgres pg;
   ASSERT_FALSE(pg.url().empty());
-  ControllerOptions o;
-  o.config = *LoadConfigDir("");
-  o.log = [](const std::string&) {};
-  o.users = HarnessUsers();
+  ControllerOptions o = HarnessOptions();
   auto store = OpenPostgresStore(pg.url());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Controller c(std::move(o), std::move(*store));

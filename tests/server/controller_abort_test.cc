@@ -29,12 +29,7 @@ class PostingController : public Controller {
 };
 
 std::unique_ptr<PostingController> StartOn(const std::string& db) {
-  ControllerOptions o;
-  o.config = *LoadConfigDir("");
-  o.tick_ms = 3600 * 1000;
-  o.defer_slow_cycles = false;
-  o.log = [](const std::string&) {};
-  o.users = HarnessUsers();
+  ControllerOptions o = HarnessOptions();
   auto store = OpenSqliteStore(db, {.synchronous_full = false});
   if (!store.ok()) return nullptr;
   auto c = std::make_unique<PostingController>(std::move(o), std::move(*store));

@@ -45,19 +45,28 @@ inline ApiAnswer Api(const Expected<Submitted>& s) {
   return s ? ApiAnswer{s->created ? 201 : 200, s->job} : Api(s.status());
 }
 
+// The options a test's controller starts with: the built-in config, the test users, a
+// periodic cycle of an hour (tests decide when time passes), a cycle after every batch
+// however slow the build (ASan), and no log.
+inline ControllerOptions HarnessOptions() {
+  ControllerOptions o;
+  o.config = *LoadConfigDir("");
+  o.tick_ms = 3600 * 1000;
+  o.defer_slow_cycles = false;
+  o.log = [](const std::string&) {};
+  o.users = HarnessUsers();
+  return o;
+}
+
 struct Harness {
   // `configure` may change the options (quotas, pricing); `start` is the clock's first time.
   explicit Harness(std::string db_path = "", DurationMs tick_ms = 3600 * 1000,
                    const std::function<void(ControllerOptions&)>& configure = {}, TimeMs start = 1'800'000'000'000)
       : db(db_path.empty() ? Fresh() : db_path), now(start) {
-    ControllerOptions o;
-    o.config = *LoadConfigDir("");
+    ControllerOptions o = HarnessOptions();
     o.tick_ms = tick_ms;  // periodic cycle (time limits); long by default: tests decide
     o.kill_wait_ms = 5000;
-    o.defer_slow_cycles = false;  // every batch gets its cycle, however slow the build (ASan)
     o.now = [this] { return now.load(); };
-    o.log = [](const std::string&) {};
-    o.users = HarnessUsers();
     if (configure) configure(o);
     auto store = OpenSqliteStore(db, {.synchronous_full = false});
     EXPECT_TRUE(store.ok());
