@@ -65,7 +65,6 @@ void ControllerState::HoldOne(const Actor& who, JobRecord& job) {
   MoveJob(job, {.state = JobState::kPending, .place = JobPlace::kKeptOut});
   job.hold = hold;
   Event(job, "held", {{"by", who.user}, {"hold", hold}});
-  Dirty(job);
   dirty_ = true;
 }
 
@@ -221,7 +220,7 @@ void ControllerState::ReplaceSpec(JobRecord& job, JobSpecPtr spec) {
     job.after = job.spec->dependency.empty() ? std::vector<DependencyTerm>{} : *ParseDependency(job.spec->dependency);
     MoveJob(job, {.state = JobState::kPending, .place = GatedPlace(job), .again = true});
   }
-  Dirty(job);
+  Dirty(job);  // a running job's new spec (MoveJob marks a pending one)
   dirty_ = true;
 }
 

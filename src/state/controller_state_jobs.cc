@@ -201,7 +201,6 @@ void ControllerState::StartJob(const StartDecision& s, size_t running_index) {
   OpenLedger(job, s.placement);
   LendPorts(job, s.placement);
   counters_["started"]++;
-  Dirty(job);
   for (const NodeShare& ns : s.placement.nodes) SendStart(job, ns.node);
   NotifyJob(job, "start");
 }
@@ -283,7 +282,6 @@ void ControllerState::StopRunning(JobRecord& job, StopCause cause, const std::st
   RunningJob& entry = RunningOf(id);
   entry.stop_at_ms = now_ + grace_ms;
   Event(job, "stopping", {{"cause", ToString(cause)}, {"reason", reason}, {"grace_ms", grace_ms}});
-  Dirty(job);
   const std::set<std::string>& left = running_nodes_[id];
   for (const NodeShare& ns : entry.placement.nodes) {
     // Not to a gang member that has exited already: it would answer "not running" once more.
@@ -372,7 +370,6 @@ void ControllerState::Requeue(JobRecord& job, const std::string& event) {
   job.stop_cause = StopCause::kNone;
   Event(job, "requeued", {{"why", event}});
   counters_["requeued"]++;
-  Dirty(job);
 }
 
 void ControllerState::Finish(JobRecord& job, JobState state, const std::string& reason, bool dequeued) {
@@ -385,7 +382,6 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
   LearnRun(job);
-  Dirty(job);
   NotifyJob(job, state == JobState::kFailed ? "fail" : "end");
   if (!job.spec->kube_pods.empty()) PodJobEnded(job);
 }
