@@ -88,6 +88,9 @@ std::optional<std::string> ScopedCookie(std::string_view value, std::string_view
     std::string lower = Lower(attribute.substr(0, attribute.find('=')));
     lower = std::string(Trim(lower));
     if (lower == "domain") return std::nullopt;
+    // A name with blanks inside ("d omain") is no attribute a browser knows: dropped, so
+    // nothing that reads names more loosely can take it for a Domain.
+    if (lower.find_first_of(" \t") != std::string::npos) continue;
     if (lower == "path") {
       std::string_view path = Trim(attribute.substr(attribute.find('=') + 1));
       path_given = true;
