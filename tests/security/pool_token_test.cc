@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "security/security_util.h"
 #include "server/elastic_cluster.h"
@@ -99,13 +100,15 @@ nlohmann::json Shaped(const std::string& node, int n, const std::string& name) {
 TEST(PoolTokens, ItRegistersOnlyTheIdsItsHookPrintedInThePoolsShape) {
   ElasticCluster c("pool-shape", {"t4"});
   const std::string down_args = TempPath("pool-shape") + "/scale-down.args";
-  // Asked for 1 node (min_nodes), the hook prints 2 after 4 s: the second goes back.
+  const std::string go_on = TempPath("pool-shape") + "/hook.go-on";
+  // Asked for 1 node (min_nodes), the hook prints 2 once the test lets it go on (however
+  // slow the machine, the registrations below come while it runs): the second goes back.
   c.WritePools(
       fmt::format("autoscaler: {{scale_up_after: 1s, register_timeout: 1h}}\npools:\n"
                   "  - {{name: t4, gpu_type: T4, gpus_per_node: 2, min_nodes: 1, max_nodes: 3,\n"
-                  "     scale_up_command: 'sleep 4; echo t4-a; echo t4-extra #',\n"
+                  "     scale_up_command: 'while [ ! -e {} ]; do sleep 0.1; done; echo t4-a; echo t4-extra #',\n"
                   "     scale_down_command: 'echo \"$@\" >> {} #'}}\n",
-                  down_args));
+                  go_on, down_args));
   c.Start();
   auto pool = c.server().Client(PoolToken("t4").c_str());
   auto hook_running = [&] { return c.Metric(R"(gantry_pool_hook_running{pool="t4",hook="scale_up"})") == 1; };
@@ -120,7 +123,9 @@ TEST(PoolTokens, ItRegistersOnlyTheIdsItsHookPrintedInThePoolsShape) {
   EXPECT_EQ(register_as(Shaped("ext-2", 2, "Tesla T4")), 503);
   EXPECT_EQ(register_as(Shaped("i-0controller", 64, "NVIDIA H100 80GB HBM3")), 503);
   EXPECT_EQ(register_as(Shaped("--dry-run", 2, "Tesla T4")), 400);
-  ASSERT_TRUE(c.WaitFor([&] { return !hook_running(); }, 15));
+  EXPECT_TRUE(hook_running());
+  std::ofstream(go_on).put('\n');
+  ASSERT_TRUE(c.WaitFor([&] { return !hook_running(); }, 30));
   // Once it printed t4-a: only t4-a, and only as 2 x T4.
   EXPECT_EQ(register_as(Shaped("evil-1", 2, "Tesla T4")), 403);
   EXPECT_EQ(register_as(Shaped("t4-a", 64, "NVIDIA H100 80GB HBM3")), 403);
