@@ -1,13 +1,12 @@
-// The agent's side of interactive sessions: finding the run a session is for (on the agent
-// thread, which owns the runs), the job's account, environment, directories and cgroup for
-// it, a thread per session, and the end of gantry shell's hold when its session ends.
+// The agent's side of interactive sessions: a thread per session, which asks the agent
+// thread (the runs' own) what the session needs (node_runs_sessions.cc), waits for a run
+// that has not started yet, ends with its run, and ends gantry shell's hold.
 #include <fmt/format.h>
 #include <poll.h>
 
 #include <chrono>
 #include <future>
 
-#include "agent/cgroups.h"
 #include "agent/local_agent.h"
 #include "agent/port_session.h"
 #include "agent/process.h"
@@ -67,10 +66,10 @@ void LocalAgent::EndRunSessions(const std::string& key) {
 }
 
 void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream> stream) {
-  const std::string key = Key(order.job_id, order.run, order.node_id);
+  const std::string key = NodeRuns::Key(order.job_id, order.run, order.node_id);
   Expected<SessionTarget> target = Status::NotFound("");
   for (auto deadline = std::chrono::steady_clock::now() + kRunWait;;) {
-    target = OnAgentThread<SessionTarget>([this, order] { return SessionTargetFor(order); });
+    target = OnAgentThread<SessionTarget>([this, order] { return runs_.SessionTargetFor(order); });
     if (target || target.status().code() != StatusCode::kNotFound || sessions_stop_ ||
         std::chrono::steady_clock::now() > deadline) {
       break;
@@ -107,7 +106,7 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
       return RefusePortSession(*stream, mine.code() == StatusCode::kPermissionDenied ? 403 : 502,
                                fmt::format("job {}'s port '{}': {}", order.job_id, target->port_name, mine.message()));
     }
-    return RunPortSession(target->port, target->port_name, PortToken(options_.state_dir, order.job_id, order.run),
+    return RunPortSession(target->port, target->port_name, env_->PortToken(options_.state_dir, order.job_id, order.run),
                           *stream, *stop);
   }
   if (order.kind == StreamKind::kAttach) {
@@ -134,90 +133,15 @@ void LocalAgent::RunSession(const StreamOrder& order, std::unique_ptr<ByteStream
   int status = RunExecSession(order, *target, *stream, *stop);
   if (order.end_job) {  // gantry shell: the hold ends with its session, and as it did (salloc's command)
     OnAgentThread<bool>([this, key, status]() -> Expected<bool> {
-      EndHold(key, status < 0 ? 1 : status);
+      runs_.EndHold(key, status < 0 ? 1 : status);
       return true;
     });
   }
 }
 
-Expected<SessionTarget> LocalAgent::SessionTargetFor(const StreamOrder& order) {
-  auto it = runs_.find(Key(order.job_id, order.run, order.node_id));
-  if (it == runs_.end()) {
-    return Status::NotFound(fmt::format("run {} of job {} is not running on node {} (it ended, or has not started yet)",
-                                        order.run, order.job_id, order.node_id));
-  }
-  ActiveRun& r = it->second;
-  if (r.start_order.empty()) {
-    return Status::Precondition("id",
-                                "this run was adopted from an agent too old to keep its order: no sessions in it");
-  }
-  auto parsed = StartOrderFromJson(nlohmann::json::parse(r.start_order, nullptr, false));
-  if (!parsed) return Status::Internal("the run's order cannot be read back: " + parsed.status().message());
-  const StartOrder& o = *parsed;
-  const bool holds = o.spec->command.empty();
-  if (holds && order.kind == StreamKind::kAttach) {
-    return Status::Precondition("id", fmt::format("job {} holds GPUs and runs no command: nothing to attach to "
-                                                  "(gantry exec {} -- CMD, or gantry shell)",
-                                                  order.job_id, order.job_id));
-  }
-  auto account = JobAccount(o);
-  if (!account) return account.status();
-  if (order.kind == StreamKind::kPort) {
-    // Only a port lent to this run on this node, whatever the order says.
-    SessionTarget t;
-    for (const auto& [name, number] : o.ports) {
-      if (number == order.port && name != "master") t.port_name = name;
-    }
-    if (t.port_name.empty()) {
-      return Status(StatusCode::kPermissionDenied, fmt::format("port {} is not one of job {}'s named ports on node {}",
-                                                               order.port, order.job_id, order.node_id));
-    }
-    t.port = order.port;
-    t.uid = account->uid;
-    return t;
-  }
-  if (Status made = MakeJobDirs(o, *account); !made.ok()) return made;
-  const std::string dir = JobDir(o.job_id);
-  SessionTarget t;
-  t.shim = options_.shim;
-  t.user = account->user;
-  t.env = JobEnvironment(o, dir + "/checkpoint");
-  if (!o.ports.empty()) t.env["GANTRY_PORT_TOKEN"] = PortToken(options_.state_dir, o.job_id, o.run);
-  t.env.insert(r.mps_env.begin(), r.mps_env.end());
-  t.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
-  if (options_.cgroups) {
-    if (r.cgroup.empty()) {  // a job that only holds GPUs gets its cgroup with its first session
-      std::string name = fmt::format("{}-{}-{}", o.job_id, o.run, o.node_id);
-      auto procs = options_.cgroups->Create(name, o.cpus, o.memory_mib);
-      if (!procs) return procs.status();
-      r.cgroup = name;
-    }
-    t.cgroup_procs = options_.cgroups->Dir(r.cgroup) + "/cgroup.procs";
-  }
-  if (!r.container.empty()) {
-    t.container_exec = {options_.containers.command};
-    t.container_exec.insert(t.container_exec.end(), options_.containers.global_options.begin(),
-                            options_.containers.global_options.end());
-    t.container_exec.push_back("exec");
-    t.container = r.container;
-  }
-  t.exit_file = fmt::format("{}/session-{}.exit", dir, order.session.substr(0, 16));
-  t.run_exit_file = r.exit_file;
-  t.stdout_log = RunLogPath(dir, o.run, o.node_rank, "stdout");
-  t.stderr_log = RunLogPath(dir, o.run, o.node_rank, "stderr");
-  return t;
-}
-
 int LocalAgent::RunEndedStatus(const std::string& key) {
-  auto status = OnAgentThread<int>([this, key]() -> Expected<int> { return runs_.count(key) ? -2 : -1; });
+  auto status = OnAgentThread<int>([this, key]() -> Expected<int> { return runs_.Running(key) ? -2 : -1; });
   return status ? *status : -1;
-}
-
-void LocalAgent::EndHold(const std::string& key, int exit_code) {
-  auto it = runs_.find(key);
-  if (it == runs_.end() || it->second.pid > 0) return;  // only a run that holds GPUs without a process
-  it->second.ends_at_ms = Now();
-  it->second.hold_exit = exit_code;
 }
 
 }  // namespace gantry

@@ -1,25 +1,14 @@
-// MPS control daemons, run through nvidia-cuda-mps-control (docs.nvidia.com/deploy/mps).
+// MPS control daemons: which GPUs' daemons run and which runs use each (the daemons
+// themselves are started through the node's NodeEnv: nvidia-cuda-mps-control).
 #include "agent/mps_daemons.h"
 
-#include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+
+#include "agent/node_env.h"
 
 namespace gantry {
-
-namespace {
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
 
 bool MpsDaemons::Runnable(const std::string& control) {
   std::string program = control.substr(0, control.find(' '));
@@ -37,31 +26,12 @@ bool MpsDaemons::Runnable(const std::string& control) {
   return false;
 }
 
-// Runs the control program for one GPU's daemon with `args`, feeding it `input`; returns
-// its exit status.
-int MpsDaemons::Control(const std::string& uuid, const std::string& args, const std::string& input) {
-  // `control_` is a command line from the agent's configuration (a program and its arguments).
-  std::string cmd = fmt::format("CUDA_VISIBLE_DEVICES={} CUDA_MPS_PIPE_DIRECTORY={} CUDA_MPS_LOG_DIRECTORY={} {} {}",
-                                Quote(uuid), Quote(PipeDir(uuid)), Quote(LogDir(uuid)), control_, args);
-  FILE* p = popen(cmd.c_str(), "w");
-  if (!p) return -1;
-  if (!input.empty()) std::fwrite(input.data(), 1, input.size(), p);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 Expected<std::string> MpsDaemons::Acquire(const std::string& key, const std::string& uuid) {
   std::set<std::string>& users = users_[uuid];
   if (users.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(PipeDir(uuid), ec);
-    std::filesystem::create_directories(LogDir(uuid), ec);
-    if (ec) return Status::Internal("cannot create the MPS directories under " + dir_ + ": " + ec.message());
-    int rc = Control(uuid, "-d", "");
-    if (rc != 0) {
+    if (Status started = env_.StartMpsDaemon(uuid, PipeDir(uuid), LogDir(uuid)); !started.ok()) {
       users_.erase(uuid);
-      return Status::Internal(
-          fmt::format("starting the MPS control daemon for {} ({} -d) failed with status {}", uuid, control_, rc));
+      return started;
     }
   }
   users.insert(key);
@@ -73,7 +43,7 @@ void MpsDaemons::Adopt(const std::string& key, const std::string& uuid) { users_
 void MpsDaemons::Release(const std::string& key) {
   for (auto it = users_.begin(); it != users_.end();) {
     if (it->second.erase(key) && it->second.empty()) {
-      Control(it->first, "", "quit\n");
+      env_.QuitMpsDaemon(it->first, PipeDir(it->first), LogDir(it->first));
       it = users_.erase(it);
     } else {
       ++it;

@@ -12,6 +12,8 @@
 
 namespace gantry {
 
+class NodeEnv;
+
 // The MPS control program of NVIDIA's driver packages.
 inline constexpr const char* kMpsControl = "nvidia-cuda-mps-control";
 
@@ -21,9 +23,9 @@ class MpsDaemons {
   // tells the scheduler it can host MPS jobs only then.
   static bool Runnable(const std::string& control);
 
-  // `control`: the nvidia-cuda-mps-control command (a program, maybe with arguments);
-  // `dir`: where the pipe and log directories go.
-  MpsDaemons(std::string control, std::string dir) : control_(std::move(control)), dir_(std::move(dir)) {}
+  // The daemons are started and told to quit through `env` (which must outlive this);
+  // `dir`: where their pipe and log directories go.
+  MpsDaemons(NodeEnv& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
 
   // Job `key` uses MPS on GPU `uuid`: the daemon is started if it does not run yet.
   // Returns the pipe directory the job's clients must use.
@@ -37,8 +39,7 @@ class MpsDaemons {
   std::string LogDir(const std::string& uuid) const { return dir_ + "/" + uuid + "/log"; }
 
  private:
-  int Control(const std::string& uuid, const std::string& args, const std::string& input);
-  std::string control_;
+  NodeEnv& env_;
   std::string dir_;
   std::map<std::string, std::set<std::string>> users_;  // GPU uuid -> job keys using its daemon
 };
