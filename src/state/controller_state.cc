@@ -39,15 +39,10 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
   for (const auto& [id, doc] : stored.nodes) {
     auto node = NodeFromDoc(nlohmann::json::parse(doc, nullptr, false), options_.config.catalog);
     if (!node) return Status::Internal(fmt::format("stored node {}: {}", id, node.status().ToString()));
-    node_index_[node->id] = static_cast<int>(snap_.nodes.size());
+    nodes_.Add(node->id, nullptr, now_);
     snap_.nodes.push_back(std::move(*node));
-    node_link_.push_back(nullptr);
-    last_seen_.push_back(now_);
   }
-  auto index_of = [this](const std::string& id) {
-    auto it = node_index_.find(id);
-    return it == node_index_.end() ? -1 : it->second;
-  };
+  auto index_of = [this](const std::string& id) { return nodes_.IndexOf(id); };
   for (const StoredJob& row : stored.jobs) {
     auto loaded = JobFromDoc(nlohmann::json::parse(row.doc, nullptr, false), index_of);
     if (!loaded) return loaded.status();
@@ -84,7 +79,7 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
     if (job.state == JobState::kSucceeded) ended.push_back(&job);
   }
   std::sort(ended.begin(), ended.end(), [](const JobRecord* a, const JobRecord* b) { return a->end_ms < b->end_ms; });
-  for (const JobRecord* job : ended) LearnRun(*job);
+  for (const JobRecord* job : ended) predictions_.Learn(*job);
   RefreshPredictions();
   IndexPodJobs();
   return RecoverAccounting(std::move(open));
@@ -97,10 +92,10 @@ Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* li
   }
   for (Node n : nodes) {
     AdoptPoolNode(n);
-    auto it = node_index_.find(n.id);
-    if (it == node_index_.end()) {
+    int known = nodes_.IndexOf(n.id);
+    if (known < 0) {
       AddNode(n, link);
-    } else if (Status s = ReattachNode(it->second, n, link); !s.ok()) {
+    } else if (Status s = ReattachNode(known, n, link); !s.ok()) {
       return s;
     }
   }
@@ -110,10 +105,8 @@ Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* li
 }
 
 void ControllerState::AddNode(const Node& n, NodeLink* link) {
-  node_index_[n.id] = static_cast<int>(snap_.nodes.size());
+  nodes_.Add(n.id, link, now_);
   snap_.nodes.push_back(n);
-  node_link_.push_back(link);
-  last_seen_.push_back(now_);
   PersistNode(static_cast<int>(snap_.nodes.size()) - 1);
   NodeEvent(n.id, "registered", {{"gpus", n.gpus.size()}});
   OverlayKubeFacts(static_cast<int>(snap_.nodes.size()) - 1);
@@ -123,7 +116,7 @@ void ControllerState::AddNode(const Node& n, NodeLink* link) {
 // and fences from the state.
 Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* link) {
   Node& known = snap_.nodes[n];
-  NodeLink* serving = node_link_[n];
+  NodeLink* serving = nodes_.Link(n);
   if (serving && serving != link && !serving->remote()) {
     return Status::Denied("node_id", fmt::format("node {} is this server's own (standalone) node", inventory.id));
   }
@@ -142,8 +135,7 @@ Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* lin
       }
     }
   }
-  node_link_[n] = link;
-  telemetry_.erase(n);  // readings by GPU index: the indexes may mean other GPUs now
+  nodes_.Attach(n, link);  // readings by GPU index are forgotten: the indexes may mean other GPUs now
   for (const std::string& id : stranded) {
     EndOnFault(id, n, fmt::format("its GPU on {} is gone (the node re-registered with other GPUs)", inventory.id),
                true);
@@ -153,9 +145,9 @@ Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* lin
   if (auto kube = known.labels.find(kKubeDrainLabel); kube != known.labels.end()) fresh.labels.insert(*kube);
   for (size_t g = 0; g < fresh.gpus.size() && g < known.gpus.size(); ++g) fresh.gpus[g].fenced = known.gpus[g].fenced;
   bool was_down = known.state == NodeState::kDown;
-  if (was_down) reclaiming_.erase(n);  // a new machine under the old name
+  if (was_down) nodes_.ForgetReclaim(n);  // a new machine under the old name
   known = std::move(fresh);
-  last_seen_[n] = now_;
+  nodes_.Heard(n, now_);
   OverlayKubeFacts(n);
   PersistNode(n);
   NodeEvent(inventory.id, was_down ? "back" : "registered", {{"gpus", inventory.gpus.size()}});
@@ -176,10 +168,10 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
     if (current) {
       // Only a run placed on the reporting node is its to adopt or end: another node's job
       // is neither taken over nor finished by a registration that names it.
-      auto node = node_index_.find(r.node_id);
+      int node = nodes_.IndexOf(r.node_id);
       const auto& placed = RunningOf(job->spec->id).placement.nodes;
-      current = node != node_index_.end() &&
-                std::any_of(placed.begin(), placed.end(), [&](const NodeShare& ns) { return ns.node == node->second; });
+      current =
+          node >= 0 && std::any_of(placed.begin(), placed.end(), [&](const NodeShare& ns) { return ns.node == node; });
     }
     if (!current) {
       if (!r.exited)
@@ -197,7 +189,7 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
     for (const NodeShare& ns : RunningOf(job.spec->id).placement.nodes) job_nodes.push_back(ns.node);
     for (int node : job_nodes) {
       const std::string& node_id = snap_.nodes[node].id;
-      if (node_link_[node] != link || reported.count({job.spec->id, node_id})) continue;
+      if (nodes_.Link(node) != link || reported.count({job.spec->id, node_id})) continue;
       if (job.state == JobState::kStopping) {
         DoExited(job.spec->id, job.runs, node_id, -1, "gone when its agent reconnected");
       } else {
@@ -226,7 +218,7 @@ void ControllerState::SetMetaValue(const std::string& key, const std::string& va
 }
 
 void ControllerState::SendAfterCommit(int node_index, std::variant<StartOrder, StopOrder> order) {
-  NodeLink* link = node_link_[node_index];
+  NodeLink* link = nodes_.Link(node_index);
   // A pod job's orders go to Kubernetes (the kubelet runs the pod), not to the node's agent.
   const std::string& job_id = std::visit([](const auto& o) -> const std::string& { return o.job_id; }, order);
   if (const JobRecord* job = Find(job_id); job && !job->spec->kube_pods.empty()) {
@@ -289,7 +281,7 @@ const JobRecord* ControllerState::Find(const std::string& id) const {
     int task = -1;
     auto [end, tec] = std::from_chars(ptr + 1, id.data() + id.size(), task);
     if (tec != std::errc() || end != id.data() + id.size()) return nullptr;
-    return FindTask(seq, task);
+    return JobTable().FindTask(seq, task);
   }
   if (ec != std::errc() || ptr != id.data() + id.size()) return nullptr;
   auto it = jobs_.find(seq);

@@ -25,16 +25,18 @@
 #include "sched/fair_share.h"
 #include "sched/ordered_queue.h"
 #include "sched/queue_order.h"
-#include "sched/runtime_predictor.h"
 #include "sched/team_clocks.h"
 #include "state/accounting.h"
 #include "state/auth.h"
 #include "state/autoscaling.h"
+#include "state/job_gates.h"
 #include "state/job_record.h"
 #include "state/kube_node_facts.h"
 #include "state/kube_pod_facts.h"
 #include "state/metrics.h"
+#include "state/node_table.h"
 #include "state/port_allocator.h"
+#include "state/run_time_predictions.h"
 #include "state/store_records.h"
 
 namespace gantry {
@@ -306,13 +308,11 @@ class ControllerState {
   // guarantee and limits (users: their own team).
   void SampleHistory();
   Answer Teams(const Actor& who) const;
-  // Run-time predictions (controller_state_predict.cc): a succeeded job's run teaches the
-  // predictor; waiting jobs get its prediction when they enter the queue and, after new
-  // runs were learnt, at the next tick.
-  void LearnRun(const JobRecord& job);
-  JobSpecPtr WithPrediction(const JobSpecPtr& spec) const;
+  // Run-time predictions (predictions_): a succeeded job's run teaches the predictor;
+  // waiting jobs get its prediction when they enter the queue and, after new runs were
+  // learnt, at the next tick (controller_state_predict.cc).
   void RefreshPredictions();
-  bool KnowsNode(const std::string& node_id) const { return node_index_.count(node_id) > 0; }
+  bool KnowsNode(const std::string& node_id) const { return nodes_.Knows(node_id); }
   // The API view of a job this state knows.
   nlohmann::json JobView(const std::string& id);
   // A job's name ("" for a job this state does not know).
@@ -355,35 +355,13 @@ class ControllerState {
   // Refuses a submit that would make more than submit_limits allow: the new jobs (array
   // tasks one each) of checked `specs`.
   Status CheckSubmitLimits(const std::vector<JobSpec>& specs) const;
-  // Pending jobs kept out of the scheduler's queue and arrays (controller_state_gates.cc).
-  // Why a pending job is kept out (code "" when it may be queued): held, a dependency not
-  // yet met ("dependency"; never: it can no longer be met), its array at its limit.
-  struct Blocker {
-    std::string code;
-    std::string reason;
-    bool never = false;
-  };
-  // What one pass over the kept-out jobs computes once: per array, its tasks queued or
-  // running; per (user, name), the oldest job not ended (singleton).
-  struct GateScan {
-    std::unordered_map<uint64_t, int> array_active;
-    std::map<std::pair<std::string, std::string>, uint64_t> oldest_by_name;
-    bool names_scanned = false;
-  };
-  Blocker WhyKeptOut(const JobRecord& job, GateScan& scan) const;
-  Blocker TermBlocker(const JobRecord& job, const DependencyTerm& term, GateScan& scan) const;
-  // Where a pending job goes: the queue, or kept out while WhyKeptOut says so.
+  // Pending jobs kept out of the scheduler's queue and arrays (controller_state_gates.cc;
+  // why a job is kept out is JobGates', state/job_gates.h, over this table).
+  JobTableView JobTable() const;
+  // Where a pending job goes: the queue, or kept out while JobGates says so.
   JobPlace GatedPlace(const JobRecord& job) const;
   // Each cycle: queues the kept-out jobs that may now run, fails those that never can.
   void AdmitKeptOut();
-  // The dependency's jobs exist and are the caller's team's; aftercorr names arrays; a
-  // changed job (`self`) does not come to wait for itself.
-  Status ResolveDependency(const Actor& who, const JobSpec& spec, const JobRecord* self = nullptr) const;
-  // Whether `from` is `seq` or waits for it through dependencies of jobs not ended.
-  bool Reaches(const JobRecord& from, uint64_t seq, std::set<uint64_t>& seen) const;
-  const JobRecord* FindTask(uint64_t array_id, int task) const;
-  // A dependency target's jobs: the job, one task, or every task of an array.
-  std::vector<const JobRecord*> TargetsOf(const DependencyTarget& t) const;
   // An array's tasks, one job each (their seqs); ArraySummary counts them by state.
   std::vector<uint64_t> AddArray(const Actor& who, const JobSpec& spec);
   nlohmann::json ArraySummary(uint64_t array_id) const;
@@ -504,12 +482,10 @@ class ControllerState {
   // job's state by CountWaiting.
   std::unordered_map<std::string, int> waiting_by_user_;
   std::unordered_map<std::string, int> waiting_by_team_;
-  std::unordered_map<std::string, int> node_index_;
   // MIG changes planned for a job's start, by job: (node index, order); sent with the start.
   std::unordered_map<std::string, std::vector<std::pair<int, MigOrder>>> mig_orders_;
-  std::vector<NodeLink*> node_link_;
-  std::vector<TimeMs> last_seen_;  // per node: the last heartbeat of its (remote) agent
-  PortAllocator ports_;            // ports lent to running jobs, per node
+  NodeTable nodes_;      // beside snap_.nodes, by the same index
+  PortAllocator ports_;  // ports lent to running jobs, per node
   // job id -> the nodes whose part of the run still runs (a node reports each part once)
   std::unordered_map<std::string, std::set<std::string>> running_nodes_;
   std::unordered_map<std::string, int> running_pos_;  // job id -> index in snap_.running
@@ -552,13 +528,8 @@ class ControllerState {
   // The pod ("namespace/name/uid") of a pod job's member on node `node_index` ("" if none).
   std::string PodOfMember(const JobRecord& job, int node_index);
   void AddKubeOnlyNode(const std::string& id, const KubeNodeFacts& facts);
-  // Latest reading of each GPU: node index -> GPU index -> (reading, when).
-  std::map<int, std::map<int, std::pair<GpuSample, TimeMs>>> telemetry_;
   TimeMs last_history_ms_ = -1;  // when SampleHistory last took a sample
-  RuntimePredictor predictor_;
-  uint64_t predictor_version_ = 0;                 // runs learnt
-  uint64_t predicted_version_ = 0;                 // runs learnt when the waiting jobs got their predictions
-  std::set<std::pair<int, int>> mps_fault_holds_;  // (node index, GPU) held back after an MPS fault
+  RunTimePredictions predictions_;
   uint64_t next_seq_ = 1;
   FairShareLedger ledger_;
   OrderedQueue queue_;      // keeps snap_.pending in queue order
@@ -570,7 +541,6 @@ class ControllerState {
 
   Accounting accounting_;
   Autoscaling autoscaling_;
-  std::set<int> reclaiming_;                          // nodes with a reclaim notice
   std::map<std::string, uint64_t> reclaims_by_pool_;  // reclaim notices per pool ("" none)
 
   // The output being built.

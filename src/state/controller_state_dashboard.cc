@@ -17,7 +17,7 @@ void ControllerState::SampleHistory() {
   ClusterStatus st = ComputeStatus(snap_, options_.config.catalog);
   double util_sum = 0;
   int util_gpus = 0;
-  for (const auto& [node, gpus] : telemetry_) {
+  for (const auto& [node, gpus] : nodes_.readings()) {
     for (const auto& [index, reading] : gpus) {
       const auto& [sample, at] = reading;
       if (sample.util_pct < 0 || now_ - at > 5 * options_.history_interval_ms) continue;

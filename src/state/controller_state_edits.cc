@@ -193,7 +193,7 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   if (s.ok()) s = CheckTeamPermissions(who, *spec);
   if (s.ok() && job.state == JobState::kPending) s = CheckAdmissibleNow(*spec);
   if (s.ok()) s = CheckQuotaAdmissible(*spec, *quotas_, options_.config.catalog);
-  if (s.ok()) s = ResolveDependency(who, *spec, &job);
+  if (s.ok()) s = JobGates::CheckDependency(JobTable(), who, *spec, &job);
   if (s.ok() && job.state != JobState::kPending && spec->time_limit_ms > job.spec->time_limit_ms && !who.admin()) {
     s = Status::Denied("time_limit", "only admins extend the time limit of a running job");
   }

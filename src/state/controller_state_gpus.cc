@@ -16,14 +16,14 @@ void ControllerState::Readings(NodeReadings readings) {
     accounting_.Reading(readings.node_id, gpu, s, quotas_->accounting.idle_threshold_pct, now_);
     CheckGpuMemory(n, gpu, s);
     CheckMpsFault(n, gpu, s);
-    telemetry_[n][gpu] = {std::move(s), now_};
+    nodes_.Record(n, gpu, std::move(s), now_);
   }
 }
 
 void ControllerState::CheckMpsFault(int node, int gpu, const GpuSample& sample) {
-  auto before = telemetry_.find(node);
-  if (sample.last_xid <= 0 || before == telemetry_.end() || !before->second.count(gpu)) return;
-  const GpuSample& last = before->second.at(gpu).first;
+  const NodeTable::Reading* before = nodes_.ReadingOf(node, gpu);
+  if (sample.last_xid <= 0 || !before) return;
+  const GpuSample& last = before->sample;
   bool counted = sample.xid_events >= 0 && last.xid_events >= 0;
   if (counted ? sample.xid_events <= last.xid_events : sample.last_xid == last.last_xid) return;  // no new XID
   std::vector<JobRecord*> clients;
@@ -42,15 +42,15 @@ void ControllerState::CheckMpsFault(int node, int gpu, const GpuSample& sample) 
       sample.last_xid, node_id, gpu);
   NodeEvent(node_id, "mps_fault", {{"gpu", gpu}, {"xid", sample.last_xid}, {"jobs", clients.size()}});
   counters_["mps_faults"]++;
-  mps_fault_holds_.insert({node, gpu});
+  nodes_.mps_fault_holds().insert({node, gpu});
   for (JobRecord* job : clients) StopRunning(*job, StopCause::kNodeFault, reason, 0);
 }
 
 void ControllerState::ReleaseMpsHolds() {
-  std::erase_if(mps_fault_holds_, [&](const std::pair<int, int>& held) {
+  std::erase_if(nodes_.mps_fault_holds(), [&](const std::pair<int, int>& held) {
     return accounting_.JobsOn(snap_.nodes[held.first].id, held.second).empty();
   });
-  snap_.held_back_gpus = mps_fault_holds_;
+  snap_.held_back_gpus = nodes_.mps_fault_holds();
 }
 
 void ControllerState::CheckGpuMemory(int node, int gpu, const GpuSample& sample) {
@@ -82,8 +82,7 @@ void ControllerState::CheckGpuMemory(int node, int gpu, const GpuSample& sample)
 }
 
 void ControllerState::Heartbeat(const std::string& node_id) {
-  auto it = node_index_.find(node_id);
-  if (it != node_index_.end()) last_seen_[it->second] = now_;
+  if (int n = nodes_.IndexOf(node_id); n >= 0) nodes_.Heard(n, now_);
 }
 
 // The node's agent went silent: the node is down, and every job on it ends there. Those
@@ -92,11 +91,9 @@ void ControllerState::Heartbeat(const std::string& node_id) {
 void ControllerState::NodeLost(int n) {
   Node& node = snap_.nodes[n];
   node.state = NodeState::kDown;
-  node_link_[n] = nullptr;
-  telemetry_.erase(n);
-  reclaiming_.erase(n);
+  nodes_.Detach(n);
   PersistNode(n);
-  NodeEvent(node.id, "lost", {{"silent_ms", now_ - last_seen_[n]}});
+  NodeEvent(node.id, "lost", {{"silent_ms", now_ - nodes_.LastHeard(n)}});
   counters_["node_lost"]++;
   dirty_ = true;
   std::vector<std::string> victims;
@@ -125,11 +122,11 @@ void ControllerState::EndOnFault(const std::string& id, int n, const std::string
 void ControllerState::GpuHealth(const GpuHealthChange& h) { DoGpuHealth(h.node_id, h.gpu, h.healthy, h.reason); }
 
 std::pair<int, Gpu*> ControllerState::LocateGpu(const std::string& node_id, int gpu) {
-  auto it = node_index_.find(node_id);
-  if (it == node_index_.end()) return {-1, nullptr};
-  Node& node = snap_.nodes[it->second];
+  int n = nodes_.IndexOf(node_id);
+  if (n < 0) return {-1, nullptr};
+  Node& node = snap_.nodes[n];
   if (gpu < 0 || gpu >= static_cast<int>(node.gpus.size())) return {-1, nullptr};
-  return {it->second, &node.gpus[gpu]};
+  return {n, &node.gpus[gpu]};
 }
 
 void ControllerState::DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason) {
@@ -232,9 +229,8 @@ nlohmann::json SampleToJson(const GpuSample& s) {
 }  // namespace
 
 Answer ControllerState::NodeGpus(const Actor& who, const std::string& node_id) const {
-  auto it = node_index_.find(node_id);
-  if (it == node_index_.end()) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
-  int n = it->second;
+  int n = nodes_.IndexOf(node_id);
+  if (n < 0) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
   const Node& node = snap_.nodes[n];
   std::map<int, std::vector<std::string>> jobs;
   for (const RunningJob& r : snap_.running) {
@@ -253,9 +249,8 @@ Answer ControllerState::NodeGpus(const Actor& who, const std::string& node_id) c
                         {"healthy", g.health == GpuHealth::kHealthy},
                         {"fenced", g.fenced},
                         {"jobs", jobs[g.index]}};
-    auto t = telemetry_.find(n);
-    if (t != telemetry_.end() && t->second.count(g.index)) {
-      const auto& [sample, at] = t->second.at(g.index);
+    if (const NodeTable::Reading* reading = nodes_.ReadingOf(n, g.index)) {
+      const auto& [sample, at] = *reading;
       j["telemetry"] = SampleToJson(sample);
       j["telemetry"]["age_s"] = static_cast<double>(now - at) / 1000.0;
       for (auto& proc : j["telemetry"]["processes"]) {  // users see their own team's jobs only
@@ -330,10 +325,10 @@ void ControllerState::WriteGpuMetrics(MetricsWriter& w) const {
   };
   for (const Family& f : kFamilies) {
     w.Family(f.name, "gauge", f.help);
-    for (const auto& [n, gpus] : telemetry_) {
+    for (const auto& [n, gpus] : nodes_.readings()) {
       for (const auto& [gpu, reading] : gpus) {
-        double v = f.value(reading.first);
-        if (v >= 0 && !reading.first.lost) w.Sample(f.name, labels(n, gpu), v);
+        double v = f.value(reading.sample);
+        if (v >= 0 && !reading.sample.lost) w.Sample(f.name, labels(n, gpu), v);
       }
     }
   }

@@ -56,7 +56,7 @@ JobRecord& ControllerState::AddJob(const Actor& who, JobSpec spec, const ArrayPl
   if (place.array_id > 0) arrays_[place.array_id][place.task] = job.seq;
   spec.id = std::to_string(job.seq);
   if (!spec.dependency.empty()) job.after = *ParseDependency(spec.dependency);
-  job.spec = WithPrediction(std::make_shared<const JobSpec>(std::move(spec)));
+  job.spec = predictions_.Apply(std::make_shared<const JobSpec>(std::move(spec)));
   job.submit_ms = now_;
   job.submit_steady_us = steady_us_;
   Event(job, "submitted", {{"by", who.user}});
@@ -381,7 +381,7 @@ void ControllerState::Finish(JobRecord& job, JobState state, const std::string& 
   gates_dirty_ = true;
   Event(job, ToString(state), {{"reason", reason}, {"exit_code", job.exit_code}});
   counters_[std::string("finished_") + ToString(state)]++;
-  LearnRun(job);
+  predictions_.Learn(job);
   NotifyJob(job, state == JobState::kFailed ? "fail" : "end");
   if (!job.spec->kube_pods.empty()) PodJobEnded(job);
 }
@@ -467,8 +467,9 @@ void ControllerState::Cycle() {
 void ControllerState::Tick() {
   TimeMs now = now_;
   for (size_t n = 0; n < snap_.nodes.size(); ++n) {
-    NodeLink* link = node_link_[n];
-    if (link && link->remote() && now - last_seen_[n] > options_.node_timeout_ms) NodeLost(static_cast<int>(n));
+    const int node = static_cast<int>(n);
+    NodeLink* link = nodes_.Link(node);
+    if (link && link->remote() && now - nodes_.LastHeard(node) > options_.node_timeout_ms) NodeLost(node);
   }
   for (auto& [id, pos] : running_pos_) {
     JobRecord& job = *Find(id);

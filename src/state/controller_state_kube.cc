@@ -33,12 +33,12 @@ void ControllerState::ApplyKubeNode(const std::string& node_id, const KubeNodeFa
   auto known = kube_nodes_.find(node_id);
   if (known != kube_nodes_.end() && known->second == facts) return;
   kube_nodes_[node_id] = facts;
-  auto it = node_index_.find(node_id);
-  if (it == node_index_.end() && pod_link_ && facts.gpus > 0 && !facts.deleted) {
+  int n = nodes_.IndexOf(node_id);
+  if (n < 0 && pod_link_ && facts.gpus > 0 && !facts.deleted) {
     AddKubeOnlyNode(node_id, facts);  // no agent there (yet): a node for pods
     return;
   }
-  if (it != node_index_.end()) OverlayKubeFacts(it->second);
+  if (n >= 0) OverlayKubeFacts(n);
 }
 
 void ControllerState::ApplyKubeNodes(const std::vector<std::pair<std::string, KubeNodeFacts>>& nodes) {

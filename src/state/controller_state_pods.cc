@@ -357,11 +357,11 @@ std::vector<KubePodWait> ControllerState::KubePodWaits() {
       }
       add(*job, ToString(w.code), message);
     }
-    GateScan scan;
+    JobGates gates(JobTable());
     for (uint64_t seq : kept_out_) {
       const JobRecord& job = jobs_.at(seq);
       if (job.spec->kube_pods.empty()) continue;
-      Blocker b = WhyKeptOut(job, scan);
+      GateBlocker b = gates.WhyKeptOut(job);
       if (!b.code.empty()) add(job, b.code, fmt::format("Gantry job {}: {}", job.spec->id, b.reason));
     }
   }

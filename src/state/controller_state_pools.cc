@@ -40,16 +40,16 @@ Status ControllerState::AdmitPoolNode(const std::string& pool, const Node& node)
   if (index < 0) return Status::Denied("node_id", fmt::format("pool {} is not configured (pools.yaml)", pool));
   const auto p = static_cast<size_t>(index);
   const NodePool& cfg = autoscaling_.config().pools[p];
-  auto known = node_index_.find(node.id);
+  const int known = nodes_.IndexOf(node.id);
   // A node the pool gave back (down) comes back only under a new scale-up's printed ids.
-  const bool returned = known != node_index_.end() && snap_.nodes[known->second].state == NodeState::kDown;
-  if (known != node_index_.end()) {
-    auto label = snap_.nodes[known->second].labels.find("pool");
-    if (label == snap_.nodes[known->second].labels.end() || label->second != pool) {
+  const bool returned = known >= 0 && snap_.nodes[known].state == NodeState::kDown;
+  if (known >= 0) {
+    auto label = snap_.nodes[known].labels.find("pool");
+    if (label == snap_.nodes[known].labels.end() || label->second != pool) {
       return Status::Denied("node_id", fmt::format("node {} is not a node of pool {}", node.id, pool));
     }
   }
-  if ((known == node_index_.end() || returned) && !autoscaling_.Awaits(p, node.id)) {
+  if ((known < 0 || returned) && !autoscaling_.Awaits(p, node.id)) {
     if (!autoscaling_.AdoptsUnknownIds(p, now_)) {
       if (autoscaling_.UpRunning(p)) {
         // Its agent may be up before the hook prints the ids it started: it tries again.
@@ -114,7 +114,7 @@ std::vector<PoolNode> ControllerState::PoolNodes() const {
     int pool = autoscaling_.PoolOf("", node.labels);  // by its `pool` label
     if (pool < 0) continue;
     nodes.push_back({node.id, static_cast<size_t>(pool),
-                     node.state == NodeState::kUp && !reclaiming_.count(static_cast<int>(n)),
+                     node.state == NodeState::kUp && !nodes_.Reclaiming(static_cast<int>(n)),
                      !busy.count(static_cast<int>(n))});
   }
   return nodes;
@@ -144,10 +144,10 @@ void ControllerState::Autoscale() {
   Autoscaling::Decision d = autoscaling_.Run(PoolNodes(), demand, now_);
   for (const std::string& line : d.log) log_(line);
   for (const std::string& id : d.drain) {
-    auto it = node_index_.find(id);
-    if (it == node_index_.end()) continue;
-    snap_.nodes[it->second].state = NodeState::kDrained;  // idle: it takes nothing more
-    PersistNode(it->second);
+    const int n = nodes_.IndexOf(id);
+    if (n < 0) continue;
+    snap_.nodes[n].state = NodeState::kDrained;  // idle: it takes nothing more
+    PersistNode(n);
     NodeEvent(id, "drained", {{"by", kAutoscaler.user}, {"reason", "idle above its pool's minimum"}});
     dirty_ = true;
   }
@@ -164,9 +164,9 @@ void ControllerState::HookFinished(const HookCall& call, const CommandResult& re
   Autoscaling::Outcome out = autoscaling_.Finished(call, result, now_);
   // Nodes that registered while the hook still ran are here already.
   for (const std::string& id : out.requested) {
-    auto it = node_index_.find(id);
-    if (it != node_index_.end() && snap_.nodes[it->second].state != NodeState::kDown) {
-      autoscaling_.Adopt(call.pool, snap_.nodes[it->second]);
+    const int n = nodes_.IndexOf(id);
+    if (n >= 0 && snap_.nodes[n].state != NodeState::kDown) {
+      autoscaling_.Adopt(call.pool, snap_.nodes[n]);
     }
   }
   for (const std::string& line : out.log) log_(line);
@@ -175,10 +175,10 @@ void ControllerState::HookFinished(const HookCall& call, const CommandResult& re
                     out.audit_detail.empty() ? "" : ": " + out.audit_detail));
   for (const std::string& id : out.returned) ReturnPoolNode(id);
   for (const std::string& id : out.undrain) {
-    auto it = node_index_.find(id);
-    if (it == node_index_.end() || snap_.nodes[it->second].state != NodeState::kDrained) continue;
-    snap_.nodes[it->second].state = NodeState::kUp;
-    PersistNode(it->second);
+    const int n = nodes_.IndexOf(id);
+    if (n < 0 || snap_.nodes[n].state != NodeState::kDrained) continue;
+    snap_.nodes[n].state = NodeState::kUp;
+    PersistNode(n);
     NodeEvent(id, "undrained", {{"by", kAutoscaler.user}, {"reason", "its scale-down failed"}});
   }
   SaveAutoscalerRequests();
@@ -189,23 +189,19 @@ void ControllerState::HookFinished(const HookCall& call, const CommandResult& re
 // A node its cloud took back leaves the cluster: down, no link; it was idle, so no job ends.
 // A node that registers again with the same id comes back as a new member of its pool.
 void ControllerState::ReturnPoolNode(const std::string& node_id) {
-  auto it = node_index_.find(node_id);
-  if (it == node_index_.end()) return;
-  int n = it->second;
+  const int n = nodes_.IndexOf(node_id);
+  if (n < 0) return;
   snap_.nodes[n].state = NodeState::kDown;
-  node_link_[n] = nullptr;
-  telemetry_.erase(n);
-  reclaiming_.erase(n);
+  nodes_.Detach(n);
   PersistNode(n);
   NodeEvent(node_id, "returned", {{"pool", snap_.nodes[n].labels["pool"]}});
   dirty_ = true;
 }
 
 void ControllerState::Reclaim(const NodeNotice& notice) {
-  auto it = node_index_.find(notice.node_id);
-  if (it == node_index_.end()) return;
-  const int n = it->second;
-  if (!reclaiming_.insert(n).second) return;  // one notice is enough
+  const int n = nodes_.IndexOf(notice.node_id);
+  if (n < 0) return;
+  if (!nodes_.NoteReclaim(n)) return;  // one notice is enough
   Node& node = snap_.nodes[n];
   auto label = node.labels.find("pool");
   const std::string pool = label == node.labels.end() ? "" : label->second;

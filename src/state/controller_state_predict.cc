@@ -1,33 +1,15 @@
-// Run-time predictions in the live server, as in the simulator: each job that succeeds
-// teaches the RuntimePredictor its run time (and the store's jobs teach it again after a
-// restart), and waiting jobs without a trustworthy estimate get its prediction, so backfill
-// plans and the estimated starts users see come from what jobs alike ran, not from a 24 h
-// time limit.
+// The waiting jobs' predictions (state/run_time_predictions.h) kept current: after new runs
+// were learnt, each queued and kept-out job plans with the new prediction.
 #include "state/controller_state.h"
 
 namespace gantry {
 
-void ControllerState::LearnRun(const JobRecord& job) {
-  if (job.state != JobState::kSucceeded || job.start_ms < 0 || job.end_ms <= job.start_ms) return;
-  predictor_.Observe(*job.spec, job.end_ms - job.start_ms);
-  ++predictor_version_;
-}
-
-JobSpecPtr ControllerState::WithPrediction(const JobSpecPtr& spec) const {
-  DurationMs predicted = std::max<DurationMs>(0, predictor_.Predict(*spec));
-  if (predicted == spec->predicted_duration_ms) return spec;
-  auto updated = std::make_shared<JobSpec>(*spec);
-  updated->predicted_duration_ms = predicted;
-  return updated;
-}
-
 void ControllerState::RefreshPredictions() {
-  if (predicted_version_ == predictor_version_) return;
-  predicted_version_ = predictor_version_;
+  if (!predictions_.TakeNews()) return;
   // The queue keeps its order until its next recalculation; the plans use the new
   // predictions at once.
   for (PendingJob& p : snap_.pending) {
-    JobSpecPtr spec = WithPrediction(p.spec);
+    JobSpecPtr spec = predictions_.Apply(p.spec);
     if (spec == p.spec) continue;
     p.spec = spec;
     if (JobRecord* job = Find(spec->id)) job->spec = spec;
@@ -35,7 +17,7 @@ void ControllerState::RefreshPredictions() {
   }
   for (uint64_t seq : kept_out_) {
     JobRecord& job = jobs_.at(seq);
-    job.spec = WithPrediction(job.spec);
+    job.spec = predictions_.Apply(job.spec);
   }
 }
 

@@ -85,7 +85,7 @@ Expected<StreamTarget> ControllerState::FindStreamTarget(const Actor& who, const
     t.node_rank = rank;
   }
   t.node_id = snap_.nodes[static_cast<size_t>(node_index)].id;
-  t.link = node_link_[static_cast<size_t>(node_index)];
+  t.link = nodes_.Link(node_index);
   if (!t.link) {
     return Refuse(who, action, id,
                   Status::Precondition("id", fmt::format("node {} of job {} has no agent connected", t.node_id, id)));

@@ -90,7 +90,7 @@ Status ControllerState::CheckNewJob(const Actor& who, JobSpec& spec) const {
   if (s.ok()) s = CheckPinnedGpus(spec);
   if (s.ok()) s = CheckAdmissibleNow(spec);
   if (s.ok()) s = CheckQuotaAdmissible(spec, *quotas_, options_.config.catalog);
-  if (s.ok()) s = ResolveDependency(who, spec);
+  if (s.ok()) s = JobGates::CheckDependency(JobTable(), who, spec, nullptr);
   if (s.ok() && spec.command.empty() && spec.hold_gpus_ms == 0) {
     s = Status::Invalid("command",
                         "is missing: give the command to run (after -- on the CLI), or hold_gpus: "

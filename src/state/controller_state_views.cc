@@ -184,11 +184,11 @@ Answer ControllerState::Queue(const Actor& who, const PageQuery& page) {
   // Held jobs, jobs waiting on a dependency and tasks over their array's limit are out of
   // the line until that changes.
   nlohmann::json blocked = nlohmann::json::array();
-  GateScan scan;
+  JobGates gates(JobTable());
   for (uint64_t seq : kept_out_) {
     const JobRecord& job = jobs_.at(seq);
     if (!who.SeesTeam(job.spec->team) || (!page.team.empty() && job.spec->team != page.team)) continue;
-    Blocker b = WhyKeptOut(job, scan);
+    GateBlocker b = gates.WhyKeptOut(job);
     nlohmann::json e = {{"id", job.spec->id},
                         {"team", job.spec->team},
                         {"user", job.spec->user},
@@ -234,7 +234,7 @@ Answer ControllerState::Nodes(const Actor& who, const PageQuery& page) const {
   for (int n = page.offset; n < end; ++n) {
     nlohmann::json doc = NodeToDoc(snap_.nodes[n], catalog);
     doc["gpu_type"] = catalog.Get(snap_.nodes[n].gpu_type()).name;
-    doc["agent_connected"] = node_link_[n] != nullptr;
+    doc["agent_connected"] = nodes_.Link(static_cast<int>(n)) != nullptr;
     for (auto& g : doc["gpus"]) {
       int index = g["index"].get<int>();
       // Another team's jobs are a share of the GPU without a name (users see their team).
@@ -252,9 +252,8 @@ Answer ControllerState::Nodes(const Actor& who, const PageQuery& page) const {
       g["jobs"] = ids;
       g["shares"] = parts;
       if (page.telemetry) {
-        auto t = telemetry_.find(n);
-        if (t != telemetry_.end() && t->second.count(index)) {
-          const auto& [sample, at] = t->second.at(index);
+        if (const NodeTable::Reading* reading = nodes_.ReadingOf(static_cast<int>(n), index)) {
+          const auto& [sample, at] = *reading;
           g["telemetry"] = {{"utilization_pct", sample.util_pct},
                             {"memory_used_mib", sample.mem_used_mib},
                             {"memory_total_mib", sample.mem_total_mib},
@@ -273,11 +272,8 @@ Answer ControllerState::SetDrain(const Actor& who, const std::string& node_id, i
   std::string action = fmt::format("POST /v1/nodes/{}/{}", node_id, drain ? "drain" : "undrain");
   std::string target = gpu < 0 ? node_id : fmt::format("{}:{}", node_id, gpu);
   if (!who.admin()) return Refuse(who, action, target, Status::Denied("", "only admins drain or undrain nodes"));
-  auto it = node_index_.find(node_id);
-  if (it == node_index_.end()) {
-    return Refuse(who, action, target, {StatusCode::kNotFound, "no node " + node_id, "node"});
-  }
-  int n = it->second;
+  const int n = nodes_.IndexOf(node_id);
+  if (n < 0) return Refuse(who, action, target, {StatusCode::kNotFound, "no node " + node_id, "node"});
   Node& node = snap_.nodes[n];
   if (gpu >= static_cast<int>(node.gpus.size())) {
     return Refuse(who, action, target,
