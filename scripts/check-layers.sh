@@ -46,7 +46,7 @@ if grep -nE '#include <(httplib\.h|thread|mutex|shared_mutex|condition_variable|
   echo "layering: src/state/ uses HTTP, a store, threads or a clock of its own (above); it is given those"
   status=1
 fi
-# The node's runs (and the MPS bookkeeping) touch the machine only through NodeEnv and the
+# The node's runs touch the machine only through NodeEnv and the
 # JobLauncher, and read time only from the Clock they are given: no files, accounts, /proc,
 # processes, threads or wall clock of their own.
 if grep -nE '#include <(filesystem|fstream|thread|future|pwd\.h|grp\.h|sys/stat\.h|unistd\.h|httplib\.h)>|"/proc/|\b(popen|fopen|getpw[a-z_]*|getgr[a-z_]*|chown|chmod|geteuid|getenv)\(|::now\(|WallClock\(|core/read_file\.h|core/host\.h' \

@@ -45,6 +45,10 @@ class HostNodeEnv : public NodeEnv {
       : cgroups_(cgroups), mps_control_(std::move(mps_control)), containers_(std::move(containers)) {}
 
   bool Privileged() const override { return geteuid() == 0; }
+  UnixAccount Self() const override {
+    std::optional<UnixAccount> named = AccountOf(getpwuid(geteuid()));
+    return named ? *named : UnixAccount{"", geteuid(), getegid()};
+  }
   std::optional<UnixAccount> UserNamed(const std::string& name) const override {
     return AccountOf(getpwnam(name.c_str()));
   }
@@ -136,10 +140,11 @@ class HostNodeEnv : public NodeEnv {
   }
 
   Status StartMpsDaemon(const std::string& uuid, const std::string& pipe_dir, const std::string& log_dir) override {
-    std::error_code ec;
-    fs::create_directories(pipe_dir, ec);
-    fs::create_directories(log_dir, ec);
-    if (ec) return Status::Internal(fmt::format("cannot create the MPS directories {}: {}", pipe_dir, ec.message()));
+    for (const std::string& dir : {pipe_dir, log_dir}) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) return Status::Internal(fmt::format("cannot create the MPS directory {}: {}", dir, ec.message()));
+    }
     int rc = MpsControl(uuid, pipe_dir, log_dir, "-d", "");
     if (rc != 0) {
       return Status::Internal(

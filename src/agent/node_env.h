@@ -32,8 +32,10 @@ class NodeEnv {
  public:
   virtual ~NodeEnv() = default;
 
-  // Accounts. Whether the runner may run jobs as other users (it runs as root).
+  // Accounts. Whether the runner may run jobs as other users (it runs as root), and its
+  // own account (uid and gid: what an unprivileged runner's jobs run as).
   virtual bool Privileged() const = 0;
+  virtual UnixAccount Self() const = 0;
   virtual std::optional<UnixAccount> UserNamed(const std::string& name) const = 0;
   virtual std::optional<UnixAccount> UserWithUid(uid_t uid) const = 0;
   // The account's groups on the node, its primary group first.

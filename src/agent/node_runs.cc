@@ -87,7 +87,10 @@ bool IsSystemUid(uid_t uid, uid_t floor) {
 }  // namespace
 
 Expected<UnixAccount> NodeRuns::JobAccount(const StartOrder& o) const {
-  if (!env_.Privileged()) return UnixAccount{};  // an unprivileged agent runs everything as itself
+  if (!env_.Privileged()) {  // an unprivileged agent runs everything as itself
+    UnixAccount self = env_.Self();
+    return UnixAccount{"", self.uid, self.gid};
+  }
   const JobSpec& spec = *o.spec;
   std::optional<UnixAccount> pw;
   if (options_.run_as == RunAs::kAgent) {
@@ -183,6 +186,13 @@ RunReport NodeRuns::RecoverRun(const RunRecord& rec, const std::string& record_f
     ActiveRun r;
     static_cast<RunRecord&>(r) = rec;
     r.record_file = record_file;
+    // What the record does not keep is derived again: the checkpoint file that ends a
+    // grace period, the GPUs the run holds, where a runtime writes why it failed.
+    if (r.pid > 0) r.checkpoint_done = JobDir(r.job_id) + "/checkpoint/checkpoint-done";
+    if (auto order = StartOrderFromJson(nlohmann::json::parse(r.start_order, nullptr, false)); order) {
+      r.gpus = order->gpus;
+      r.stderr_log = RunLogPath(JobDir(r.job_id), r.run, order->node_rank, "stderr");
+    }
     std::string key = Key(r.job_id, r.run, r.node_id);
     runs_[key] = r;  // adopted: still running
     AddLoad(key, r);

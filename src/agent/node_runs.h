@@ -103,7 +103,8 @@ class NodeRuns {
     std::string stderr_log;  // why a container runtime failed is its last line
     int hold_exit = 0;       // a hold's exit status when it ends (gantry shell's: its session's)
   };
-  // The account a job runs under (empty name: the agent's own), or why it may not run.
+  // The account a job runs under (empty name: the agent's own, with its uid and gid), or
+  // why it may not run.
   Expected<UnixAccount> JobAccount(const StartOrder& o) const;
   // The ports lent to this node's part of the run can be bound (none taken by a process
   // outside Gantry); else why not.

@@ -7,6 +7,7 @@
 #include "core/encoding.h"
 #include "server/controller.h"
 #include "state/history.h"
+#include "state/state_views.h"
 
 namespace gantry {
 
@@ -69,7 +70,7 @@ Answer Controller::Update(const Actor& who, const std::string& id, const YAML::N
 }
 
 Answer Controller::GetJob(const Actor& who, const std::string& id) {
-  return View([&] { return state_.GetJob(who, id); });
+  return View([&] { return StateViews(state_).GetJob(who, id); });
 }
 
 Expected<StreamTarget> Controller::FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
@@ -78,19 +79,19 @@ Expected<StreamTarget> Controller::FindStreamTarget(const Actor& who, const std:
 }
 
 Answer Controller::ListJobs(const Actor& who, const JobFilter& filter) {
-  return View([&] { return state_.ListJobs(who, filter); });
+  return View([&] { return StateViews(state_).ListJobs(who, filter); });
 }
 
 Answer Controller::Queue(const Actor& who, const PageQuery& page) {
-  return View([&] { return state_.Queue(who, page); });
+  return View([&] { return StateViews(state_).Queue(who, page); });
 }
 
 Answer Controller::Cluster() {
-  return View([&] { return state_.Cluster(); });
+  return View([&] { return StateViews(state_).Cluster(); });
 }
 
 Answer Controller::Nodes(const Actor& who, const PageQuery& page) {
-  return View([&] { return state_.Nodes(who, page); });
+  return View([&] { return StateViews(state_).Nodes(who, page); });
 }
 
 Answer Controller::Pools() {
@@ -98,7 +99,7 @@ Answer Controller::Pools() {
 }
 
 Answer Controller::Teams(const Actor& who) {
-  return View([&] { return state_.Teams(who); });
+  return View([&] { return StateViews(state_).Teams(who); });
 }
 
 Answer Controller::History(const std::string& range) {
@@ -150,15 +151,15 @@ std::vector<KubePodWait> Controller::KubePodWaits() {
 }
 
 Answer Controller::NodeGpus(const Actor& who, const std::string& node_id) {
-  return View([&] { return state_.NodeGpus(who, node_id); });
+  return View([&] { return StateViews(state_).NodeGpus(who, node_id); });
 }
 
 Answer Controller::Budgets(const Actor& who) {
-  return View([&] { return state_.Budgets(who); });
+  return View([&] { return StateViews(state_).Budgets(who); });
 }
 
 Answer Controller::Alerts(const Actor& who) {
-  nlohmann::json alerts = View([&] { return state_.Alerts(who); });
+  nlohmann::json alerts = View([&] { return StateViews(state_).Alerts(who); });
   return nlohmann::json{
       {"alerts", std::move(alerts)}, {"webhooks_sent", notifier_.sent()}, {"webhooks_failed", notifier_.failed()}};
 }

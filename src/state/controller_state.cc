@@ -1,7 +1,7 @@
 // The state machine's core: recovery from the store's rows, node attachment and
 // reconciliation with what an agent still runs, the output (store batch and effects) and
 // the small helpers every transition uses. Job transitions are in
-// controller_state_jobs.cc, views in controller_state_views.cc.
+// controller_state_jobs.cc; the API's views are StateViews' (state_views.cc).
 #include "state/controller_state.h"
 
 #include <fmt/format.h>
@@ -188,8 +188,13 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
     std::vector<int> job_nodes;
     for (const NodeShare& ns : RunningOf(job.spec->id).placement.nodes) job_nodes.push_back(ns.node);
     for (int node : job_nodes) {
+      if (job.state != JobState::kRunning && job.state != JobState::kStopping) break;  // ended by an exit below
       const std::string& node_id = snap_.nodes[node].id;
       if (nodes_.Link(node) != link || reported.count({job.spec->id, node_id})) continue;
+      // A part that already ended there (a gang member that exited) is neither started
+      // again nor counted twice.
+      auto parts = running_nodes_.find(job.spec->id);
+      if (parts == running_nodes_.end() || !parts->second.count(node_id)) continue;
       if (job.state == JobState::kStopping) {
         DoExited(job.spec->id, job.runs, node_id, -1, "gone when its agent reconnected");
       } else {

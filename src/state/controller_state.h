@@ -292,22 +292,15 @@ class ControllerState {
   Expected<StreamTarget> FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
                                           const std::string& port_name, const std::string& action);
 
-  // Views (controller_state_views.cc).
-  Answer GetJob(const Actor& who, const std::string& id);
-  Answer ListJobs(const Actor& who, const JobFilter& filter) const;
-  Answer Queue(const Actor& who, const PageQuery& page = {});
-  Answer Cluster() const;
-  Answer Nodes(const Actor& who, const PageQuery& page = {}) const;
-  Answer NodeGpus(const Actor& who, const std::string& node_id) const;
+  // The API's views of jobs, queue, cluster, nodes, teams, budgets and alerts are
+  // StateViews' (state/state_views.h), which reads this state.
   // GET /v1/pools: the node pools and their autoscaling now (controller_state_pools.cc).
   Answer Pools() const;
   // The jobs the engine could not start, with why (the explained plan, cached per version).
   const Plan& ExplainedPlan();
   // Dashboard (controller_state_dashboard.cc): a cluster sample for the stored history
-  // once a history interval has passed (Tick), and each team's jobs and GPUs against its
-  // guarantee and limits (users: their own team).
+  // once a history interval has passed (Tick).
   void SampleHistory();
-  Answer Teams(const Actor& who) const;
   // Run-time predictions (predictions_): a succeeded job's run teaches the predictor;
   // waiting jobs get its prediction when they enter the queue and, after new runs were
   // learnt, at the next tick (controller_state_predict.cc).
@@ -317,9 +310,6 @@ class ControllerState {
   nlohmann::json JobView(const std::string& id);
   // A job's name ("" for a job this state does not know).
   std::string JobName(const std::string& id) const;
-  Answer Budgets(const Actor& who) const;
-  // The alerts the caller may see, newest first.
-  nlohmann::json Alerts(const Actor& who) const;
   nlohmann::json BudgetStatus() const { return accounting_.BudgetStatus(*quotas_, now_); }
   const Accounting& accounting() const { return accounting_; }
   // The state's metric families (queue, allocation, GPUs, jobs, budgets, idle jobs) and
@@ -552,6 +542,7 @@ class ControllerState {
   Histogram submit_to_start_seconds_{LatencyBuckets()};
   std::map<std::string, uint64_t> counters_;
 
+  friend class StateViews;                // the presenter: reads the state for the API's views
   friend struct ControllerStateTestPeer;  // tests/state: breaks an index on purpose
 };
 

@@ -185,23 +185,6 @@ void ControllerState::CheckIdle(JobRecord& job, TimeMs now) {
   }
 }
 
-Answer ControllerState::Budgets(const Actor& who) const {
-  nlohmann::json out = nlohmann::json::array();
-  for (auto& b : BudgetStatus()) {
-    if (who.admin() || b["team"] == who.team) out.push_back(std::move(b));
-  }
-  return nlohmann::json{{"month", accounting_.month()}, {"currency", options_.pricing.currency}, {"budgets", out}};
-}
-
-nlohmann::json ControllerState::Alerts(const Actor& who) const {
-  nlohmann::json out = nlohmann::json::array();
-  const nlohmann::json& alerts = accounting_.alerts();
-  for (auto it = alerts.rbegin(); it != alerts.rend(); ++it) {
-    if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
-  }
-  return out;
-}
-
 void ControllerState::WriteBillingMetrics(MetricsWriter& w) const {
   TimeMs now = now_;
   nlohmann::json budgets = accounting_.BudgetStatus(*quotas_, now);

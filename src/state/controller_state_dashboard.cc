@@ -40,43 +40,4 @@ void ControllerState::SampleHistory() {
   batch_.history_drop_before_ms = now_ - kHistoryKeepMs;
 }
 
-Answer ControllerState::Teams(const Actor& who) const {
-  struct Seen {
-    double allocated = 0;
-    int running = 0, pending = 0, blocked = 0;
-    double pending_gpus = 0;
-  };
-  std::map<std::string, Seen> teams;
-  for (const auto& [name, quota] : quotas_->teams) teams[name];
-  const GpuCatalog& catalog = options_.config.catalog;
-  for (const RunningJob& r : snap_.running) {
-    Seen& t = teams[r.spec->team];
-    t.allocated += PlacementShare(r.placement, r.spec->request.sharing);
-    t.running++;
-  }
-  for (const PendingJob& p : snap_.pending) {
-    Seen& t = teams[p.spec->team];
-    t.pending++;
-    t.pending_gpus += JobGpuShare(p.spec->request, catalog);
-  }
-  for (uint64_t seq : kept_out_) teams[jobs_.at(seq).spec->team].blocked++;
-  auto limit = [](double v) { return v == kUnlimited ? nlohmann::json(nullptr) : nlohmann::json(v); };
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& [name, t] : teams) {
-    if (!who.SeesTeam(name)) continue;
-    const TeamQuota& q = quotas_->Team(name);
-    out.push_back({{"team", name},
-                   {"listed", quotas_->teams.count(name) > 0},
-                   {"guaranteed_gpus", q.guaranteed_total()},
-                   {"max_gpus", limit(q.ceiling())},
-                   {"weight", q.weight},
-                   {"allocated_gpus", t.allocated},
-                   {"running_jobs", t.running},
-                   {"pending_jobs", t.pending},
-                   {"pending_gpus", t.pending_gpus},
-                   {"blocked_jobs", t.blocked}});
-  }
-  return nlohmann::json{{"teams", out}};
-}
-
 }  // namespace gantry

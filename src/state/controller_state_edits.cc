@@ -219,6 +219,9 @@ void ControllerState::ReplaceSpec(JobRecord& job, JobSpecPtr spec) {
     job.spec = std::move(spec);
     job.after = job.spec->dependency.empty() ? std::vector<DependencyTerm>{} : *ParseDependency(job.spec->dependency);
     MoveJob(job, {.state = JobState::kPending, .place = GatedPlace(job), .again = true});
+    // An array task counted itself among its array's active tasks: the next cycle's gates
+    // look again, and queue it if its array has room without it.
+    gates_dirty_ = true;
   }
   Dirty(job);  // a running job's new spec (MoveJob marks a pending one)
   dirty_ = true;

@@ -43,9 +43,10 @@ struct GateBlocker {
   bool never = false;
 };
 
-// One pass over kept-out jobs: what it needs of the whole table (per array, its tasks
-// queued or running; per user and name, the oldest job not ended) is computed once. Make
-// one per pass: a job moved since is not seen.
+// One pass over kept-out jobs. It reads the table live, but what it needs of the whole
+// table (per array, its tasks queued or running; per user and name, the oldest job not
+// ended) is counted once, at the first job that needs it, and then only changed by
+// CountQueued: make one per pass, not one to keep.
 class JobGates {
  public:
   explicit JobGates(JobTableView table) : table_(table) {}

@@ -25,9 +25,11 @@ class FakeNodeEnv : public NodeEnv {
 
   // Accounts.
   bool privileged = false;
+  UnixAccount self{"gantry", 990, 990};  // the runner's own account
   std::map<std::string, UnixAccount> users;
   std::map<std::string, std::vector<gid_t>> groups;  // by account name
   bool Privileged() const override { return privileged; }
+  UnixAccount Self() const override { return self; }
   std::optional<UnixAccount> UserNamed(const std::string& name) const override {
     auto it = users.find(name);
     return it == users.end() ? std::nullopt : std::optional<UnixAccount>(it->second);

@@ -243,5 +243,26 @@ TEST_F(NodeRunsEnvTest, ASessionGetsTheRunsAccountEnvironmentCgroupAndContainer)
   EXPECT_EQ(lent->uid, 1001u);
 }
 
+// An agent that is not root runs every job as itself: a port session checks the listener
+// against the agent's own uid (it was checked against root's, and refused every port).
+TEST_F(NodeRunsEnvTest, AnUnprivilegedAgentsJobsAreItsOwnPortsToo) {
+  env_.privileged = false;
+  auto runs = NewRuns();
+  StartOrder o = Order("web");
+  o.ports = {{"web", 20006}};
+  runs->Start(o);
+  ASSERT_EQ(launcher_.spawned().size(), 1u);
+  EXPECT_EQ(launcher_.spawned()[0].second.user, "");  // as the agent itself
+  StreamOrder port;
+  port.job_id = "web";
+  port.node_id = "n1";
+  port.kind = StreamKind::kPort;
+  port.port = 20006;
+  auto target = runs->SessionTargetFor(port);
+  ASSERT_TRUE(target.ok()) << target.status().ToString();
+  EXPECT_EQ(target->uid, 990u);
+  EXPECT_EQ(target->user, "");
+}
+
 }  // namespace
 }  // namespace gantry::testing

@@ -242,6 +242,32 @@ TEST_F(NodeRunsTest, ARestartedAgentAdoptsLiveRunsAndReportsThoseThatEndedWhileA
   EXPECT_EQ(record.ended_ms, kStart + 5000);
 }
 
+// What runs on each GPU, as the fake GPUs' readings are told.
+struct LoadSink : GpuLoadSink {
+  void SetLoad(const std::string& uuid, double share, int64_t, std::vector<std::pair<int, int64_t>>) override {
+    shares[uuid] = share;
+  }
+  std::map<std::string, double> shares;
+};
+
+TEST_F(NodeRunsTest, AnAdoptedRunKeepsItsGpusAndItsCheckpointStillEndsItsGrace) {
+  {
+    auto first = NewRuns();
+    first->Start(Order("ckpt"));
+  }
+  LoadSink load;
+  auto second = NewRuns({.load_sink = &load});
+  ASSERT_EQ(second->Recover().size(), 1u);
+  EXPECT_EQ(load.shares["GPU-aaa"], 1.0);  // the adopted run still holds its GPU
+  second->Stop({"ckpt", 1, "n1", 600'000, "preempted by job 4", ""});
+  env_.files[kStateDir + "/jobs/ckpt/checkpoint/checkpoint-done"] = "";
+  clock_.Advance(10);
+  second->Tick();
+  ASSERT_TRUE(Ended("ckpt"));  // not after the ten minutes of grace
+  EXPECT_EQ(Exit("ckpt").ended_ms, kStart + 10);
+  EXPECT_EQ(load.shares["GPU-aaa"], 0.0);
+}
+
 TEST_F(NodeRunsTest, AChildOfTheJobBelongsToItThroughItsSessionOrItsContainer) {
   auto runs = NewRuns();
   runs->Start(Order("a"));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "state/state_under_test.h"
+#include "state/state_views.h"
 
 namespace gantry::testing {
 namespace {
@@ -115,10 +116,10 @@ TEST(ControllerState, AStoppingJobsPlacementAndKillTimeComeBackFromItsDocument) 
   stored.nodes = out.batch.nodes;
   ASSERT_EQ(out.batch.jobs.size(), 1u);
   stored.jobs = out.batch.jobs;
-  nlohmann::json before = *t.state->GetJob(kAlice, "1");
+  nlohmann::json before = *StateViews(*t.state).GetJob(kAlice, "1");
 
   StateUnderTest restarted(stored);
-  nlohmann::json after = *restarted.state->GetJob(kAlice, "1");
+  nlohmann::json after = *StateViews(*restarted.state).GetJob(kAlice, "1");
   EXPECT_EQ(after["state"], "stopping");
   EXPECT_EQ(after["stop_at"], before["stop_at"]);
   EXPECT_EQ(after["stop_at"], FormatUtc(t.now + 5000));
@@ -144,7 +145,7 @@ TEST(ControllerState, EqualJobsQueueInSubmissionOrderWhateverTheirMergeTime) {
     t.At(t.now);
     t.state->Cycle();
   }
-  Answer queue = t.state->Queue(kAlice);
+  Answer queue = StateViews(*t.state).Queue(kAlice);
   ASSERT_TRUE(queue.ok());
   std::vector<std::string> order;
   for (const auto& q : (*queue)["queue"]) order.push_back(q.value("id", ""));
@@ -162,7 +163,7 @@ TEST(ControllerState, JobsOfOneMillisecondQueueByNumericId) {
     ids.push_back(job->job.value("id", ""));
   }
   t.state->Cycle();  // job 1 takes the GPU; 2..12 wait, all submitted at the same time
-  Answer queue = t.state->Queue(kAlice);
+  Answer queue = StateViews(*t.state).Queue(kAlice);
   ASSERT_TRUE(queue.ok());
   std::vector<std::string> order;
   for (const auto& q : (*queue)["queue"]) order.push_back(q.value("id", ""));

@@ -7,6 +7,7 @@
 #include "state/controller_state.h"
 #include "state/state_test_peer.h"
 #include "state/state_under_test.h"
+#include "state/state_views.h"
 
 namespace gantry {
 namespace testing {
@@ -24,7 +25,7 @@ std::string Submit(StateUnderTest& t, const std::string& yaml, const Actor& who 
 }
 
 std::string StateOf(StateUnderTest& t, const std::string& id) {
-  auto j = t.state->GetJob(kAdmin, id);
+  auto j = StateViews(*t.state).GetJob(kAdmin, id);
   return j ? j->value("state", "?") : "?";
 }
 
@@ -92,7 +93,7 @@ TEST(JobMoves, EveryTransitionKeepsEveryIndexInStep) {
   Step(t);
   EXPECT_IN_STEP(t);
   for (int seq = 1; seq <= 12; ++seq) {
-    auto view = t.state->GetJob(kAdmin, std::to_string(seq));
+    auto view = StateViews(*t.state).GetJob(kAdmin, std::to_string(seq));
     if (view && view->value("state", "") == "stopping") {
       for (const auto& p : (*view)["placement"]) {
         t.state->RunExited(ExitReport(std::to_string(seq), (*view)["runs"], p["node"], 143, "stopped"));
@@ -102,7 +103,7 @@ TEST(JobMoves, EveryTransitionKeepsEveryIndexInStep) {
   }
   Step(t);
   EXPECT_IN_STEP(t);
-  EXPECT_EQ(StateOf(t, urgent), "running") << t.state->Queue(kAdmin)->dump();
+  EXPECT_EQ(StateOf(t, urgent), "running") << StateViews(*t.state).Queue(kAdmin)->dump();
   // A running job cancelled; the stop's exit ends it.
   ASSERT_TRUE(t.state->Cancel(kBob, urgent).ok());
   EXPECT_IN_STEP(t);
@@ -136,6 +137,29 @@ struct Busy {
   StateUnderTest t;
   std::string running, queued, held;
 };
+
+// A gang member that exited is not started again when its node's agent registers anew
+// (it reports only the runs still going on there).
+TEST(JobMoves, AReturningAgentGetsNoStartForAGangPartThatEnded) {
+  StateUnderTest t;
+  std::vector<Node> nodes = {MakeNode("n1", "A100-80GB", 4), MakeNode("n2", "A100-80GB", 4)};
+  ASSERT_TRUE(t.state->AttachNodes(nodes, &t.link, {}).ok());
+  std::string gang = Submit(t, "gpus: 8\ncommand: x\ntime_limit: 1h\n");
+  Step(t);
+  ASSERT_EQ(StateOf(t, gang), "running");
+  t.state->RunExited(ExitReport(gang, 1, "n1", 0, ""));  // n1's part is done; n2's goes on
+  t.state->TakeOutput();
+  RunReport still{gang, 1, "n2", false, -1, "", -1};
+  ASSERT_TRUE(t.state->AttachNodes(nodes, &t.link, {still}).ok());
+  for (const auto& order : t.state->TakeOutput().effects.orders) {
+    const StartOrder* start = std::get_if<StartOrder>(&order.order);
+    EXPECT_EQ(start, nullptr) << "started again on " << start->node_id;
+  }
+  EXPECT_EQ(StateOf(t, gang), "running");
+  EXPECT_IN_STEP(t);
+  t.state->RunExited(ExitReport(gang, 1, "n2", 0, ""));
+  EXPECT_EQ(StateOf(t, gang), "succeeded");
+}
 
 TEST(JobMoves, CheckInvariantsFindsEachKindOfIndexOutOfStep) {
   {

@@ -5,13 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "state/state_under_test.h"
+#include "state/state_views.h"
 
 namespace gantry::testing {
 namespace {
 
 // The node as the API shows it: labels, taints ("key=value"), state.
 nlohmann::json NodeIn(ControllerState& state, const std::string& id) {
-  Answer nodes = state.Nodes(kAdmin);
+  Answer nodes = StateViews(state).Nodes(kAdmin);
   if (!nodes) return nullptr;
   for (const nlohmann::json& n : (*nodes)["nodes"]) {
     if (n["id"] == id) return n;

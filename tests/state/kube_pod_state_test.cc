@@ -9,6 +9,7 @@
 #include <set>
 
 #include "state/state_under_test.h"
+#include "state/state_views.h"
 
 namespace gantry::testing {
 namespace {
@@ -68,19 +69,20 @@ struct PodsState : StateUnderTest {
 
 TEST(KubePodState, APodIsAJobPlacedOnANodeForPodsAndItsStartGoesToThePodLink) {
   PodsState t;
-  Answer nodes = t.state->Nodes(kAdmin);
+  Answer nodes = StateViews(*t.state).Nodes(kAdmin);
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ((*nodes)["nodes"].size(), 3u);
   EXPECT_EQ((*nodes)["nodes"][0]["taints"], nlohmann::json({"gantry.io/pods-only"}));
   t.state->ApplyKubePod(Pod("vision", "train", 2));
   t.Cycle();
-  ASSERT_EQ(t.orders.size(), 1u) << t.state->Queue(kAdmin)->dump() << t.state->Nodes(kAdmin)->dump()
+  ASSERT_EQ(t.orders.size(), 1u) << StateViews(*t.state).Queue(kAdmin)->dump()
+                                 << StateViews(*t.state).Nodes(kAdmin)->dump()
                                  << (t.state->KubePodWaits().empty() ? "" : t.state->KubePodWaits()[0].message);
   EXPECT_EQ(t.orders[0].link, &t.pods);
   const StartOrder& start = std::get<StartOrder>(t.orders[0].order);
   EXPECT_EQ(start.spec->kube_pods, std::vector<std::string>{"vision/train/uid-train"});
   EXPECT_EQ(start.gpus.size(), 2u);
-  Answer job = t.state->GetJob(kAdmin, start.job_id);
+  Answer job = StateViews(*t.state).GetJob(kAdmin, start.job_id);
   EXPECT_EQ((*job)["state"], "running");
   EXPECT_EQ((*job)["team"], "vision");
 
@@ -89,7 +91,7 @@ TEST(KubePodState, APodIsAJobPlacedOnANodeForPodsAndItsStartGoesToThePodLink) {
   done.job->node = start.node_id;
   done.job->phase = "Succeeded";
   t.state->ApplyKubePod(done);
-  EXPECT_EQ((*t.state->GetJob(kAdmin, start.job_id))["state"], "succeeded");
+  EXPECT_EQ((*StateViews(*t.state).GetJob(kAdmin, start.job_id))["state"], "succeeded");
   t.Cycle();
   EXPECT_TRUE(t.orders.empty()) << "an ended pod is not deleted";
 }
@@ -117,7 +119,7 @@ TEST(KubePodState, ADeletedPodsGpusAreFreeOnceItsContainersStopOrItsGraceIsLongO
     return pod;
   };
   auto state_of = [&](const std::string& name) {
-    return (*t.state->GetJob(kAdmin, started["nlp/" + name].job_id))["state"].get<std::string>();
+    return (*StateViews(*t.state).GetJob(kAdmin, started["nlp/" + name].job_id))["state"].get<std::string>();
   };
   // Its containers stopped, its phase still Running, a finalizer keeps the object: it ended.
   WatchedPod stopped = deleting("held");
@@ -132,7 +134,7 @@ TEST(KubePodState, ADeletedPodsGpusAreFreeOnceItsContainersStopOrItsGraceIsLongO
   t.At(t.now + 40'000);
   t.state->Tick();
   EXPECT_EQ(state_of("kept"), "failed");
-  nlohmann::json job = *t.state->GetJob(kAdmin, started["nlp/kept"].job_id);
+  nlohmann::json job = *StateViews(*t.state).GetJob(kAdmin, started["nlp/kept"].job_id);
   EXPECT_NE(job.dump().find("the pod is still there"), std::string::npos) << job.dump();
 }
 
@@ -144,7 +146,7 @@ TEST(KubePodState, ABareJobNeverGoesToANodeForPods) {
   ASSERT_TRUE(t.state->Submit(kAlice, spec, "", "").ok());
   t.Cycle();
   EXPECT_TRUE(t.orders.empty());
-  nlohmann::json queue = *t.state->Queue(kAdmin);
+  nlohmann::json queue = *StateViews(*t.state).Queue(kAdmin);
   ASSERT_EQ(queue["queue"].size(), 1u) << queue.dump();
   EXPECT_NE(queue["queue"][0]["reason"].get<std::string>().find("untolerated taint"), std::string::npos)
       << queue.dump();
@@ -218,7 +220,7 @@ TEST(KubePodState, AJobCancelledInGantryHasItsPodDeleted) {
   t.state->ApplyKubePod(Pod("vision", "wait4", 8));
   t.Cycle();
   ASSERT_EQ(t.orders.size(), 3u);
-  nlohmann::json queue = *t.state->Queue(kAdmin);
+  nlohmann::json queue = *StateViews(*t.state).Queue(kAdmin);
   ASSERT_EQ(queue["queue"].size(), 1u);
   const std::string id = queue["queue"][0]["id"];
   ASSERT_TRUE(t.state->Cancel(kAdmin, id).ok());
@@ -248,11 +250,11 @@ TEST(KubePodState, ARestartFindsThePodsJobsAgainAndBindsAgainWhatWasNotBound) {
   t.Cycle();
   ASSERT_EQ(t.orders.size(), 1u);
   EXPECT_EQ(std::get<StartOrder>(t.orders[0].order).node_id, placed_node);
-  nlohmann::json jobs = *t.state->ListJobs(kAdmin, JobFilter{});
+  nlohmann::json jobs = *StateViews(*t.state).ListJobs(kAdmin, JobFilter{});
   EXPECT_EQ(jobs["jobs"].size(), 1u) << jobs.dump();
   // The pod is gone from the next list: its job ends.
   t.state->ApplyKubePods({});
-  jobs = *t.state->ListJobs(kAdmin, JobFilter{});
+  jobs = *StateViews(*t.state).ListJobs(kAdmin, JobFilter{});
   EXPECT_NE(jobs["jobs"][0]["state"], "running") << jobs.dump();
 }
 
