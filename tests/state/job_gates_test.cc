@@ -112,6 +112,18 @@ TEST_F(JobGatesTest, ADependencyIsAcceptedOnlyOnVisibleJobsAndWithoutACycle) {
   spec.dependency = "aftercorr:1";
   EXPECT_EQ(JobGates::CheckDependency(Table(), ana, spec, nullptr).message(),
             "aftercorr is for arrays: task i of this array waits for task i of another");
+  // aftercorr pairs task i with task i: it names a whole array, not one of its tasks.
+  JobRecord& task = Add(20, JobState::kRunning);
+  task.array_id = 20;
+  task.array_task = 4;
+  arrays_[20][4] = 20;
+  spec.array = "0-7";
+  spec.dependency = "aftercorr:20";
+  EXPECT_TRUE(JobGates::CheckDependency(Table(), ana, spec, nullptr).ok());
+  spec.dependency = "aftercorr:20_4";  // refused as it is read: the gate would ignore the _4
+  EXPECT_NE(JobGates::CheckDependency(Table(), ana, spec, nullptr).message().find("aftercorr names a whole array"),
+            std::string::npos);
+  spec.array.clear();
   // Job 3 waits for 1; 1 may not come to wait for 3.
   Add(3, JobState::kPending, "afterok:1");
   spec.dependency = "afterok:3";
