@@ -16,6 +16,7 @@
 
 #include "agent/mount_check.h"
 #include "core/read_file.h"
+#include "core/shell_quote.h"
 
 extern char** environ;
 
@@ -63,12 +64,6 @@ Status WriteEnvFile(const std::string& path, const std::map<std::string, std::st
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   return ok ? Status::Ok() : Status::Internal("cannot write " + path);
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 // The first line the runtime prints for `args` (at most 10 s), or empty.

@@ -21,6 +21,7 @@
 #include "core/job_logs.h"
 #include "core/log_window.h"
 #include "core/read_file.h"
+#include "core/shell_quote.h"
 
 namespace gantry {
 
@@ -31,12 +32,6 @@ namespace {
 std::optional<UnixAccount> AccountOf(const struct passwd* pw) {
   if (!pw) return std::nullopt;
   return UnixAccount{pw->pw_name, pw->pw_uid, pw->pw_gid};
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 class HostNodeEnv : public NodeEnv {
@@ -175,7 +170,7 @@ class HostNodeEnv : public NodeEnv {
   int MpsControl(const std::string& uuid, const std::string& pipe_dir, const std::string& log_dir,
                  const std::string& args, const std::string& input) {
     std::string cmd = fmt::format("CUDA_VISIBLE_DEVICES={} CUDA_MPS_PIPE_DIRECTORY={} CUDA_MPS_LOG_DIRECTORY={} {} {}",
-                                  Quote(uuid), Quote(pipe_dir), Quote(log_dir), mps_control_, args);
+                                  ShellQuote(uuid), ShellQuote(pipe_dir), ShellQuote(log_dir), mps_control_, args);
     FILE* p = popen(cmd.c_str(), "w");
     if (!p) return -1;
     if (!input.empty()) std::fwrite(input.data(), 1, input.size(), p);

@@ -4,12 +4,8 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
-#include <sstream>
 
-#include "billing/report.h"
 #include "sched/apply_plan.h"
-#include "sched/plan_output.h"
 #include "sched/usage.h"
 #include "state/controller_state.h"
 #include "state/node_json.h"
