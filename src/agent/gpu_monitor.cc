@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/shell_quote.h"
+
 namespace gantry {
 
 namespace {
@@ -100,7 +102,8 @@ void GpuMonitor::RunChecks() {
       continue;
     }
     next_check_ms_[uuid] = now + rules_.check_interval_ms;
-    std::string cmd = fmt::format("export GANTRY_GPU_UUID='{}'; {} >/dev/null 2>&1", uuid, rules_.check_command);
+    std::string cmd =
+        fmt::format("export GANTRY_GPU_UUID={}; {} >/dev/null 2>&1", ShellQuote(uuid), rules_.check_command);
     int rc = std::system(cmd.c_str());
     if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
       ++it;

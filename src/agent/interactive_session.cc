@@ -123,10 +123,18 @@ int RunExecSession(const StreamOrder& order, const SessionTarget& target, ByteSt
   SpawnRequest req;
   req.shim = target.shim;
   req.argv = ExecArgv(order, target);
-  req.working_dir = target.working_dir;
-  req.env = target.env;
-  if (order.tty && !req.env.count("TERM")) req.env["TERM"] = "xterm-256color";
-  req.user = target.container_exec.empty() ? target.user : "";
+  if (target.container_exec.empty()) {
+    req.working_dir = target.working_dir;
+    req.job_working_dir = target.job_working_dir;
+    req.env = target.env;
+    if (order.tty && !req.env.count("TERM")) req.env["TERM"] = "xterm-256color";
+    req.user = target.user;
+  } else {
+    // The runtime's exec runs as the agent (root): none of the job's variables (a PATH
+    // into the job's own files would pick the runtime) nor its directory reach it. The
+    // container has its environment from its start, and TERM on the command line.
+    req.working_dir = "/";
+  }
   req.cgroup_procs = target.cgroup_procs;
   req.exit_file = target.exit_file;
   // The process's ends: one terminal, or three pipes (input, output, error).

@@ -23,7 +23,8 @@ struct SessionTarget {
   std::string shim;  // the gantry binary (its job-shim switches to the account)
   std::string user;  // the job's account; empty: the agent's own
   std::map<std::string, std::string> env;
-  std::string working_dir;
+  std::string working_dir;                  // the agent's directory for the job (SpawnRequest)
+  std::string job_working_dir;              // the job's own, entered with its rights; empty: none
   std::string cgroup_procs;                 // the run's cgroup.procs; empty: none
   std::vector<std::string> container_exec;  // the runtime's `exec` words up to the options; empty: no container
   std::string container;                    // the run's container name

@@ -1,6 +1,6 @@
 // What the node's job runner asks of the machine it runs on, in one narrow interface: Unix
 // accounts, the job's files and run records, free ports, /proc, per-job cgroups, the MPS
-// control daemons and the container runtime. HostNodeEnv is the machine itself; tests give
+// control daemons and the container runtime. MakeHostNodeEnv gives the machine itself; tests give
 // the runner an in-memory fake (tests/agent/fake_node_env.h), the way the controller's
 // state is tested without a server. Processes are the JobLauncher's (job_launcher.h).
 #pragma once

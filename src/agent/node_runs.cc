@@ -355,7 +355,8 @@ bool NodeRuns::Launch(const StartOrder& o, const UnixAccount& account,
   req.user = account.name;
   req.shim = options_.shim;
   req.command = o.spec->command;
-  req.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
+  req.working_dir = dir + "/work";
+  req.job_working_dir = o.spec->working_dir;  // entered with the job's rights (process.h)
   req.env = JobEnvironment(o, checkpoint);
   if (!o.ports.empty()) req.env["GANTRY_PORT_TOKEN"] = env_.PortToken(options_.state_dir, o.job_id, o.run);
   req.env.insert(mps_env.begin(), mps_env.end());

@@ -53,7 +53,8 @@ Expected<SessionTarget> NodeRuns::SessionTargetFor(const StreamOrder& order) {
   t.env = JobEnvironment(o, dir + "/checkpoint");
   if (!o.ports.empty()) t.env["GANTRY_PORT_TOKEN"] = env_.PortToken(options_.state_dir, o.job_id, o.run);
   t.env.insert(r.mps_env.begin(), r.mps_env.end());
-  t.working_dir = o.spec->working_dir.empty() ? dir + "/work" : o.spec->working_dir;
+  t.working_dir = dir + "/work";
+  t.job_working_dir = o.spec->working_dir;  // entered with the job's rights (process.h)
   if (env_.HasCgroups()) {
     if (r.cgroup.empty()) {  // a job that only holds GPUs gets its cgroup with its first session
       std::string name = fmt::format("{}-{}-{}", o.job_id, o.run, o.node_id);

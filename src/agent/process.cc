@@ -84,6 +84,7 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
   envp.push_back(nullptr);
   std::vector<std::string> args = {req.shim, "job-shim", "--exit-file", req.exit_file};
   if (!req.user.empty()) args.insert(args.end(), {"--user", req.user});
+  if (!req.job_working_dir.empty()) args.insert(args.end(), {"--workdir", req.job_working_dir});
   args.insert(args.end(), {"--env-fd", std::to_string(kShimEnvFd), "--"});
   if (req.argv.empty()) {
     args.insert(args.end(), {"/bin/sh", "-c", req.command});
@@ -138,7 +139,7 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req) {
     } else if (dup2(env_fd, kShimEnvFd) < 0) {
       _exit(127);
     }
-    if (chdir(req.working_dir.c_str()) != 0) {
+    if (chdir(req.working_dir.c_str()) != 0) {  // the agent's own directory for the job
       ssize_t ignored = write(2, chdir_error.data(), chdir_error.size());
       (void)ignored;
       _exit(127);
@@ -222,7 +223,7 @@ std::vector<std::string> ReadEnvironmentBlock(int fd) {
 
 int JobShimMain(int argc, char** argv) {
   if (argc < 5 || std::strcmp(argv[1], "job-shim") != 0) return -1;
-  std::string exit_file, user;
+  std::string exit_file, user, working_dir;
   int env_fd = -1;
   int i = 2;
   for (; i + 1 < argc && std::strcmp(argv[i], "--") != 0; i += 2) {
@@ -231,6 +232,8 @@ int JobShimMain(int argc, char** argv) {
       exit_file = argv[i + 1];
     } else if (flag == "--user") {
       user = argv[i + 1];
+    } else if (flag == "--workdir") {
+      working_dir = argv[i + 1];
     } else if (flag == "--env-fd") {
       env_fd = std::atoi(argv[i + 1]);
     } else {
@@ -238,10 +241,10 @@ int JobShimMain(int argc, char** argv) {
     }
   }
   if (exit_file.empty() || i >= argc || std::strcmp(argv[i], "--") != 0) return -1;
-  return RunJobShim(exit_file, user, env_fd, std::vector<std::string>(argv + i + 1, argv + argc));
+  return RunJobShim(exit_file, user, working_dir, env_fd, std::vector<std::string>(argv + i + 1, argv + argc));
 }
 
-int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd,
+int RunJobShim(const std::string& exit_file, const std::string& user, const std::string& working_dir, int env_fd,
                const std::vector<std::string>& argv) {
   if (argv.empty()) return 2;
   std::vector<std::string> job_env = ReadEnvironmentBlock(env_fd);
@@ -287,7 +290,15 @@ int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd
         _exit(126);
       }
     }
-    // Only now, as the job's user, the job's environment.
+    // Only now, as the job's user, its working directory (so a directory the user may not
+    // reach, below another's private one, is not entered on root's rights) and its
+    // environment. One it may not enter (the submitter's own directory, private to the job's
+    // account) is left for /tmp with a line saying so, as Slurm's job steps do.
+    if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) {
+      std::fprintf(stderr, "gantry: cannot enter the working directory %s: %s; running in /tmp instead\n",
+                   working_dir.c_str(), std::strerror(errno));
+      if (chdir("/tmp") != 0) _exit(127);
+    }
     if (env_fd >= 0) {
       clearenv();
       for (const std::string& kv : job_env) putenv(const_cast<char*>(kv.c_str()));

@@ -20,7 +20,11 @@ struct SpawnRequest {
   std::string shim;               // path of the gantry binary
   std::string command;            // run by /bin/sh -c (unless argv is given)
   std::vector<std::string> argv;  // run as it is instead (a container runtime's command line)
-  std::string working_dir;        // must exist
+  std::string working_dir;        // the agent's (the job's own work directory): must exist
+  // The job's `working_dir` as its user gave it: entered after the switch to `user`, with
+  // the job's rights (never root's: a path below another account's private directory
+  // fails); empty: the job stays in `working_dir`.
+  std::string job_working_dir;
   // The job's variables. With `user` (another account) the job starts from a clean
   // environment (PATH, LANG, TZ) plus these; else from the agent's own plus these.
   std::map<std::string, std::string> env;
@@ -44,9 +48,11 @@ Expected<pid_t> SpawnJob(const SpawnRequest& req);
 // waits, writes the exit status (the code, or 128 + signal) atomically to `exit_file`.
 // The shim runs with a bare environment; the job's comes on `env_fd` (NUL-separated
 // K=V) and is applied in the child only after it switched to `user` (its groups, HOME,
-// USER, LOGNAME), so no variable of the job acts on a root process. The shim itself stays
+// USER, LOGNAME), so no variable of the job acts on a root process; the child enters
+// `working_dir` then too (exit 127 when it cannot). The shim itself stays
 // root to write the exit file. The child's umask is 077: a job's files are its own.
-int RunJobShim(const std::string& exit_file, const std::string& user, int env_fd, const std::vector<std::string>& argv);
+int RunJobShim(const std::string& exit_file, const std::string& user, const std::string& working_dir, int env_fd,
+               const std::vector<std::string>& argv);
 
 // `gantry job-shim --exit-file F [--user NAME] [--env-fd N] -- ARGV...`: the shim's exit
 // code, or -1 when argv is not a shim invocation.

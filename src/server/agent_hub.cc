@@ -22,14 +22,14 @@ namespace gantry {
 void AgentHub::Queue::Start(const StartOrder& order) {
   {
     std::lock_guard<std::mutex> lock(mu);
-    NotePlaced(order.job_id, order.run);
+    NotePlaced({order.job_id, order.run, order.node_rank});
   }
   Push(StartOrderToJson(order));
 }
 
-void AgentHub::Queue::NotePlaced(const std::string& job_id, int run) {
-  if (!placed.insert({job_id, run}).second) return;
-  placed_order.emplace_back(job_id, run);
+void AgentHub::Queue::NotePlaced(const PlacedRun& run) {
+  if (!placed.insert(run).second) return;
+  placed_order.push_back(run);
   if (placed_order.size() > kMaxPlacedRuns) {
     placed.erase(placed_order.front());
     placed_order.pop_front();
@@ -148,10 +148,12 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
   // takes no label but the fake-GPU mark (its nodes get pools.yaml's labels), so a pool node
   // cannot claim the labels another team's node_selector asks for.
   for (const auto& [k, v] : reg->labels) {
-    // ... nor is what the controller keeps of Kubernetes' view (gantry.io/kube-*).
-    bool inventory_fact =
-        k == "gantry.io/gpu-provider" || k == "gantry.io/driver" || k.rfind("gantry.io/kube-", 0) == 0;
-    if (pool_token ? k == "gantry.io/fake" : !inventory_fact) node->labels[k] = v;
+    // ... nor is what the controller keeps of Kubernetes' view (gantry.io/kube-*); and only a
+    // pool's token makes a node its pool's (a fixed node's `pool` label would hand it to
+    // that pool's scale-down hook).
+    bool controller_fact =
+        k == "gantry.io/gpu-provider" || k == "gantry.io/driver" || k.rfind("gantry.io/kube-", 0) == 0 || k == "pool";
+    if (pool_token ? k == "gantry.io/fake" : !controller_fact) node->labels[k] = v;
   }
   node->network = reg->network;
   if (pool_token) {
@@ -185,14 +187,14 @@ Answer AgentHub::Register(const Actor& who, const nlohmann::json& body) {
     first_seq = queue->next_seq;
   }
   for (Waiter& w : superseded) w.answer(Status::Precondition("session", "superseded"));
-  std::vector<std::pair<std::string, int>> adopted;
+  std::vector<PlacedRun> adopted;
   if (Status s = controller_.AttachNodes({*node}, queue, runs, &adopted); !s.ok()) {
     controller_.RecordAudit(who, action, node_id, CodeName(s.code()), s.message());
     return s;
   }
   {
     std::lock_guard<std::mutex> lock(queue->mu);
-    for (const auto& [job_id, run] : adopted) queue->NotePlaced(job_id, run);
+    for (const PlacedRun& run : adopted) queue->NotePlaced(run);
   }
   controller_.RecordAudit(who, action, node_id, "ok",
                           fmt::format("{} GPU(s), {} run(s)", node->gpus.size(), runs.size()));
@@ -263,7 +265,7 @@ void AgentHub::TakeLogs(const Actor& who, const AgentReport& report) {
     bool placed = false;
     if (q) {
       std::lock_guard<std::mutex> lock(q->mu);
-      placed = q->placed.count({l.job_id, l.run}) > 0;
+      placed = q->placed.count({l.job_id, l.run, l.rank}) > 0;  // this node's rank only
     }
     if (placed) {
       AppendLog(l);

@@ -72,18 +72,19 @@ class AgentHub {
     // The answer to a poll now: every unacknowledged order (call with mu held).
     nlohmann::json Orders() const;
     // Notes a run placed on the node (a start order, or a run adopted at registration), so
-    // its output is taken from this node; the newest kMaxPlacedRuns are kept (mu held).
-    void NotePlaced(const std::string& job_id, int run);
+    // its output (of the node's rank only) is taken from this node; the newest
+    // kMaxPlacedRuns are kept (mu held).
+    void NotePlaced(const PlacedRun& run);
     static constexpr size_t kMaxPlacedRuns = 4096;
     std::mutex mu;
     std::deque<nlohmann::json> orders;  // each with "seq"
     std::vector<Waiter> waiters;
     uint64_t next_seq = 1;
-    std::string session;                           // random; empty before the first registration
-    std::string session_owner;                     // the token (user name) that registered it
-    std::string pool;                              // the pool of the token that registered it ("": a node token)
-    std::set<std::pair<std::string, int>> placed;  // runs (job id, run) placed on the node
-    std::deque<std::pair<std::string, int>> placed_order;  // the same, oldest first
+    std::string session;                 // random; empty before the first registration
+    std::string session_owner;           // the token (user name) that registered it
+    std::string pool;                    // the pool of the token that registered it ("": a node token)
+    std::set<PlacedRun> placed;          // runs placed on the node
+    std::deque<PlacedRun> placed_order;  // the same, oldest first
   };
   Queue* Find(const std::string& node_id);
   // The pool whose token registered the node ("" for a node's own token, or none).

@@ -5,6 +5,7 @@
 #include "server/controller.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/notify.h"
+#include "server/audit_routes.h"
 
 namespace gantry {
 
@@ -47,7 +49,13 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Store> store)
                  std::cerr << FormatUtc(Now()) << " " << line << "\n";
                }
              }),
-      notifier_(options_.sendmail) {}
+      notifier_(options_.sendmail) {
+  // Read by state_ as it audits and as it takes a job's mail address.
+  if (!options_.audit_words) options_.audit_words = AuditRoute;
+  if (!options_.mail_ready) {
+    options_.mail_ready = [sendmail = options_.sendmail] { return ::access(sendmail.c_str(), X_OK) == 0; };
+  }
+}
 
 Controller::~Controller() { Stop(); }
 
@@ -69,7 +77,7 @@ Status Controller::Recover() {
 }
 
 Status Controller::AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs,
-                               std::vector<std::pair<std::string, int>>* adopted) {
+                               std::vector<PlacedRun>* adopted) {
   return Call([&] { return state_.AttachNodes(nodes, link, runs, adopted); });
 }
 

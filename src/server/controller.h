@@ -35,9 +35,9 @@ class Controller : public NodeReports {
   // Registers nodes served by `link` (standalone: the in-process agent). A node already
   // known keeps its drain state and its jobs; jobs it runs are adopted as the agent reports.
   // `runs` is what the agent still knows (running or exited while no one listened); the
-  // runs taken as this controller's own (job id, run) go to `adopted` when given.
+  // runs taken as this controller's own (job id, run, rank) go to `adopted` when given.
   Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs = {},
-                     std::vector<std::pair<std::string, int>>* adopted = nullptr);
+                     std::vector<PlacedRun>* adopted = nullptr);
   void Start();
   void Stop();
   // Replaces the known users and team policies (the standalone admin is added at start).
@@ -60,7 +60,7 @@ class Controller : public NodeReports {
   // Holds a pending job out of the queue, releases it, or changes it (ControllerState).
   Answer Hold(const Actor& who, const std::string& id);
   Answer Release(const Actor& who, const std::string& id);
-  Answer Update(const Actor& who, const std::string& id, const YAML::Node& changes);
+  Answer Update(const Actor& who, const std::string& id, const JobChanges& changes);
   Answer GetJob(const Actor& who, const std::string& id);
   // Where an interactive session in job `id` goes (ControllerState::FindStreamTarget).
   Expected<StreamTarget> FindStreamTarget(const Actor& who, const std::string& id, StreamKind kind, int rank,
@@ -81,9 +81,10 @@ class Controller : public NodeReports {
   // the HTTP layer) in the audit log, with its outcome (CodeName: "ok", "forbidden", ...).
   void RecordAudit(const Actor& who, const std::string& action, const std::string& target, const std::string& outcome,
                    const std::string& detail);
-  // GPUs of one node with their latest telemetry; a node's history.
+  // GPUs of one node with their latest telemetry; a node's history (to a user, another team's
+  // jobs unnamed).
   Answer NodeGpus(const Actor& who, const std::string& node_id);
-  Answer NodeHistory(const std::string& node_id, int limit);
+  Answer NodeHistory(const Actor& who, const std::string& node_id, int limit);
   std::string Metrics();
   // Accounting (controller_reports.cc): usage over a window, the monthly bill, budgets and
   // the alerts sent. Users see their own team; admins see all.
@@ -178,6 +179,8 @@ class Controller : public NodeReports {
   TimeMs Now() const;
   void Tick();
   void RefreshQuotas();
+  // A change's answer: the changed jobs' view (owner thread).
+  Answer ChangedView(const Expected<JobsChanged>& changed);
   // Gives each usage line of a job ("job_id") its job's name.
   void AddJobNames(nlohmann::json& lines);
   // The ledger as of now: the store's rows, with the open intervals' newest telemetry.

@@ -50,23 +50,28 @@ Answer Controller::DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs
 }
 
 Answer Controller::Cancel(const Actor& who, const std::string& id) {
-  return Call([&] { return state_.Cancel(who, id); });
+  return Call([&] { return ChangedView(state_.Cancel(who, id)); });
 }
 
 Answer Controller::CheckpointDone(const Actor& who, const std::string& id) {
-  return Call([&] { return state_.CheckpointDone(who, id); });
+  return Call([&] { return ChangedView(state_.CheckpointDone(who, id)); });
 }
 
 Answer Controller::Hold(const Actor& who, const std::string& id) {
-  return Call([&] { return state_.Hold(who, id); });
+  return Call([&] { return ChangedView(state_.Hold(who, id)); });
 }
 
 Answer Controller::Release(const Actor& who, const std::string& id) {
-  return Call([&] { return state_.Release(who, id); });
+  return Call([&] { return ChangedView(state_.Release(who, id)); });
 }
 
-Answer Controller::Update(const Actor& who, const std::string& id, const YAML::Node& changes) {
-  return Call([&] { return state_.Update(who, id, changes); });
+Answer Controller::Update(const Actor& who, const std::string& id, const JobChanges& changes) {
+  return Call([&] { return ChangedView(state_.Update(who, id, changes)); });
+}
+
+Answer Controller::ChangedView(const Expected<JobsChanged>& changed) {
+  if (!changed) return changed.status();
+  return StateViews(state_).Changed(*changed);
 }
 
 Answer Controller::GetJob(const Actor& who, const std::string& id) {
@@ -111,7 +116,11 @@ Answer Controller::History(const std::string& range) {
 }
 
 Answer Controller::SetDrain(const Actor& who, const std::string& node, int gpu, bool drain) {
-  return Call([&] { return state_.SetDrain(who, node, gpu, drain); });
+  return Call([&]() -> Answer {
+    Status s = state_.SetDrain(who, node, gpu, drain);
+    if (!s.ok()) return s;
+    return StateViews(state_).OneNode(node);
+  });
 }
 
 void Controller::ApplyKubeNode(const std::string& node_id, const KubeNodeFacts& facts) {
@@ -266,15 +275,33 @@ Answer Controller::AuditLog(const Actor& who, int limit) {
   return nlohmann::json{{"audit", out}};
 }
 
-Answer Controller::NodeHistory(const std::string& node_id, int limit) {
+Answer Controller::NodeHistory(const Actor& who, const std::string& node_id, int limit) {
   bool known = View([&] { return state_.KnowsNode(node_id); });
   if (!known) return Status(StatusCode::kNotFound, "no node " + node_id, "node");
   auto events = store_->NodeEvents(node_id, limit);
   if (!events) return events.status();
   nlohmann::json out = nlohmann::json::array();
+  std::set<std::string> jobs;  // the jobs the events name (a MIG change's)
   for (const auto& e : *events) {
-    out.push_back(
-        {{"at", FormatUtc(e.ts_ms)}, {"kind", e.kind}, {"detail", nlohmann::json::parse(e.detail, nullptr, false)}});
+    nlohmann::json detail = nlohmann::json::parse(e.detail, nullptr, false);
+    if (detail.is_object() && detail.contains("job") && detail["job"].is_string()) jobs.insert(detail["job"]);
+    out.push_back({{"at", FormatUtc(e.ts_ms)}, {"kind", e.kind}, {"detail", std::move(detail)}});
+  }
+  if (who.admin() || jobs.empty()) return nlohmann::json{{"events", out}};
+  // Another team's job is not named to a user, nor is what went wrong with it.
+  std::set<std::string> hidden = View([&] {
+    std::set<std::string> others;
+    for (const std::string& id : jobs) {
+      if (!StateViews(state_).GetJob(who, id).ok()) others.insert(id);
+    }
+    return others;
+  });
+  for (nlohmann::json& e : out) {
+    nlohmann::json& detail = e["detail"];
+    if (detail.is_object() && detail.contains("job") && detail["job"].is_string() && hidden.count(detail["job"])) {
+      detail.erase("job");
+      detail.erase("error");
+    }
   }
   return nlohmann::json{{"events", out}};
 }

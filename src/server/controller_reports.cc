@@ -1,6 +1,7 @@
-// Accounting's read side: usage over a window, the monthly report with its reconciliation
-// against the job event history, budgets, alerts, and the accounting metrics. Reports read
-// the store on the caller's thread; only the open intervals are copied from the owner.
+// Accounting's read side: usage over a window and the monthly report with its
+// reconciliation against the job event history (budgets and alerts are StateViews').
+// Reports read the store on the caller's thread; only the open intervals are copied from
+// the owner.
 #include <fmt/format.h>
 
 #include "billing/report.h"

@@ -18,11 +18,14 @@
 #include "billing/report.h"
 #include "core/clock.h"
 #include "core/encoding.h"
+#include "core/job_arrays.h"
+#include "core/job_changes.h"
 #include "core/job_logs.h"
 #include "core/log_window.h"
 #include "core/spec_yaml.h"
 #include "core/yaml_util.h"
 #include "server/agent_hub.h"
+#include "server/audit_routes.h"
 #include "server/http_reply.h"
 #include "server/identity_service.h"
 #include "server/port_proxy.h"
@@ -63,6 +66,9 @@ Expected<std::vector<Expected<JobSpec>>> ParseBatch(const std::string& body) {
   YAML::Node root = *loaded;
   if (!root.IsMap() || !root["jobs"] || !root["jobs"].IsSequence() || root.size() != 1) {
     return Status::Invalid("jobs", "expected {jobs: [job, ...]}");
+  }
+  if (root["jobs"].size() == 0 || root["jobs"].size() > static_cast<size_t>(kMaxArrayTasks)) {
+    return Status::Invalid("jobs", fmt::format("a batch holds 1..{} jobs", kMaxArrayTasks));  // a dry run's too
   }
   std::vector<Expected<JobSpec>> specs;
   for (const YAML::Node& job : root["jobs"]) specs.push_back(ParseJobSpec(job));
@@ -290,8 +296,8 @@ void HttpApi::Shutdown() {
   server_->Shutdown();
 }
 
-bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
-                             std::string* key) {
+bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res,
+                             const std::string& action, std::string* key) {
   *key = req.get_header_value("Idempotency-Key");
   const bool control = std::any_of(key->begin(), key->end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
   const char* wrong = key->size() > 255          ? "longer than 255 characters"
@@ -302,36 +308,6 @@ bool HttpApi::IdempotencyKey(const Actor& who, const httplib::Request& req, http
   controller_.RecordAudit(who, action, "", "invalid_argument", std::string("Idempotency-Key ") + wrong);
   ReplyError(res, 400, "invalid_argument", wrong, "Idempotency-Key");
   return false;
-}
-
-void HttpApi::ServeJobLog(const nlohmann::json& job, const httplib::Request& req, httplib::Response& res) {
-  std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
-  if (!IsLogStream(stream)) return ReplyError(res, 400, "invalid_argument", "must be stdout or stderr", "stream");
-  int64_t offset = 0, rank = 0, run = job.value("runs", 0);
-  if (!IntParam(req, res, "offset", 0, INT64_MAX, &offset) || !IntParam(req, res, "rank", 0, 65535, &rank) ||
-      !IntParam(req, res, "run", 1, INT32_MAX, &run)) {
-    return;
-  }
-  if (!options_.job_log_dirs) return ReplyError(res, 404, "not_found", "this server keeps no logs");
-  // "12_4" names a task: its logs are under its own job id.
-  std::vector<std::string> dirs = options_.job_log_dirs(job.value("id", ""));
-  int ranks = job.contains("placement") ? static_cast<int>(job["placement"].size()) : 0;
-  std::string path;
-  for (const std::string& dir : dirs) {
-    ranks = std::max(ranks, RunLogRanks(dir, static_cast<int>(run)));
-    std::string here = RunLogPath(dir, static_cast<int>(run), static_cast<int>(rank), stream);
-    std::error_code missing;
-    if (path.empty() && std::filesystem::exists(here, missing)) path = here;
-  }
-  int64_t next = offset;
-  std::string chunk = path.empty() ? "" : ReadLog(path, offset, 1 << 20, &next);
-  int64_t cut = path.empty() ? 0 : LogCutBytes(path);
-  if (offset < cut) res.set_header("X-Log-Cut", std::to_string(cut));
-  res.set_header("X-Log-Offset", std::to_string(next));
-  res.set_header("X-Log-Run", std::to_string(run));
-  res.set_header("X-Log-Ranks", std::to_string(std::max(ranks, 1)));
-  res.set_header("X-Job-State", job.value("state", ""));
-  res.set_content(chunk, "text/plain");
 }
 
 std::function<void(const httplib::Request&, httplib::Response&)> HttpApi::Authed(Handler fn) {
@@ -433,11 +409,12 @@ void HttpApi::Routes() {
              return Reply(res, controller_.DryRun(who, std::move(one)));
            }
            if (!spec) {
-             controller_.RecordAudit(who, "POST /v1/jobs", "", "invalid_argument", spec.status().ToString());
+             controller_.RecordAudit(who, AuditRoute(StateAction::kSubmit, ""), "", "invalid_argument",
+                                     spec.status().ToString());
              return Reply(res, spec.status());
            }
            std::string key;
-           if (!IdempotencyKey(who, req, res, "POST /v1/jobs", &key)) return;
+           if (!IdempotencyKey(who, req, res, AuditRoute(StateAction::kSubmit, ""), &key)) return;
            auto submitted = controller_.Submit(who, std::move(*spec), key);
            if (!submitted) return Reply(res, submitted.status());
            Send(res, submitted->created ? 201 : 200, submitted->job);
@@ -446,7 +423,8 @@ void HttpApi::Routes() {
            if (!OnlyParams(req, res, {"dry_run"})) return;
            auto specs = ParseBatch(req.body);
            if (!specs) {
-             controller_.RecordAudit(who, "POST /v1/jobs/batch", "", "invalid_argument", specs.status().ToString());
+             controller_.RecordAudit(who, AuditRoute(StateAction::kSubmitBatch, ""), "", "invalid_argument",
+                                     specs.status().ToString());
              return Reply(res, specs.status());
            }
            if (DryRunAsked(req)) return Reply(res, controller_.DryRun(who, std::move(*specs)));
@@ -457,13 +435,14 @@ void HttpApi::Routes() {
                Status s = spec.status();
                Status named(s.code(), fmt::format("job {} of the batch: {}", i + 1, s.message()),
                             fmt::format("jobs[{}]{}", i, s.field().empty() ? "" : "." + s.field()));
-               controller_.RecordAudit(who, "POST /v1/jobs/batch", "", "invalid_argument", named.ToString());
+               controller_.RecordAudit(who, AuditRoute(StateAction::kSubmitBatch, ""), "", "invalid_argument",
+                                       named.ToString());
                return Reply(res, named);
              }
              jobs.push_back(std::move(*spec));
            }
            std::string key;
-           if (!IdempotencyKey(who, req, res, "POST /v1/jobs/batch", &key)) return;
+           if (!IdempotencyKey(who, req, res, AuditRoute(StateAction::kSubmitBatch, ""), &key)) return;
            auto submitted = controller_.SubmitBatch(who, std::move(jobs), key);
            if (!submitted) return Reply(res, submitted.status());
            Send(res, submitted->created ? 201 : 200, submitted->job);
@@ -523,8 +502,12 @@ void HttpApi::Routes() {
   }
   s.Patch(R"(/v1/jobs/([^/]+))", authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
             if (!OnlyParams(req, res, {})) return;
-            auto changes = LoadYaml(req.body, "body", "not YAML or JSON");
-            if (!changes) return Reply(res, changes.status());
+            auto changes = ParseJobChangesText(req.body);
+            if (!changes) {  // audited as the state audits its own refusals of a change
+              controller_.RecordAudit(who, AuditRoute(StateAction::kUpdate, req.matches[1]), req.matches[1],
+                                      CodeName(changes.status().code()), changes.status().message());
+              return Reply(res, changes.status());
+            }
             Reply(res, controller_.Update(who, req.matches[1], *changes));
           }));
   s.Get(R"(/v1/jobs/([^/]+)/events)",
@@ -588,11 +571,11 @@ void HttpApi::Routes() {
           Reply(res, controller_.NodeGpus(who, req.matches[1]));
         }));
   s.Get(R"(/v1/nodes/([^/]+)/events)",
-        authed([this](const Actor&, const httplib::Request& req, httplib::Response& res) {
+        authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {
           if (!OnlyParams(req, res, {"limit"})) return;
           int64_t limit = 100;
           if (!IntParam(req, res, "limit", 1, 10000, &limit)) return;
-          Reply(res, controller_.NodeHistory(req.matches[1], static_cast<int>(limit)));
+          Reply(res, controller_.NodeHistory(who, req.matches[1], static_cast<int>(limit)));
         }));
   s.Post(R"(/v1/nodes/([^/]+)/gpus/(\d+)/fault)",
          authed([this](const Actor& who, const httplib::Request& req, httplib::Response& res) {

@@ -92,7 +92,7 @@ class HttpApi {
   void ServeJobLog(const nlohmann::json& job, const httplib::Request& req, httplib::Response& res);
   // The request's Idempotency-Key (empty when none); false after answering 400 (audited)
   // for one longer than 255 characters.
-  bool IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const char* action,
+  bool IdempotencyKey(const Actor& who, const httplib::Request& req, httplib::Response& res, const std::string& action,
                       std::string* key);
   // The caller of a request, or null without a valid bearer token.
   // The caller by its bearer token (users.yaml's, or an agent's verified elsewhere, which

@@ -86,7 +86,7 @@ Status ControllerState::Recover(const StoredState& stored, std::vector<Allocatio
 }
 
 Status ControllerState::AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs,
-                                    std::vector<std::pair<std::string, int>>* adopted) {
+                                    std::vector<PlacedRun>* adopted) {
   for (const Node& n : nodes) {
     if (Status s = ValidateNode(n, options_.config.catalog); !s.ok()) return s;
   }
@@ -156,8 +156,7 @@ Status ControllerState::ReattachNode(int n, const Node& inventory, NodeLink* lin
 
 // Adopts what the agent still runs, finishes what ended, resends what it never got, and
 // stops what the controller never assigned.
-void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& runs,
-                                std::vector<std::pair<std::string, int>>* adopted) {
+void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& runs, std::vector<PlacedRun>* adopted) {
   std::set<std::pair<std::string, std::string>> reported;
   for (const RunReport& r : runs) {
     JobRecord* job = Find(r.job_id);
@@ -165,13 +164,15 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
     const std::string id = job ? job->spec->id : r.job_id;
     reported.insert({id, r.node_id});
     bool current = job && job->runs == r.run && !IsTerminal(job->state) && job->state != JobState::kPending;
+    int rank = -1;
     if (current) {
       // Only a run placed on the reporting node is its to adopt or end: another node's job
       // is neither taken over nor finished by a registration that names it.
       int node = nodes_.IndexOf(r.node_id);
       const auto& placed = RunningOf(job->spec->id).placement.nodes;
-      current =
-          node >= 0 && std::any_of(placed.begin(), placed.end(), [&](const NodeShare& ns) { return ns.node == node; });
+      auto here = std::find_if(placed.begin(), placed.end(), [&](const NodeShare& ns) { return ns.node == node; });
+      current = node >= 0 && here != placed.end();
+      if (current) rank = static_cast<int>(here - placed.begin());
     }
     if (!current) {
       if (!r.exited)
@@ -179,7 +180,7 @@ void ControllerState::Reconcile(NodeLink* link, const std::vector<RunReport>& ru
             {link, StopOrder{r.job_id, r.run, r.node_id, 0, "not assigned by the controller", ""}});
       continue;
     }
-    if (adopted) adopted->emplace_back(id, r.run);
+    if (adopted) adopted->push_back({id, r.run, rank});
     if (r.exited) DoExited(id, r.run, r.node_id, r.exit_code, r.reason, r.ended_ms);
   }
   for (auto& [seq, job] : jobs_) {
@@ -312,6 +313,11 @@ void ControllerState::Audit(const Actor& who, const std::string& action, const s
                             const std::string& outcome, const std::string& detail) {
   batch_.audit.push_back(
       {now_, Utf8Text(who.user), ToString(who.role), Utf8Text(action), Utf8Text(target), outcome, Utf8Text(detail)});
+}
+
+std::string ControllerState::ActionWords(StateAction action, const std::string& subject) const {
+  if (options_.audit_words) return options_.audit_words(action, subject);
+  return subject.empty() ? ToString(action) : fmt::format("{} {}", ToString(action), subject);
 }
 
 Status ControllerState::Refuse(const Actor& who, const std::string& action, const std::string& target, Status refusal) {

@@ -7,8 +7,6 @@
 // store and the committer, and calls one of these at a time.
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +17,7 @@
 
 #include "billing/pricing.h"
 #include "core/config_dir.h"
+#include "core/job_changes.h"
 #include "protocol/gpu_readings.h"
 #include "protocol/node_link.h"
 #include "sched/engine.h"
@@ -29,6 +28,7 @@
 #include "state/accounting.h"
 #include "state/auth.h"
 #include "state/autoscaling.h"
+#include "state/controller_options.h"
 #include "state/job_gates.h"
 #include "state/job_record.h"
 #include "state/kube_node_facts.h"
@@ -37,33 +37,11 @@
 #include "state/node_table.h"
 #include "state/port_allocator.h"
 #include "state/run_time_predictions.h"
+#include "state/state_action.h"
+#include "state/state_requests.h"
 #include "state/store_records.h"
 
 namespace gantry {
-
-// What the controller answers a request with: a JSON body, or the Status saying why not.
-// Only the HTTP layer turns a Status into an HTTP status.
-using Answer = Expected<nlohmann::json>;
-
-// A submit's answer: the job, and whether this call created it (false: the replay of an
-// earlier call with the same Idempotency-Key).
-struct Submitted {
-  nlohmann::json job;
-  bool created = true;
-};
-
-// Where an interactive session goes: a running job's run on one of its nodes.
-struct StreamTarget {
-  std::string job_id;    // as stored ("12"; an array task's own id)
-  std::string shown_id;  // as users write it ("7_3" for an array task)
-  int run = 1;
-  std::string node_id;
-  int node_rank = 0;
-  NodeLink* link = nullptr;
-  int port = 0;  // a port session's port on the node
-  std::string owner;
-  std::string team;
-};
 
 // What a batch does outside the controller once it is durable, as values: orders to
 // nodes (through their NodeLink) and webhooks (alerts, job notifications) and mail. The committer carries them out.
@@ -87,60 +65,6 @@ struct Effects {
   std::vector<Mail> mails;
   std::vector<HookCall> hooks;  // node pools' scale-up and scale-down calls
   bool empty() const { return orders.empty() && webhooks.empty() && mails.empty() && hooks.empty(); }
-};
-
-struct JobFilter {
-  std::string state;  // empty: any; "active": pending, running or stopping
-  std::string team;
-  std::string user;
-  TimeMs since_ms = -1;  // only jobs not ended before this (sacct -S); -1: any
-  TimeMs until_ms = -1;  // only jobs submitted before this (sacct -E); -1: any
-  int limit = 500;
-  int offset = 0;      // matching jobs skipped (newest first) before the page
-  std::string search;  // matches a job's id, or part of its name or user (case-insensitive)
-  std::string names;   // only jobs with one of these names (comma-separated, as squeue --name)
-};
-
-// GET /v1/queue and GET /v1/nodes: one page of the list (limit 0: all), and for the queue
-// only one team's jobs when `team` is set.
-struct PageQuery {
-  int limit = 0;
-  int offset = 0;
-  std::string team;
-  bool telemetry = false;  // nodes: each GPU's latest reading
-};
-
-// GET /v1/usage: a window, an optional team, a grouping.
-struct UsageQuery {
-  TimeMs from = 0;
-  TimeMs to = kNever;
-  std::string team;
-  std::string by = "team";
-};
-
-struct ControllerOptions {
-  ConfigSet config;
-  PricingConfig pricing;                        // the `pricing` section of gpu_types.yaml
-  std::string quotas_path;                      // re-read when it changes; empty: config.quotas stays
-  DurationMs tick_ms = 1000;                    // periodic cycle (time limits, ages, reloads)
-  DurationMs kill_wait_ms = 30000;              // cancel: SIGTERM, then SIGKILL after this
-  DurationMs fault_grace_ms = 10000;            // jobs on a GPU that turned unhealthy
-  DurationMs node_timeout_ms = 60000;           // a node silent this long is lost; its jobs requeue
-  std::function<TimeMs()> now;                  // the clock; wall clock when empty
-  bool defer_slow_cycles = true;                // false: a cycle after every batch, however long (tests)
-  DurationMs ledger_flush_ms = 60000;           // open ledger intervals' telemetry sums are stored this often
-  std::function<void(const std::string&)> log;  // alerts and warnings; stderr when empty
-  // Known users and team policies (priority classes, Unix accounts); null: nobody beyond
-  // the callers themselves, every team with the default policy.
-  std::shared_ptr<const UserDirectory> users;
-  std::string public_url;                       // links in job notifications: PUBLIC_URL/v1/jobs/ID
-  std::string sendmail = "/usr/sbin/sendmail";  // mail to a job's mail_user; absent: no mail
-  DurationMs history_interval_ms = 60000;       // a cluster sample for the dashboard's history (0: none)
-  // This server's leadership, for /metrics: its term on a shared PostgreSQL store (0 on
-  // SQLite, where it is the only server), and the take-overs so far, cluster-wide.
-  int64_t leader_term = 0;
-  int64_t leader_takeovers = 0;
-  AutoscalerConfig autoscaler;  // pools.yaml: node pools the controller grows and shrinks (none: off)
 };
 
 // Where a new job sits in its array, and whether it goes straight into the queue (an
@@ -191,9 +115,9 @@ class ControllerState {
   void StartMonth(const std::vector<Allocation>& month_rows);
 
   // Inputs. Each runs to completion; what it changed goes out with the next TakeOutput.
-  // The reported runs taken as current go to `adopted` (job id, run) when given.
+  // The reported runs taken as current go to `adopted` (job id, run, the node's rank) when given.
   Status AttachNodes(const std::vector<Node>& nodes, NodeLink* link, const std::vector<RunReport>& runs,
-                     std::vector<std::pair<std::string, int>>* adopted = nullptr);
+                     std::vector<PlacedRun>* adopted = nullptr);
   Expected<Submitted> Submit(const Actor& who, JobSpec spec, const std::string& key, const std::string& hash);
   // A batch (a jobs file): every job is checked first and all are made, or none (the
   // refusal names the job: "jobs[2].gpus"). The answer lists their ids; `batch` false
@@ -205,16 +129,17 @@ class ControllerState {
   nlohmann::json DryRun(const Actor& who, std::vector<Expected<JobSpec>> specs);
   // The answer of a submit once it is durable: the job's view, or {"jobs": [views]}.
   nlohmann::json SubmittedView(const std::vector<std::string>& ids, bool batch);
-  Answer Cancel(const Actor& who, const std::string& id);
-  Answer CheckpointDone(const Actor& who, const std::string& id);
-  Answer SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
+  Expected<JobsChanged> Cancel(const Actor& who, const std::string& id);
+  Expected<JobsChanged> CheckpointDone(const Actor& who, const std::string& id);
+  Status SetDrain(const Actor& who, const std::string& node, int gpu, bool drain);
   // A pending job held out of the queue, released back into it, or changed while it waits
-  // (controller_state_edits.cc). An admin's hold is released by admins only. `changes` is
-  // a map of spec fields (name, priority, time_limit, estimated_duration, gpu_types,
-  // cost_limit); of a running job only the time limit changes, and only admins extend it.
-  Answer Hold(const Actor& who, const std::string& id);
-  Answer Release(const Actor& who, const std::string& id);
-  Answer Update(const Actor& who, const std::string& id, const YAML::Node& changes);
+  // (controller_state_edits.cc). An admin's hold is released by admins only. `changes` are
+  // the spec's fields a submitted job may change (core/job_changes.h); of a running job
+  // only the time limit changes, and only admins extend it. These and Cancel and
+  // CheckpointDone answer what they changed, rendered by StateViews::Changed.
+  Expected<JobsChanged> Hold(const Actor& who, const std::string& id);
+  Expected<JobsChanged> Release(const Actor& who, const std::string& id);
+  Expected<JobsChanged> Update(const Actor& who, const std::string& id, const JobChanges& changes);
   void RunStarted(const RunReport& started);
   void RunExited(const RunReport& exited);
   void MigChanged(const MigReport& change);
@@ -335,7 +260,6 @@ class ControllerState {
   // A pending job's entry is re-keyed (its priority may have changed); a running job's
   // entry gets the new spec too, so the engine sees the new time limit.
   void ReplaceSpec(JobRecord& job, JobSpecPtr spec);
-  Status CheckUpdate(const JobRecord& job, const YAML::Node& changes) const;
   void HoldOne(const Actor& who, JobRecord& job);
   void ReleaseOne(const Actor& who, JobRecord& job);
   // A new job from an accepted spec: recorded, queued or kept out (Gate), dirty.
@@ -358,8 +282,11 @@ class ControllerState {
   // The tasks `id` names when it names several: a whole array ("12", not "12_4") or a list
   // of its tasks ("12_[4-5,7]", those that exist); else empty.
   std::vector<JobRecord*> WholeArray(const std::string& id);
-  // What an action on several tasks did, for its answer: {named, tasks, changed, states}.
-  nlohmann::json ActedOn(const std::string& named, const std::vector<JobRecord*>& tasks, size_t changed) const;
+  // What an action on several tasks (`named`) did, for its answer.
+  static JobsChanged Changed(const JobRecord& job, const std::string& named, const std::vector<JobRecord*>& tasks,
+                             size_t changed);
+  // The audit row's words for `action` on `subject` (options_.audit_words).
+  std::string ActionWords(StateAction action, const std::string& subject) const;
   void DoExited(const std::string& job_id, int run, const std::string& node_id, int exit_code,
                 const std::string& reason, TimeMs ended_ms = -1);
   void StartJob(const StartDecision& s, size_t running_index);
@@ -410,7 +337,7 @@ class ControllerState {
   // Nodes and GPUs (controller_state_gpus.cc).
   void AddNode(const Node& n, NodeLink* link);
   Status ReattachNode(int n, const Node& inventory, NodeLink* link);
-  void Reconcile(NodeLink* link, const std::vector<RunReport>& runs, std::vector<std::pair<std::string, int>>* adopted);
+  void Reconcile(NodeLink* link, const std::vector<RunReport>& runs, std::vector<PlacedRun>* adopted);
   void DoGpuHealth(const std::string& node_id, int gpu, bool healthy, const std::string& reason);
   void NodeLost(int n);
   // Ends a running job at once as after a fault of node `n`: its other nodes (and `n` too

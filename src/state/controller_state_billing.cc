@@ -1,7 +1,8 @@
 // What follows from the accounting on the controller's thread: recovery of the ledger,
 // the released event of a run, alerts (logged, kept, sent as webhooks), budget holds at
 // 100%, per-job cost limits and idle jobs. The ledger itself is Accounting
-// (accounting.h); the read side is in controller_reports.cc.
+// (accounting.h); the read side is server/controller_reports.cc and StateViews' budgets
+// and alerts.
 #include <fmt/format.h>
 
 #include "billing/report.h"

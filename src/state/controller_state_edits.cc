@@ -9,34 +9,10 @@
 #include <algorithm>
 #include <map>
 
-#include "core/spec_yaml.h"
+#include "core/job_changes.h"
 #include "state/controller_state.h"
 
 namespace gantry {
-
-namespace {
-
-const std::set<std::string>& PendingFields() {
-  static const std::set<std::string> kFields = {"name",         "priority",           "time_limit",
-                                                "time_limit_s", "estimated_duration", "estimated_duration_s",
-                                                "gpu_types",    "cost_limit",         "dependency"};
-  return kFields;
-}
-
-// A time field's two spellings ("time_limit" as people write it, "time_limit_s" in
-// seconds) are one field: the name the stored spec uses, and the one a change replaces.
-std::string StoredName(const std::string& field) {
-  if (field == "time_limit" || field == "estimated_duration") return field + "_s";
-  return field;
-}
-
-std::string OtherSpelling(const std::string& field) {
-  if (field == "time_limit" || field == "estimated_duration") return field + "_s";
-  if (field == "time_limit_s" || field == "estimated_duration_s") return field.substr(0, field.size() - 2);
-  return "";
-}
-
-}  // namespace
 
 Expected<JobRecord*> ControllerState::JobToChange(const Actor& who, const std::string& action, const std::string& id) {
   JobRecord* job = Find(id);
@@ -76,8 +52,8 @@ void ControllerState::ReleaseOne(const Actor& who, JobRecord& job) {
   dirty_ = true;
 }
 
-Answer ControllerState::Hold(const Actor& who, const std::string& id) {
-  std::string action = "POST /v1/jobs/" + id + "/hold";
+Expected<JobsChanged> ControllerState::Hold(const Actor& who, const std::string& id) {
+  const std::string action = ActionWords(StateAction::kHold, id);
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord& job = **found;
@@ -90,9 +66,7 @@ Answer ControllerState::Hold(const Actor& who, const std::string& id) {
       changed += t->hold != before;
     }
     Audit(who, action, id, "ok", fmt::format("{} of {} tasks", changed, tasks.size()));
-    nlohmann::json view = ApiView(job, true);
-    view["acted_on"] = ActedOn(id, tasks, changed);
-    return view;
+    return Changed(job, id, tasks, changed);
   }
   if (job.state != JobState::kPending) {
     return Refuse(who, action, id,
@@ -102,11 +76,11 @@ Answer ControllerState::Hold(const Actor& who, const std::string& id) {
   }
   HoldOne(who, job);
   Audit(who, action, id, "ok");
-  return ApiView(job, true);
+  return JobsChanged::One(job.spec->id, id);
 }
 
-Answer ControllerState::Release(const Actor& who, const std::string& id) {
-  std::string action = "POST /v1/jobs/" + id + "/release";
+Expected<JobsChanged> ControllerState::Release(const Actor& who, const std::string& id) {
+  const std::string action = ActionWords(StateAction::kRelease, id);
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord& job = **found;
@@ -129,38 +103,11 @@ Answer ControllerState::Release(const Actor& who, const std::string& id) {
     ++changed;
   }
   Audit(who, action, id, "ok");
-  nlohmann::json view = ApiView(job, true);
-  if (several) view["acted_on"] = ActedOn(id, tasks, changed);
-  return view;
+  return several ? Changed(job, id, tasks, changed) : JobsChanged::One(job.spec->id, id);
 }
 
-Status ControllerState::CheckUpdate(const JobRecord& job, const YAML::Node& changes) const {
-  if (!changes.IsMap() || changes.size() == 0) {
-    return Status::Invalid("body", "expected a map of the fields to change, e.g. {time_limit: 4h}");
-  }
-  bool running = job.state != JobState::kPending;
-  for (const auto& kv : changes) {
-    if (!kv.first.IsScalar()) {
-      return Status::Invalid("body", fmt::format("a field name is a {}: field names are text, e.g. {{time_limit: 4h}}",
-                                                 kv.first.IsSequence() ? "list"
-                                                 : kv.first.IsMap()    ? "map"
-                                                                       : "null"));
-    }
-    std::string field = kv.first.as<std::string>();
-    if (running && field != "time_limit" && field != "time_limit_s") {
-      return Status::Precondition(
-          field, fmt::format("job {} is {}: only its time_limit changes", job.spec->id, ToString(job.state)));
-    }
-    if (!PendingFields().count(field)) {
-      return Status::Invalid(
-          field, fmt::format("cannot be changed after submit (these can: {})", fmt::join(PendingFields(), ", ")));
-    }
-  }
-  return Status::Ok();
-}
-
-Answer ControllerState::Update(const Actor& who, const std::string& id, const YAML::Node& changes) {
-  std::string action = "PATCH /v1/jobs/" + id;
+Expected<JobsChanged> ControllerState::Update(const Actor& who, const std::string& id, const JobChanges& changes) {
+  const std::string action = ActionWords(StateAction::kUpdate, id);
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord& job = **found;
@@ -170,17 +117,16 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
                                                          "own ids ({}_N)",
                                                          id, id)));
   }
-  if (Status s = CheckUpdate(job, changes); !s.ok()) return Refuse(who, action, id, s);
-  YAML::Node merged = YAML::Load(SpecToJson(*job.spec).dump(-1, ' ', false, kReplaceBadUtf8));
-  for (const auto& kv : changes) {
-    std::string field = kv.first.as<std::string>();
-    if (std::string other = OtherSpelling(field); !other.empty()) merged.remove(other);
-    merged[field] = kv.second;
+  if (job.state != JobState::kPending && !changes.OnlyTimeLimit()) {
+    auto other = std::find_if(changes.fields.begin(), changes.fields.end(),
+                              [](const std::string& f) { return StoredFieldName(f) != "time_limit_s"; });
+    return Refuse(who, action, id,
+                  Status::Precondition(*other, fmt::format("job {} is {}: only its time_limit changes", job.spec->id,
+                                                           ToString(job.state))));
   }
-  auto spec = ParseJobSpec(merged);
-  Status s = spec ? Status::Ok() : spec.status();
+  auto spec = std::make_shared<JobSpec>(*job.spec);
+  Status s = changes.ApplyTo(*spec);
   if (s.ok()) {
-    spec->id = job.spec->id;  // as stored: the URL may spell it another way ("012", "12_3")
     // An array task's GANTRY_ARRAY_* variables are Gantry's own (set at submit), not the
     // user's: checked without them, kept as they were.
     std::map<std::string, std::string> set_by_gantry;
@@ -199,14 +145,14 @@ Answer ControllerState::Update(const Actor& who, const std::string& id, const YA
   }
   if (!s.ok()) return Refuse(who, action, id, s);
   nlohmann::json changed = nlohmann::json::object();
-  for (const auto& kv : changes) {
-    std::string field = kv.first.as<std::string>();
-    changed[StoredName(field)] = SpecToJson(*spec).value(StoredName(field), nlohmann::json());
+  const nlohmann::json stored = SpecToJson(*spec);
+  for (const std::string& field : changes.fields) {
+    changed[StoredFieldName(field)] = stored.value(StoredFieldName(field), nlohmann::json());
   }
-  ReplaceSpec(job, std::make_shared<const JobSpec>(std::move(*spec)));
+  ReplaceSpec(job, std::move(spec));
   Event(job, "updated", {{"by", who.user}, {"changes", changed}});
   Audit(who, action, id, "ok", changed.dump(-1, ' ', false, kReplaceBadUtf8));
-  return ApiView(job, true);
+  return JobsChanged::One(job.spec->id, id);
 }
 
 void ControllerState::ReplaceSpec(JobRecord& job, JobSpecPtr spec) {

@@ -75,11 +75,12 @@ std::vector<JobRecord*> ControllerState::WholeArray(const std::string& id) {
   return out;
 }
 
-nlohmann::json ControllerState::ActedOn(const std::string& named, const std::vector<JobRecord*>& tasks,
-                                        size_t changed) const {
-  std::map<std::string, int> states;
-  for (const JobRecord* t : tasks) states[ToString(t->state)]++;
-  return {{"named", named}, {"tasks", tasks.size()}, {"changed", changed}, {"states", states}};
+JobsChanged ControllerState::Changed(const JobRecord& job, const std::string& named,
+                                     const std::vector<JobRecord*>& tasks, size_t changed) {
+  JobsChanged out{job.spec->id, named, {}, changed};
+  out.tasks.reserve(tasks.size());
+  for (const JobRecord* t : tasks) out.tasks.push_back(t->spec->id);
+  return out;
 }
 
 nlohmann::json ControllerState::ArraySummary(uint64_t array_id) const {

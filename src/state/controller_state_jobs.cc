@@ -1,5 +1,6 @@
-// Job transitions in the controller's state machine: submit, cancel, start, stop, exit, requeue;
-// and the scheduling cycle that turns the engine's plan into starts and preemptions.
+// Job transitions in the controller's state machine: cancel, start, stop, exit, requeue
+// (submit: controller_state_submit.cc); and the scheduling cycle that turns the engine's
+// plan into starts and preemptions.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,8 +10,8 @@
 
 namespace gantry {
 
-Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) {
-  std::string action = "POST /v1/jobs/" + id + "/checkpoint-done";
+Expected<JobsChanged> ControllerState::CheckpointDone(const Actor& who, const std::string& id) {
+  const std::string action = ActionWords(StateAction::kCheckpointDone, id);
   JobRecord* job = Find(id);
   if (!job || !who.SeesTeam(job->spec->team)) {
     return Refuse(who, action, id, {StatusCode::kNotFound, "no job " + id, "id"});
@@ -31,7 +32,7 @@ Answer ControllerState::CheckpointDone(const Actor& who, const std::string& id) 
   }
   Audit(who, action, id, "ok");
   Dirty(*job);
-  return ApiView(*job, true);
+  return JobsChanged::One(stored_id, id);
 }
 
 void ControllerState::RunStarted(const RunReport& started) {
@@ -138,8 +139,8 @@ Status ControllerState::CheckTeamPermissions(const Actor& who, const JobSpec& sp
   return Status::Ok();
 }
 
-Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
-  std::string action = "DELETE /v1/jobs/" + id;
+Expected<JobsChanged> ControllerState::Cancel(const Actor& who, const std::string& id) {
+  const std::string action = ActionWords(StateAction::kCancel, id);
   auto found = JobToChange(who, action, id);
   if (!found) return found.status();
   JobRecord* job = *found;
@@ -158,9 +159,7 @@ Answer ControllerState::Cancel(const Actor& who, const std::string& id) {
   for (JobRecord* t : tasks) CancelOne(*t, why, dequeued.count(t->spec->id) > 0);
   Audit(who, action, id, "ok", tasks.size() > 1 ? fmt::format("array of {} tasks", tasks.size()) : "");
   dirty_ = true;
-  nlohmann::json view = ApiView(*job, true);
-  if (several) view["acted_on"] = ActedOn(id, tasks, changed);
-  return view;
+  return several ? Changed(*job, id, tasks, changed) : JobsChanged::One(job->spec->id, id);
 }
 
 void ControllerState::CancelOne(JobRecord& job, const std::string& why, bool dequeued) {

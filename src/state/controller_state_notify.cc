@@ -2,7 +2,6 @@
 // team's defaults) names hear of it by webhook (JSON or Slack's {"text"}) and mail. They
 // are effects, sent after the commit by the Notifier's thread, never by the scheduler.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "billing/report.h"
 #include "core/notify.h"
@@ -34,7 +33,7 @@ Status ControllerState::CheckNotifyTarget(const Actor& who, const JobSpec& spec)
                                                  fmt::join(spec.notify, ",")));
   }
   // Mail this server cannot send is refused at submit, not dropped at the job's end.
-  if (!spec.mail_user.empty() && ::access(options_.sendmail.c_str(), X_OK) != 0) {
+  if (!spec.mail_user.empty() && !(options_.mail_ready && options_.mail_ready())) {
     return Status::Precondition(
         "mail_user", fmt::format("this server sends no mail: there is no sendmail at {} (an admin installs one, or "
                                  "starts the server with --sendmail PATH); use a webhook (--webhook), or gantry wait",

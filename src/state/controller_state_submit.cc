@@ -108,7 +108,7 @@ Expected<Submitted> ControllerState::Submit(const Actor& who, JobSpec spec, cons
 
 Expected<Submitted> ControllerState::SubmitBatch(const Actor& who, std::vector<JobSpec> specs, const std::string& key,
                                                  const std::string& hash, bool batch) {
-  const char* action = batch ? "POST /v1/jobs/batch" : "POST /v1/jobs";
+  const std::string action = ActionWords(batch ? StateAction::kSubmitBatch : StateAction::kSubmit, "");
   if (InvalidUtf8At(key) >= 0) {  // a stored key is text (the HTTP layer refuses it first)
     return Refuse(who, action, "", Status::Invalid("Idempotency-Key", "must be UTF-8 text"));
   }

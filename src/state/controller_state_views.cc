@@ -8,7 +8,6 @@
 #include "sched/apply_plan.h"
 #include "sched/usage.h"
 #include "state/controller_state.h"
-#include "state/node_json.h"
 
 namespace gantry {
 
@@ -22,8 +21,8 @@ const Plan& ControllerState::ExplainedPlan() {
   return *queue_cache_;
 }
 
-Answer ControllerState::SetDrain(const Actor& who, const std::string& node_id, int gpu, bool drain) {
-  std::string action = fmt::format("POST /v1/nodes/{}/{}", node_id, drain ? "drain" : "undrain");
+Status ControllerState::SetDrain(const Actor& who, const std::string& node_id, int gpu, bool drain) {
+  const std::string action = ActionWords(drain ? StateAction::kDrain : StateAction::kUndrain, node_id);
   std::string target = gpu < 0 ? node_id : fmt::format("{}:{}", node_id, gpu);
   if (!who.admin()) return Refuse(who, action, target, Status::Denied("", "only admins drain or undrain nodes"));
   const int n = nodes_.IndexOf(node_id);
@@ -51,7 +50,7 @@ Answer ControllerState::SetDrain(const Actor& who, const std::string& node_id, i
   NodeEvent(node_id, drain ? "drained" : "undrained", {{"gpu", gpu}, {"by", who.user}});
   Audit(who, action, target, "ok");
   dirty_ = true;
-  return NodeToDoc(node, options_.config.catalog);
+  return Status::Ok();
 }
 
 void ControllerState::WriteMetrics(MetricsWriter& w) {

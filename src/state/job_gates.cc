@@ -57,14 +57,22 @@ std::vector<const JobRecord*> JobTableView::TargetsOf(const DependencyTarget& t)
 
 namespace {
 
+// What a cycle check has walked: the jobs (none of them reaches the job looked for) and
+// the targets already expanded (a whole array is listed once, however many wait for it).
+struct CycleWalk {
+  std::set<uint64_t> seen;
+  std::set<std::pair<uint64_t, int64_t>> expanded;
+};
+
 // Whether `from` is `seq` or waits for it through dependencies of jobs not ended.
-bool Reaches(const JobTableView& table, const JobRecord& from, uint64_t seq, std::set<uint64_t>& seen) {
+bool Reaches(const JobTableView& table, const JobRecord& from, uint64_t seq, CycleWalk& walk) {
   if (from.seq == seq) return true;
-  if (!seen.insert(from.seq).second) return false;
+  if (!walk.seen.insert(from.seq).second) return false;
   for (const DependencyTerm& term : from.after) {
     for (const DependencyTarget& t : term.targets) {
+      if (!walk.expanded.insert({t.job, t.task}).second) continue;
       for (const JobRecord* next : table.TargetsOf(t)) {
-        if (!IsTerminal(next->state) && Reaches(table, *next, seq, seen)) return true;
+        if (!IsTerminal(next->state) && Reaches(table, *next, seq, walk)) return true;
       }
     }
   }
@@ -79,6 +87,7 @@ Status JobGates::CheckDependency(const JobTableView& table, const Actor& who, co
   auto terms = ParseDependency(spec.dependency);
   if (!terms) return terms.status();
   bool is_array = !spec.array.empty() || (self && self->array_id > 0);
+  CycleWalk walk;  // one for the whole list: each job and target is walked once
   for (const DependencyTerm& term : *terms) {
     if (term.kind == DependencyKind::kAfterCorr && !is_array) {
       return Status::Invalid("dependency", "aftercorr is for arrays: task i of this array waits for task i of another");
@@ -91,9 +100,8 @@ Status JobGates::CheckDependency(const JobTableView& table, const Actor& who, co
       if (term.kind == DependencyKind::kAfterCorr && !table.arrays.count(t.job)) {
         return Status::Invalid("dependency", fmt::format("aftercorr:{}: job {} is not an array", t.job, t.job));
       }
-      std::set<uint64_t> seen;
       for (const JobRecord* j : jobs) {
-        if (self && Reaches(table, *j, self->seq, seen)) {
+        if (self && Reaches(table, *j, self->seq, walk)) {
           return Status::Invalid("dependency", fmt::format("job {} waits for this job: a cycle", j->spec->id));
         }
       }

@@ -258,7 +258,9 @@ Answer StateViews::Nodes(const Actor& who, const PageQuery& page) const {
   }
   const GpuCatalog& catalog = s_.options_.config.catalog;
   nlohmann::json out = nlohmann::json::array();
-  int end = page.limit > 0 ? std::min<int>(page.offset + page.limit, s_.snap_.nodes.size()) : s_.snap_.nodes.size();
+  const int64_t count = static_cast<int64_t>(s_.snap_.nodes.size());  // offset + limit in 64 bits: no overflow
+  const int end =
+      static_cast<int>(page.limit > 0 ? std::min<int64_t>(int64_t{page.offset} + page.limit, count) : count);
   for (int n = page.offset; n < end; ++n) {
     nlohmann::json doc = NodeToDoc(s_.snap_.nodes[n], catalog);
     doc["gpu_type"] = catalog.Get(s_.snap_.nodes[n].gpu_type()).name;
@@ -356,16 +358,19 @@ Answer StateViews::Teams(const Actor& who) const {
   for (const auto& [name, t] : teams) {
     if (!who.SeesTeam(name)) continue;
     const TeamQuota& q = s_.quotas_->Team(name);
-    out.push_back({{"team", name},
-                   {"listed", s_.quotas_->teams.count(name) > 0},
-                   {"guaranteed_gpus", q.guaranteed_total()},
-                   {"max_gpus", limit(q.ceiling())},
-                   {"weight", q.weight},
-                   {"allocated_gpus", t.allocated},
-                   {"running_jobs", t.running},
-                   {"pending_jobs", t.pending},
-                   {"pending_gpus", t.pending_gpus},
-                   {"blocked_jobs", t.blocked}});
+    // An unlisted team with work has its equal share of what listed guarantees leave.
+    const bool has_work = t.running + t.pending > 0;
+    out.push_back(
+        {{"team", name},
+         {"listed", s_.quotas_->teams.count(name) > 0},
+         {"guaranteed_gpus", has_work ? s_.quotas_->GuaranteeOf(name, s_.snap_.equal_share) : q.guaranteed_total()},
+         {"max_gpus", limit(q.ceiling())},
+         {"weight", q.weight},
+         {"allocated_gpus", t.allocated},
+         {"running_jobs", t.running},
+         {"pending_jobs", t.pending},
+         {"pending_gpus", t.pending_gpus},
+         {"blocked_jobs", t.blocked}});
   }
   return nlohmann::json{{"teams", out}};
 }
@@ -386,6 +391,20 @@ nlohmann::json StateViews::Alerts(const Actor& who) const {
     if (who.admin() || (*it)["team"] == who.team) out.push_back(*it);
   }
   return out;
+}
+
+nlohmann::json StateViews::Changed(const JobsChanged& changed) const {
+  nlohmann::json view = s_.ApiView(*s_.Find(changed.id), true);
+  if (changed.tasks.empty()) return view;
+  std::map<std::string, int> states;
+  for (const std::string& id : changed.tasks) states[ToString(s_.Find(id)->state)]++;
+  view["acted_on"] = {
+      {"named", changed.named}, {"tasks", changed.tasks.size()}, {"changed", changed.changed}, {"states", states}};
+  return view;
+}
+
+nlohmann::json StateViews::OneNode(const std::string& node_id) const {
+  return NodeToDoc(s_.snap_.nodes[s_.nodes_.IndexOf(node_id)], s_.options_.config.catalog);
 }
 
 }  // namespace gantry

@@ -1,9 +1,10 @@
 // The API's views of the controller's state: what GET /v1/jobs, /v1/jobs/ID, /v1/queue,
 // /v1/cluster, /v1/nodes, /v1/nodes/ID/gpus, /v1/teams, /v1/budgets and /v1/alerts answer,
-// as JSON, for the caller (users see their own team's jobs by name, others' only as
-// counts or shares). A presenter over ControllerState: the state machine keeps the jobs
-// and their indexes, this turns them into answers. Used on the Controller's thread (its
-// View posts), so each view sees one consistent state.
+// and what a change to jobs or nodes answers, as JSON, for the caller (users see their
+// own team's jobs by name, others' only as counts or shares). A presenter over
+// ControllerState: the state machine keeps the jobs and their indexes, this turns them
+// into answers. Used on the Controller's thread (its posts), so each view sees one
+// consistent state.
 #pragma once
 
 #include <string>
@@ -31,6 +32,12 @@ class StateViews {
   Answer Budgets(const Actor& who) const;
   // The alerts the caller may see, newest first.
   nlohmann::json Alerts(const Actor& who) const;
+  // The answer of a change to jobs (cancel, hold, release, update, checkpoint-done): the
+  // named job's view and, when the name stood for several tasks, acted_on: {named, tasks,
+  // changed, states}.
+  nlohmann::json Changed(const JobsChanged& changed) const;
+  // One node as GET /v1/nodes lists it (a drain's answer).
+  nlohmann::json OneNode(const std::string& node_id) const;
 
  private:
   ControllerState& s_;

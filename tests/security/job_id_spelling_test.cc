@@ -15,7 +15,7 @@ TEST(JobIdSpellings, AnotherSpellingOfARunningJobsIdActsOnTheJobItself) {
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string id = h.Submit("{gpus: 4, priority: low, time_limit: 2h, command: 'sleep 1000'}", kAlice).body["id"];
   ASSERT_EQ(h.State(id, kAlice), "running");
-  ApiAnswer shorter = Api(h.controller->Update(kAlice, "0" + id, YAML::Load("{time_limit: 1h}")));
+  ApiAnswer shorter = h.Update(kAlice, "0" + id, "{time_limit: 1h}");
   ASSERT_EQ(shorter.status, 200) << shorter.body.dump();
   EXPECT_EQ(shorter.body["id"], id);
   h.controller->Sync();

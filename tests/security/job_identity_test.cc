@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "agent/local_agent.h"
 #include "agent/report_sink.h"
@@ -195,6 +196,48 @@ TEST_F(JobIdentity, AJobsDirectoriesAndFilesAreItsUsersAlone) {
   ASSERT_EQ(stat((std::filesystem::path(checkpoint).parent_path() / "run-1/rank-0.stdout.log").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, 0u);
+}
+
+// Before: the working directory was entered as root, so a job read another account's
+// files below its private (0700) directory through a world-readable one inside it. Now it
+// is entered as the job's account; one it may not enter is left for /tmp, saying so.
+TEST_F(JobIdentity, AWorkingDirectoryIsEnteredWithTheJobsRightsOnly) {
+  if (!IsRoot()) GTEST_SKIP() << "needs a root agent";
+  Start("teams:\n  vision: {unix_account: nobody}\n");
+  namespace fs = std::filesystem;
+  std::string home = TempPath("private-home");
+  fs::remove_all(home);
+  fs::create_directories(home + "/project");
+  std::ofstream(home + "/project/notes.txt") << "the other account's secret\n";
+  fs::permissions(home, fs::perms::owner_all);  // 0700, root's: nobody may not pass
+  fs::permissions(home + "/project", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                         fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(home + "/project/notes.txt",
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  std::string id =
+      Submit(kAliceToken, R"({"gpus": 1, "working_dir": ")" + home + R"(/project", "command": "cat notes.txt"})");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(Finished(id), "failed");
+  EXPECT_EQ(Logs(id).find("secret"), std::string::npos) << Logs(id);
+  auto err = server_->Client(kAliceToken).Get("/v1/jobs/" + id + "/logs?stream=stderr");
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->body.find("cannot enter the working directory " + home +
+                           "/project: Permission denied; running in /tmp instead"),
+            std::string::npos)
+      << err->body;
+  // It runs elsewhere, as a Slurm step does (the CLI gives the submitter's own directory,
+  // which the team's account may not reach): /tmp, and still nothing of the secret.
+  std::string elsewhere =
+      Submit(kAliceToken, R"({"gpus": 1, "working_dir": ")" + home + R"(/project", "command": "pwd; cat notes.txt"})");
+  EXPECT_EQ(Finished(elsewhere), "failed");
+  EXPECT_EQ(Logs(elsewhere), "/tmp\n");
+  // A directory the account may enter is its working directory as before.
+  std::string open = TempPath("open-project");
+  fs::remove_all(open);
+  fs::create_directories(open);
+  std::string pwd = Submit(kAliceToken, R"({"gpus": 1, "working_dir": ")" + open + R"(", "command": "pwd"})");
+  EXPECT_EQ(Finished(pwd), "succeeded");
+  EXPECT_EQ(Logs(pwd), open + "\n");
 }
 
 }  // namespace

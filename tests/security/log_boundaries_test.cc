@@ -82,6 +82,10 @@ TEST_F(LogBoundaries, OnlyTheNodeARunIsPlacedOnWritesItsOutput) {
       Agent("node-a").Post("/v1/agent/report", LogReport("node-a", id, 0, "real line\n").dump(), "application/json");
   ASSERT_EQ(own->status, 200);
   ASSERT_EQ(WaitUntil([&] { return Logs(id); }, "real line\n"), "real line\n");
+  // Nor does node-a write another rank's output of its job (a gang's other member's).
+  nlohmann::json other_rank = LogReport("node-a", id, 0, "not my rank\n");
+  other_rank["logs"][0]["rank"] = 1;
+  EXPECT_EQ(Agent("node-a").Post("/v1/agent/report", other_rank.dump(), "application/json")->status, 200);
 
   auto intruder = Agent("node-b");
   for (const nlohmann::json& forged :
@@ -110,7 +114,8 @@ TEST_F(LogBoundaries, OnlyTheNodeARunIsPlacedOnWritesItsOutput) {
   ASSERT_EQ(WaitUntil([&] { return JobField(alice, later, "state"); }, "running"), "running");
   EXPECT_EQ(Logs(later), "");
   EXPECT_EQ(WaitUntil([&] { return std::to_string(Refusals("agent-node-b")); }, "4"), "4");
-  EXPECT_EQ(Refusals("agent-node-a"), 0);
+  EXPECT_EQ(WaitUntil([&] { return std::to_string(Refusals("agent-node-a")); }, "1"), "1");  // the other rank's
+  EXPECT_EQ(alice.Get("/v1/jobs/" + id + "/logs?rank=1")->body, "");
 }
 
 // Before: logs/ was 0755 and its files 0644 under a 0711 data dir: a job of another team

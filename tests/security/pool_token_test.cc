@@ -43,9 +43,19 @@ TEST(PoolTokens, APoolTokenRegistersOnlyTheNodesItsHookStartedAndSpeaksForThoseO
            c.Metric(fmt::format(R"(gantry_pool_hook_running{{pool="{}",hook="scale_up"}})", pool)) == 0;
   };
   ASSERT_TRUE(c.WaitFor([&] { return answered("spot") && answered("other"); }, 10));
-  // A fixed node registers with its own token.
-  auto own = as(AgentToken("node-a")).Post("/v1/agent/register", Registration("node-a").dump(), "application/json");
+  // A fixed node registers with its own token; it claims the spot pool, and is not the pool's
+  // (the pool's scale-down hook would be given it).
+  auto own = as(AgentToken("node-a"))
+                 .Post("/v1/agent/register", Registration("node-a", {{"pool", "spot"}}).dump(), "application/json");
   ASSERT_EQ(own->status, 200) << own->body;
+  const nlohmann::json fixed_nodes = Json(c.Root().Get("/v1/nodes"));
+  bool fixed_seen = false;
+  for (const auto& n : fixed_nodes["nodes"]) {
+    if (n.value("id", "") != "node-a") continue;
+    fixed_seen = true;
+    EXPECT_FALSE(n.value("labels", nlohmann::json::object()).contains("pool")) << n.dump();
+  }
+  EXPECT_TRUE(fixed_seen) << fixed_nodes.dump();
 
   for (const char* node : {"node-a", "other-1", "made-up-7"}) {
     auto r = spot.Post("/v1/agent/register", Registration(node).dump(), "application/json");

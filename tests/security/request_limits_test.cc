@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/job_arrays.h"
 #include "security/security_util.h"
 
 namespace gantry::testing {
@@ -124,6 +125,24 @@ TEST_F(RequestLimits, SpecsHaveStrictTypesAndValidUtf8) {
 }
 
 // Before: a PATCH whose YAML had a list or a map as a key answered 500 (bad conversion).
+// Before: a dry run took any number of jobs (a 2 MiB body holds about 75,000), each checked
+// and planned on the controller's thread.
+TEST_F(RequestLimits, ADryRunBatchHoldsNoMoreJobsThanASubmittedOne) {
+  Start();
+  std::string body = "{\"jobs\": [";
+  for (int i = 0; i <= kMaxArrayTasks; ++i) body += std::string(i ? "," : "") + "{\"gpus\":1}";
+  body += "]}";
+  auto alice = server_->Client(kAliceToken);
+  for (const char* path : {"/v1/jobs/batch?dry_run=true", "/v1/jobs/batch"}) {
+    auto r = alice.Post(path, body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << path << " -> " << r->body.substr(0, 300);
+    EXPECT_EQ(Json(r)["error"].value("field", ""), "jobs") << r->body.substr(0, 300);
+  }
+  EXPECT_EQ(alice.Post("/v1/jobs/batch?dry_run=true", R"({"jobs": [{"gpus": 1}]})", "application/json")->status, 200);
+  EXPECT_EQ(JobCount(), 0u);
+}
+
 TEST_F(RequestLimits, PatchKeysMustBeText) {
   Start();
   auto alice = server_->Client(kAliceToken);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "core/job_changes.h"
 #include "core/spec_yaml.h"
 #include "server/controller.h"
 #include "server/http_api.h"
@@ -85,6 +86,11 @@ struct Harness {
     auto spec = ParseJobSpecText(yaml);
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
     return Api(controller->Submit(who, *spec, key));
+  }
+  // A change as PATCH /v1/jobs/ID makes it: its body parsed (a refusal answers), then the change.
+  ApiAnswer Update(const Actor& who, const std::string& id, const std::string& changes) {
+    auto parsed = ParseJobChangesText(changes);
+    return Api(parsed ? controller->Update(who, id, *parsed) : Answer(parsed.status()));
   }
   std::string State(const std::string& id, const Actor& who) {
     return Api(controller->GetJob(who, id)).body.value("state", "?");

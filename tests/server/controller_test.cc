@@ -291,6 +291,22 @@ TEST(Controller, MigChangesGoToTheAgentAndItsReportsUpdateTheNode) {
   h.controller->MigChanged({"h1", 0, {{"MIG-made-1", "3g.40gb", 1, 0, start}}, big, "process 9 runs on the GPU"});
   h.controller->RunExited(ExitReport(big, 1, "h1", 125, "MIG re-partition failed: process 9 runs on the GPU"));
   h.controller->Sync();
+  // The node's history names the job and what failed to its team and admins; to another
+  // team, neither.
+  auto failed_change = [&](const Actor& who) {
+    ApiAnswer history = Api(h.controller->NodeHistory(who, "h1", 100));
+    EXPECT_EQ(history.status, 200) << history.body.dump();
+    for (const auto& e : history.body["events"]) {
+      if (e["kind"] == "mig_failed") return e["detail"];
+    }
+    return nlohmann::json();
+  };
+  EXPECT_EQ(failed_change(kAlice).value("job", ""), big);
+  EXPECT_EQ(failed_change(kAdmin).value("error", ""), "process 9 runs on the GPU");
+  nlohmann::json seen_by_bob = failed_change(kBob);
+  ASSERT_TRUE(seen_by_bob.is_object());
+  EXPECT_FALSE(seen_by_bob.contains("job")) << seen_by_bob.dump();
+  EXPECT_FALSE(seen_by_bob.contains("error")) << seen_by_bob.dump();
   // Requeued as a fault (not failed) and started again with the same re-partition planned
   // against the GPU as the agent reported it.
   nlohmann::json job = Api(h.controller->GetJob(kAlice, big)).body;

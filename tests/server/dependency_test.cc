@@ -109,12 +109,12 @@ TEST(Dependencies, AChangeThatWouldMakeACycleIsRefused) {
   Submit(h, "");  // fills the node
   std::string a = Submit(h, "");
   std::string b = Submit(h, ", dependency: 'afterok:" + a + "'");
-  ApiAnswer r = Api(h.controller->Update(kAlice, a, YAML::Load("{dependency: 'afterok:" + b + "'}")));
+  ApiAnswer r = h.Update(kAlice, a, "{dependency: 'afterok:" + b + "'}");
   EXPECT_EQ(r.status, 400) << r.body.dump();
   EXPECT_EQ(r.body["error"]["field"], "dependency");
   EXPECT_NE(r.body["error"]["message"].get<std::string>().find("a cycle"), std::string::npos) << r.body.dump();
   // Dropping b's dependency frees it to queue.
-  ApiAnswer dropped = Api(h.controller->Update(kAlice, b, YAML::Load("{dependency: ''}")));
+  ApiAnswer dropped = h.Update(kAlice, b, "{dependency: ''}");
   ASSERT_EQ(dropped.status, 200) << dropped.body.dump();
   h.controller->Sync();
   EXPECT_EQ(Api(h.controller->Queue(kAlice)).body["queue"].size(), 2u);

@@ -13,8 +13,6 @@ namespace {
 
 constexpr const char* kFourGpus = "{gpus: 4, command: 'true'}";
 
-YAML::Node Changes(const std::string& yaml) { return YAML::Load(yaml); }
-
 TEST(JobEdit, AHeldJobWaitsOutsideTheQueueUntilReleased) {
   Harness h;
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
@@ -71,7 +69,7 @@ TEST(JobEdit, APendingJobsFieldsChangeCheckedAsASubmitIs) {
   h.Attach({MakeNode("n1", "A100-80GB", 4), MakeNode("t1", "T4", 4)});
   h.Submit("{gpus: 4, gpu_types: [A100-80GB], command: 'true'}", kAlice);
   std::string id = h.Submit("{gpus: 4, gpu_types: [A100-80GB], command: 'true'}", kAlice).body["id"];
-  ApiAnswer changed = Api(h.controller->Update(kAlice, id, Changes("{time_limit: 2h, priority: high, name: sweep-7}")));
+  ApiAnswer changed = h.Update(kAlice, id, "{time_limit: 2h, priority: high, name: sweep-7}");
   ASSERT_EQ(changed.status, 200) << changed.body.dump();
   EXPECT_EQ(changed.body["priority"], "high");
   EXPECT_EQ(changed.body["name"], "sweep-7");
@@ -88,13 +86,13 @@ TEST(JobEdit, APendingJobsFieldsChangeCheckedAsASubmitIs) {
       {"{priority: nonsense}", 400, "priority"}, {"[1, 2]", 400, "body"},
   };
   for (const Case& c : cases) {
-    ApiAnswer r = Api(h.controller->Update(kAlice, id, Changes(c.changes)));
+    ApiAnswer r = h.Update(kAlice, id, c.changes);
     EXPECT_EQ(r.status, c.status) << c.changes << " -> " << r.body.dump();
     EXPECT_EQ(r.body["error"]["field"], c.field) << c.changes << " -> " << r.body.dump();
   }
   EXPECT_EQ(Api(h.controller->GetJob(kAlice, id)).body["spec"]["time_limit_s"], 7200);
   // A new GPU type list moves it to the free T4s at the next cycle.
-  ASSERT_EQ(Api(h.controller->Update(kAlice, id, Changes("{gpu_types: [T4]}"))).status, 200);
+  ASSERT_EQ(h.Update(kAlice, id, "{gpu_types: [T4]}").status, 200);
   h.controller->Sync();
   ApiAnswer moved = Api(h.controller->GetJob(kAlice, id));
   EXPECT_EQ(moved.body["state"], "running");
@@ -105,12 +103,12 @@ TEST(JobEdit, ARunningJobsTimeLimitIsShortenedByItsTeamAndExtendedByAdminsOnly) 
   Harness h("", /*tick_ms=*/20);
   h.Attach({MakeNode("n1", "A100-80GB", 4)});
   std::string id = h.Submit("{gpus: 4, time_limit: 2h, command: 'true'}", kAlice).body["id"];
-  ApiAnswer longer = Api(h.controller->Update(kAlice, id, Changes("{time_limit: 3h}")));
+  ApiAnswer longer = h.Update(kAlice, id, "{time_limit: 3h}");
   EXPECT_EQ(longer.status, 403) << longer.body.dump();
   EXPECT_EQ(longer.body["error"]["field"], "time_limit");
-  EXPECT_EQ(Api(h.controller->Update(kAlice, id, Changes("{name: other}"))).body["error"]["field"], "name");
-  ASSERT_EQ(Api(h.controller->Update(kAlice, id, Changes("{time_limit: 1h}"))).status, 200);
-  ASSERT_EQ(Api(h.controller->Update(kAdmin, id, Changes("{time_limit: 5h}"))).status, 200);
+  EXPECT_EQ(h.Update(kAlice, id, "{name: other}").body["error"]["field"], "name");
+  ASSERT_EQ(h.Update(kAlice, id, "{time_limit: 1h}").status, 200);
+  ASSERT_EQ(h.Update(kAdmin, id, "{time_limit: 5h}").status, 200);
   // The limit in force is the new one: still running at 4h59m, stopping at 5h.
   h.now += 5 * kHourMs - 60'000;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // ticks pass

@@ -41,11 +41,13 @@ class ServerTest : public ::testing::Test {
     }
     return seen;
   }
+  // Runs the CLI from /tmp: it gives its directory to jobs as their working directory, and
+  // the checkout's (below /root on a fresh machine) is not one a job's account may enter.
   std::string Cli(const std::string& args, const char* token = kAliceToken, int* rc = nullptr) {
     std::string out;
-    int status = RunCommand(
-        fmt::format("GANTRY_SERVER={} GANTRY_TOKEN={} {} {} 2>&1", server_->address(), token, GANTRY_BINARY, args),
-        &out);
+    int status = RunCommand(fmt::format("cd /tmp && GANTRY_SERVER={} GANTRY_TOKEN={} {} {} 2>&1", server_->address(),
+                                        token, GANTRY_BINARY, args),
+                            &out);
     if (rc) *rc = status;
     return out;
   }

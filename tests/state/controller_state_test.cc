@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+
 #include "state/state_under_test.h"
 #include "state/state_views.h"
 
@@ -98,12 +100,32 @@ TEST(ControllerState, ARefusalIsAuditedInTheOutputAndChangesNothingElse) {
   ControllerState::Output out = t.state->TakeOutput();
   ASSERT_EQ(out.batch.audit.size(), 1u);
   EXPECT_EQ(out.batch.audit[0].outcome, "not_found");
+  EXPECT_EQ(out.batch.audit[0].action, "cancel 42");  // the state's verb; the server's words are its routes
   EXPECT_TRUE(out.batch.jobs.empty());
   EXPECT_TRUE(out.effects.empty());
 }
 
 // The job's record and its scheduler entry are written as one document and read back
 // into their two owners: the placement and kill time of a stopping job survive.
+// Before: the nodes' page added offset and limit as int; an offset near INT32_MAX overflowed.
+TEST(ControllerState, ANodesPageFarPastTheEndIsEmpty) {
+  StateUnderTest t;
+  ASSERT_TRUE(t.state->AttachNodes({MakeNode("n1", "A100-80GB", 1), MakeNode("n2", "T4", 1)}, &t.link, {}).ok());
+  PageQuery page;
+  page.limit = 10000;
+  page.offset = INT32_MAX;
+  auto far = StateViews(*t.state).Nodes(kAlice, page);
+  ASSERT_TRUE(far.ok());
+  EXPECT_TRUE((*far)["nodes"].empty()) << far->dump();
+  EXPECT_EQ((*far)["total"], 2);
+  page.limit = 1;
+  page.offset = 1;
+  auto second = StateViews(*t.state).Nodes(kAlice, page);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ((*second)["nodes"].size(), 1u);
+  EXPECT_EQ((*second)["nodes"][0]["id"], "n2");
+}
+
 TEST(ControllerState, AStoppingJobsPlacementAndKillTimeComeBackFromItsDocument) {
   StateUnderTest t;
   ASSERT_TRUE(t.state->AttachNodes({MakeNode("n1", "A100-80GB", 2)}, &t.link, {}).ok());

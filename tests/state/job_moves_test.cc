@@ -57,9 +57,13 @@ TEST(JobMoves, EveryTransitionKeepsEveryIndexInStep) {
   EXPECT_IN_STEP(t);
   EXPECT_EQ(StateOf(t, big), "running");
   // A running job's spec changes (its time limit); a kept-out one's priority.
-  YAML::Node limit = YAML::Load("{time_limit: 2h}");
+  JobChanges limit;
+  limit.fields = {"time_limit"};
+  limit.time_limit_ms = 2 * kHourMs;
   ASSERT_TRUE(t.state->Update(kAdmin, big, limit).ok());
-  YAML::Node priority = YAML::Load("{priority: high}");
+  JobChanges priority;
+  priority.fields = {"priority"};
+  priority.priority_class = "high";
   ASSERT_TRUE(t.state->Update(kAlice, after, priority).ok());
   EXPECT_IN_STEP(t);
   // The big job's two nodes report their exits one by one.
