@@ -5,7 +5,8 @@
 # GPU-hours (scripts/philly-guarantees.py), with the two smallest teams left out of the
 # quota file so they run on default_team (1 GPU guaranteed). Prints one table row per
 # cell (the mean over seeds) and writes every run's JSON under OUT; runs already there are
-# kept (delete OUT to rerun). "evictions" counts a job evicted twice twice, "jobs evicted" once.
+# kept (delete OUT to rerun). "util q" is gantry's GPU utilization while jobs waited, "util u"
+# the same over what waiting jobs could have used. "evictions" counts a job evicted twice twice, "jobs evicted" once.
 #
 #   bash scripts/sweep.sh [TRACE] [OUT]      # GANTRY=build/gantry SWEEP_SIZES="256 512" to narrow
 set -euo pipefail
@@ -55,12 +56,15 @@ for path in sorted(glob.glob(f"{out}/run-*.json")):
     cells[(int(gpus), float(error))].append(json.load(open(path))["policies"])
 def mean(rs, key):
     return sum(r[key] for r in rs) / len(rs)
-print("| GPUs | error | util q | policy | JCT mean (s) | vs backfill | delay p95 (s) | vs backfill | max starvation (s) | evictions | jobs evicted |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| GPUs | error | util q | util u | policy | JCT mean (s) | vs backfill | delay p95 (s) | vs backfill | max starvation (s) | evictions | jobs evicted |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for (gpus, error), seeds in sorted(cells.items()):
     by = {p: [s[p] for s in seeds] for p in ("backfill", "gantry", "las")}
     queued = [r["gpu_utilization_when_queued"] for r in by["gantry"] if r["gpu_utilization_when_queued"] is not None]
     util_q = sum(queued) / len(queued) if queued else float("nan")
+    usable = [r.get("gpu_utilization_when_queued_usable") for r in by["gantry"]]
+    usable = [u for u in usable if u is not None]
+    util_u = sum(usable) / len(usable) if usable else float("nan")
     b_jct, b_p95 = mean(by["backfill"], "jct_mean_s"), mean(by["backfill"], "queue_delay_p95_s")
     for p in ("backfill", "gantry", "las"):
         jct, p95 = mean(by[p], "jct_mean_s"), mean(by[p], "queue_delay_p95_s")
@@ -68,7 +72,7 @@ for (gpus, error), seeds in sorted(cells.items()):
         evicted = mean(by[p], "preemptions") / by[p][0]["jobs_total"]
         jobs_evicted = mean(by[p], "jobs_preempted") / by[p][0]["jobs_total"]
         vs = lambda x, b: f"{100 * (x / b - 1):+.1f}%" if b > 0 else ("+0.0%" if x == 0 else "n/a")
-        print(f"| {gpus} | {error:g} | {util_q:.2f} | {p} | {jct:,.0f} | {vs(jct, b_jct)} | {p95:,.0f} | "
+        print(f"| {gpus} | {error:g} | {util_q:.2f} | {util_u:.3f} | {p} | {jct:,.0f} | {vs(jct, b_jct)} | {p95:,.0f} | "
               f"{vs(p95, b_p95)} | {starve:,.0f} | {100 * evicted:.2f}% | {100 * jobs_evicted:.2f}% |")
 PY
 echo "sweep: $(( $(date +%s) - start )) s on $(nproc) cores"

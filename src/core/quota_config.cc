@@ -30,6 +30,22 @@ const TeamQuota& QuotaConfig::Team(const std::string& team) const {
   return it == teams.end() ? default_team : it->second;
 }
 
+bool QuotaConfig::SharesEqually() const {
+  return default_share == DefaultShare::kEqual && !(default_team.guaranteed_total() > 0);
+}
+
+double QuotaConfig::EqualShare(double gpus, size_t unlisted_teams) const {
+  if (!SharesEqually() || unlisted_teams == 0) return 0;
+  double listed = 0;
+  for (const auto& [team, q] : teams) listed += q.guaranteed_total();
+  return std::max(0.0, gpus - listed) / static_cast<double>(unlisted_teams);
+}
+
+double QuotaConfig::GuaranteeOf(const std::string& team, double equal_share) const {
+  auto it = teams.find(team);
+  return it != teams.end() ? it->second.guaranteed_total() : default_team.guaranteed_total() + equal_share;
+}
+
 double QuotaConfig::TotalWeight() const {
   double w = 0;
   for (const auto& [name, q] : teams) w += q.weight;
@@ -150,7 +166,12 @@ Expected<QuotaConfig> QuotaConfig::FromYaml(const std::string& text, const GpuCa
   YAML::Node defaults = top.Child("default_team");
   YAML::Node accounting = top.Child("accounting");
   c.container_mount_roots = top.Optional<std::vector<std::string>>("container_mount_roots", c.container_mount_roots);
+  const std::string share = top.Optional<std::string>("default_share", "none");
   if (Status s = top.Finish(); !s.ok()) return s;
+  if (share != "equal" && share != "none") {
+    return Status::Invalid("default_share", "must be equal or none, got '" + share + "'");
+  }
+  c.default_share = share == "none" ? DefaultShare::kNone : DefaultShare::kEqual;
   for (const std::string& root : c.container_mount_roots) {
     if (root.empty() || root[0] != '/') return Status::Invalid("container_mount_roots", "each an absolute directory");
   }

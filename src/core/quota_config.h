@@ -63,9 +63,19 @@ struct AccountingPolicy {
   bool CostLimitExempt(const std::string& priority_class) const;
 };
 
+// What a team the file does not list is guaranteed when default_team guarantees nothing.
+// kNone (the default, also with no file at all): nothing; such teams borrow, fair share
+// orders them and the starvation guard bounds their wait. kEqual (`default_share: equal`):
+// an equal part of the GPUs the listed guarantees leave, split among the unlisted teams
+// that have work (jobs waiting or running) at the time, for the reclaim rule and the
+// guarantee term. Not the default: measured, it lengthens the queueing tail
+// (docs/SCHEDULING.md section 13).
+enum class DefaultShare : uint8_t { kNone, kEqual };
+
 struct QuotaConfig {
   std::map<std::string, TeamQuota> teams;
-  TeamQuota default_team;             // for teams not listed
+  TeamQuota default_team;  // for teams not listed
+  DefaultShare default_share = DefaultShare::kNone;
   double user_max_gpus = kUnlimited;  // per user, every team
   std::map<std::string, DurationMs> class_max_runtime_ms;
   AccountingPolicy accounting;
@@ -75,6 +85,15 @@ struct QuotaConfig {
 
   const TeamQuota& Team(const std::string& team) const;
   double TotalWeight() const;
+  bool Lists(const std::string& team) const { return teams.count(team) > 0; }
+  // Whether unlisted teams share equally (default_share equal, default_team guaranteeing nothing).
+  bool SharesEqually() const;
+  // The equal part of `gpus` (the cluster's schedulable GPUs) that each of `unlisted_teams`
+  // teams with work gets: what the listed guarantees leave, split equally; 0 when it does
+  // not share equally or no unlisted team has work.
+  double EqualShare(double gpus, size_t unlisted_teams) const;
+  // A team's guarantee when unlisted teams' equal part is `equal_share`.
+  double GuaranteeOf(const std::string& team, double equal_share) const;
 
   static Expected<QuotaConfig> FromYaml(const std::string& text, const GpuCatalog& catalog);
   static Expected<QuotaConfig> LoadFile(const std::string& path, const GpuCatalog& catalog);

@@ -39,6 +39,9 @@ const char* ToString(WaitCode c) {
 
 namespace {
 
+// The most shapes of a starving team's waiting jobs a cycle tries to rescue (one each).
+constexpr size_t kRescueShapes = 4;
+
 // What this cycle knows about one job shape: its compiled demand and what was learned.
 struct ShapeEntry {
   Demand demand;
@@ -122,10 +125,16 @@ class Cycle {
     return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
             &guarantee_levels_};
   }
-  // The smallest waiting job (the oldest among equals) of each team starving past the
-  // bound, longest starving first (fills rescued_).
-  std::vector<size_t> Rescues();
+  // Each team starving past the bound, longest starving first: the waiting jobs to try to
+  // rescue, smallest first (the oldest among equals), one per shape, at most kRescueShapes.
+  std::vector<std::vector<size_t>> RescueCandidates();
+  // Tries each starving team's candidates in turn until one starts or evicts for itself, so
+  // a GPU type whose GPUs no rule may take does not starve the team's other work; each one
+  // tried is marked rescued, the first with the rescue's unconditional reservation.
+  template <typename EntryOf>
+  void ConsiderRescues(EntryOf entry_of);
   bool Rescued(size_t pending_index) const { return !rescued_.empty() && rescued_[pending_index]; }
+  bool FirstRescue(size_t pending_index) const { return !rescued_.empty() && rescued_[pending_index] == 1; }
   // Without explanations: true once no later job can start this cycle.
   bool Done() const;
   // Numbers the waiting jobs (or drops the list when not explaining).
@@ -147,8 +156,9 @@ class Cycle {
   std::vector<char> stops_anyway_;         // per running job: stopping, or expected to end within a grace period
   std::vector<char> eligible_, stopping_;  // victim search buffers (per running job)
   std::unordered_set<std::string> preempt_failed_;
-  // The starvation guard: per pending job, 1 when it is its starving team's rescued job
-  // (considered first, always given a reservation, may evict other teams' work).
+  // The starvation guard: per pending job, 1 when it is its starving team's first rescued
+  // job (considered first, always given a reservation, may evict other teams' work), 2 for
+  // another of its shapes tried after the first could neither start nor evict.
   std::vector<char> rescued_;
   int normal_reservations_ = 0;  // reservations under the backfill_reservations limit
   int lowest_victim_rank_ = INT32_MAX;
@@ -300,10 +310,11 @@ void Cycle::Consider(const QueueEntry& e) {
     }
   }
   TimeMs estimate = kNever;
-  const bool rescue = Rescued(e.pending_index);
-  if (rescue || normal_reservations_ < config_.backfill_reservations) {
+  const bool rescue = Rescued(e.pending_index), first_rescue = FirstRescue(e.pending_index);
+  // Another shape tried for a starving team gets no reservation: the first one has it.
+  if (first_rescue || (!rescue && normal_reservations_ < config_.backfill_reservations)) {
     if (auto start = FindEarliestStart(state_, d)) {
-      if (!rescue) ++normal_reservations_;
+      if (!first_rescue) ++normal_reservations_;
       state_.Reserve(start->placement, start->at_ms);
       if (explain) {
         if (reason.empty()) reason = plan_.reasons[shape.reason_id];
@@ -526,7 +537,7 @@ Plan Cycle::Run() {
       e.arrival = job.arrival;
       return e;
     };
-    for (size_t i : Rescues()) Consider(entry(i));
+    ConsiderRescues(entry);
     for (size_t i = 0; i < snap_.pending.size(); ++i) {
       if (!options_.explain && Done()) break;
       if (snap_.pending[i].spec && !Rescued(i)) Consider(entry(i));
@@ -541,18 +552,11 @@ Plan Cycle::Run() {
   if (examines_all) learned_.resize(snap_.pending.size());
   order = OrderQueue(snap_.pending, Context(largest_node), options_.explain,
                      examines_all ? std::function<void(size_t)>([this](size_t i) { Learn(i); }) : nullptr);
-  std::vector<size_t> rescues = Rescues();
-  if (!rescues.empty()) {
-    // The rescued jobs go first, in their own order; the rest keep theirs.
-    std::vector<QueueEntry> first;
-    for (size_t i : rescues) {
-      for (const QueueEntry& q : order) {
-        if (q.pending_index == i) first.push_back(q);
-      }
-    }
-    std::erase_if(order, [&](const QueueEntry& q) { return Rescued(q.pending_index); });
-    for (const QueueEntry& q : first) Consider(q);
-  }
+  // The rescued jobs go first, in their own order; the rest keep theirs.
+  ConsiderRescues([&](size_t i) {
+    return *std::find_if(order.begin(), order.end(), [&](const QueueEntry& q) { return q.pending_index == i; });
+  });
+  if (!rescued_.empty()) std::erase_if(order, [&](const QueueEntry& q) { return Rescued(q.pending_index); });
   if (options_.explain) {
     plan_.waiting.reserve(order.size());
     for (const QueueEntry& e : order) Consider(e);
@@ -570,33 +574,64 @@ Plan Cycle::Run() {
   return std::move(plan_);
 }
 
-std::vector<size_t> Cycle::Rescues() {
-  std::vector<size_t> out;
+std::vector<std::vector<size_t>> Cycle::RescueCandidates() {
+  std::vector<std::vector<size_t>> out;
   if (config_.starvation_bound_ms <= 0 || snap_.starving_since.empty()) return out;
-  std::map<std::string, size_t> chosen;  // starving team -> its smallest waiting job
+  struct Waiting {
+    double gpus;
+    TimeMs submit_ms;
+    size_t index;
+  };
+  std::map<std::string, std::vector<Waiting>> by_team;  // starving team -> its waiting jobs
   for (size_t i = 0; i < snap_.pending.size(); ++i) {
     const PendingJob& p = snap_.pending[i];
     if (!p.spec) continue;  // an empty slot (ScheduleOptions::pending_in_order)
     auto since = snap_.starving_since.find(p.spec->team);
     if (since == snap_.starving_since.end() || snap_.now_ms - since->second < config_.starvation_bound_ms) continue;
-    auto [it, added] = chosen.emplace(p.spec->team, i);
-    if (added) continue;
-    const PendingJob& best = snap_.pending[it->second];
-    double gpus = JobGpuShare(p.spec->request, catalog_), best_gpus = JobGpuShare(best.spec->request, catalog_);
-    if (gpus < best_gpus || (gpus == best_gpus && p.submit_ms < best.submit_ms)) it->second = i;
+    by_team[p.spec->team].push_back({JobGpuShare(p.spec->request, catalog_), p.submit_ms, i});
   }
-  if (chosen.empty()) return out;
+  if (by_team.empty()) return out;
   rescued_.assign(snap_.pending.size(), 0);
-  for (const auto& [team, i] : chosen) {
-    rescued_[i] = 1;
-    out.push_back(i);
+  for (auto& [team, jobs] : by_team) {
+    std::stable_sort(jobs.begin(), jobs.end(), [](const Waiting& a, const Waiting& b) {
+      return a.gpus != b.gpus ? a.gpus < b.gpus : a.submit_ms < b.submit_ms;
+    });
+    std::vector<size_t> tried;
+    std::vector<const ShapeEntry*> shapes;
+    for (const Waiting& w : jobs) {
+      const ShapeEntry* shape = &Shape(*snap_.pending[w.index].spec);
+      if (std::find(shapes.begin(), shapes.end(), shape) != shapes.end()) continue;
+      shapes.push_back(shape);
+      tried.push_back(w.index);
+      if (tried.size() == kRescueShapes) break;
+    }
+    out.push_back(std::move(tried));
   }
-  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) {
-    TimeMs sa = snap_.starving_since.at(snap_.pending[a].spec->team);
-    TimeMs sb = snap_.starving_since.at(snap_.pending[b].spec->team);
-    return sa != sb ? sa < sb : snap_.pending[a].submit_ms < snap_.pending[b].submit_ms;
+  std::sort(out.begin(), out.end(), [&](const std::vector<size_t>& a, const std::vector<size_t>& b) {
+    const PendingJob &pa = snap_.pending[a.front()], &pb = snap_.pending[b.front()];
+    TimeMs sa = snap_.starving_since.at(pa.spec->team), sb = snap_.starving_since.at(pb.spec->team);
+    return sa != sb ? sa < sb : pa.submit_ms < pb.submit_ms;
   });
   return out;
+}
+
+template <typename EntryOf>
+void Cycle::ConsiderRescues(EntryOf entry_of) {
+  for (const std::vector<size_t>& candidates : RescueCandidates()) {
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const size_t i = candidates[k];
+      rescued_[i] = k == 0 ? 1 : 2;
+      const size_t starts = plan_.starts.size(), evictions = plan_.preemptions.size(), waits = plan_.waiting.size();
+      Consider(entry_of(i));
+      // Served: it starts, evicts, has evictions in flight, or GPUs come free for it within
+      // a grace period anyway.
+      const bool soon = plan_.waiting.size() > waits &&
+                        plan_.waiting.back().estimated_start_ms <= snap_.now_ms + config_.grace_period_ms;
+      if (plan_.starts.size() > starts || plan_.preemptions.size() > evictions || snap_.pending[i].nominated || soon) {
+        break;
+      }
+    }
+  }
 }
 
 bool Cycle::Done() const {
@@ -630,56 +665,6 @@ Engine::Engine(const GpuCatalog& catalog, const SchedulerConfig& config, const Q
 Plan Engine::Schedule(const Snapshot& snap, ScheduleOptions options) const {
   static const QuotaConfig kNoQuotas;
   return Cycle(snap, catalog_, config_, quotas_ ? *quotas_ : kNoQuotas, options).Run();
-}
-
-Status CheckAdmissible(const JobSpec& spec, const std::vector<Node>& nodes, const GpuCatalog& catalog) {
-  const GpuRequest& r = spec.request;
-  uint64_t mask = AllowedTypeMask(r, catalog);
-  int allowed_nodes = 0;
-  int mig_nodes = 0;
-  for (const Node& n : nodes) {
-    if (n.gpus.empty() || !(mask >> n.gpu_type() & 1)) continue;
-    ++allowed_nodes;
-    for (const Gpu& g : n.gpus) {
-      if (g.mig_enabled) {
-        ++mig_nodes;
-        break;
-      }
-    }
-  }
-  if (allowed_nodes == 0) {
-    return Status::Invalid(r.gpu_types.empty() ? "gpus" : "gpu_types",
-                           "no node in the cluster has an allowed GPU type");
-  }
-  if (r.sharing == SharingMode::kMig && mig_nodes == 0) {
-    return Status::Invalid("mig_profile", "no node of an allowed type has GPUs in MIG mode");
-  }
-  if (r.sharing != SharingMode::kExclusive) return Status::Ok();
-  // A gang runs on one GPU type: some type must have enough nodes and GPUs for it.
-  std::map<GpuTypeId, std::vector<int>> sizes;  // type -> GPUs per node
-  for (const Node& n : nodes) {
-    if (!n.gpus.empty() && (mask >> n.gpu_type() & 1)) sizes[n.gpu_type()].push_back(static_cast<int>(n.gpus.size()));
-  }
-  std::string best;
-  for (const auto& [type, per_node] : sizes) {
-    int total = 0;
-    for (int s : per_node) total += s;
-    best += fmt::format("{}{}: {} nodes, {} GPUs", best.empty() ? "" : "; ", catalog.Get(type).name, per_node.size(),
-                        total);
-    for (int count = r.num_nodes > 0 ? r.num_nodes : 1; count <= r.gpus; ++count) {
-      if (r.gpus % count != 0) continue;
-      int hosts = 0;
-      for (int s : per_node) hosts += s >= r.gpus / count ? 1 : 0;
-      if (hosts >= count) return Status::Ok();
-      if (r.num_nodes > 0) break;
-    }
-  }
-  if (r.num_nodes > 0) {
-    return Status::Invalid("nodes", fmt::format("no GPU type has {} nodes with {} GPUs each ({})", r.num_nodes,
-                                                r.gpus / r.num_nodes, best));
-  }
-  return Status::Invalid("gpus", fmt::format("{} GPUs fit on no GPU type of the cluster ({})", r.gpus, best));
-  return Status::Ok();
 }
 
 }  // namespace gantry

@@ -16,7 +16,8 @@ namespace {
 // priority_factors.h); when not, an order once made stands (the age term alone ranks by
 // submit time at any instant) and is never recomputed.
 bool KeysChangeOverTime(const QueuePolicy& policy) {
-  const bool guarantees = !policy.quotas.teams.empty() || policy.quotas.default_team.guaranteed_total() > 0;
+  const bool guarantees = !policy.quotas.teams.empty() || policy.quotas.default_team.guaranteed_total() > 0 ||
+                          policy.quotas.SharesEqually();
   for (const PriorityFactor& f : PriorityFactors()) {
     if (policy.config.*f.weight == 0) continue;
     if (f.moves == FactorMoves::kOverTime || (f.moves == FactorMoves::kWithGuarantees && guarantees)) return true;

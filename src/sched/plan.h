@@ -84,6 +84,9 @@ struct Snapshot {
   // Teams with jobs waiting and no GPU held, and since when (the starvation guard: past
   // SchedulerConfig::starvation_bound_ms, each one's smallest job goes first).
   std::map<std::string, TimeMs> starving_since;
+  // The guarantee of each team the quotas do not list, this cycle (QuotaConfig::EqualShare,
+  // worked out by the caller with the clocks: EqualShareNow in team_clocks.h); 0: none.
+  double equal_share = 0;
   // Teams ("team") and projects ("team/project") whose new jobs are held (a budget spent),
   // with the reason shown in the queue.
   std::map<std::string, std::string> holds;

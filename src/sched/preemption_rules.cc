@@ -32,8 +32,7 @@ bool ReclaimOpens(const Preemptor& p, RuleContext& ctx) {
   if (p.rescue) return true;
   const SchedulerConfig& c = ctx.config;
   if (!c.preempt_to_reclaim || p.below_guarantee_since == kNever ||
-      ctx.now_ms - p.below_guarantee_since < c.reclaim_after_ms ||
-      !(ctx.quotas.Team(p.spec->team).guaranteed_total() > 0)) {
+      ctx.now_ms - p.below_guarantee_since < c.reclaim_after_ms || !(ctx.usage.Guarantee(p.spec->team) > 0)) {
     return false;
   }
   for (GpuTypeId t : p.demand->type_order) {

@@ -20,6 +20,17 @@ void Track(std::map<std::string, TimeMs>& since, const std::string& team, bool o
 
 }  // namespace
 
+double EqualShareNow(const QuotaConfig& quotas, const std::vector<Node>& nodes,
+                     const std::set<std::string>& teams_with_work) {
+  if (!quotas.SharesEqually()) return 0;
+  size_t unlisted = 0;
+  for (const std::string& team : teams_with_work) unlisted += quotas.Lists(team) ? 0 : 1;
+  if (unlisted == 0) return 0;
+  double gpus = 0;
+  for (const Node& n : nodes) gpus += n.schedulable() ? static_cast<double>(n.gpus.size()) : 0;
+  return quotas.EqualShare(gpus, unlisted);
+}
+
 void TeamClocks::Update(TimeMs now, const std::map<std::string, WaitingTeam>& waiting) {
   auto stopped = [&](const auto& clock) { return !waiting.count(clock.first); };
   std::erase_if(starving_since_, stopped);

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "core/quota_config.h"
 #include "core/scheduler_config.h"
 #include "sched/plan.h"
 
@@ -18,6 +21,12 @@ struct WaitingTeam {
   double held_gpus = 0;        // GPU shares its running jobs hold
   double guaranteed_gpus = 0;  // its quota's guarantee (0: none)
 };
+
+// The equal share of unlisted teams (QuotaConfig::EqualShare) over the GPUs of `nodes` that
+// take work, among the teams in `teams_with_work` (jobs waiting or running) the quotas do
+// not list. The live server and the simulator both call it before each cycle.
+double EqualShareNow(const QuotaConfig& quotas, const std::vector<Node>& nodes,
+                     const std::set<std::string>& teams_with_work);
 
 class TeamClocks {
  public:

@@ -17,7 +17,7 @@ double PlacementShare(const Placement& p, SharingMode mode) {
 }
 
 UsageTracker::UsageTracker(const Snapshot& snap, const GpuCatalog& catalog, const QuotaConfig& quotas)
-    : catalog_(catalog), quotas_(quotas) {
+    : catalog_(catalog), quotas_(quotas), equal_share_(snap.equal_share) {
   auto limited = [](const TeamQuota& q) {
     return q.max_gpus >= 0 || q.borrow_limit >= 0 || q.user_max_gpus >= 0 || !q.project_max_gpus.empty();
   };
@@ -62,27 +62,28 @@ double UsageTracker::Over(const TeamQuota& q, const TeamUse* use, GpuTypeId type
 
 bool UsageTracker::WithinGuarantee(const std::string& team, GpuTypeId type, double share) const {
   const TeamQuota& q = quotas_.Team(team);
-  return Over(q, Find(team), type, share) <= q.guaranteed_any + 1e-9;
+  return Over(q, Find(team), type, share) <= AnyPool(team, q) + 1e-9;
 }
 
 double UsageTracker::Borrowed(const std::string& team) const {
   const TeamQuota& q = quotas_.Team(team);
   const TeamUse* use = Find(team);
   if (!use) return 0;
-  return std::max(0.0, Over(q, use, 0, 0) - q.guaranteed_any);
+  return std::max(0.0, Over(q, use, 0, 0) - AnyPool(team, q));
 }
 
 std::map<std::string, int> UsageTracker::GuaranteeLevels(const std::map<std::string, TimeMs>& since, TimeMs now,
                                                          DurationMs reclaim_after) const {
   std::map<std::string, int> levels;
-  // Listed teams, and unlisted ones below the default team's guarantee (they are in `since`).
+  // Listed teams, and unlisted ones below the default team's guarantee or their equal share
+  // (they are in `since`).
   std::set<std::string> teams;
   for (const auto& [team, q] : quotas_.teams) teams.insert(team);
   for (const auto& [team, t] : since) teams.insert(team);
   for (const std::string& team : teams) {
-    const TeamQuota& q = quotas_.Team(team);
-    if (q.guaranteed_total() <= 0) continue;
-    bool below = TeamTotal(team) < q.guaranteed_total() - 1e-9;
+    const double guarantee = Guarantee(team);
+    if (guarantee <= 0) continue;
+    bool below = TeamTotal(team) < guarantee - 1e-9;
     auto it = since.find(team);
     bool long_below = below && it != since.end() && now - it->second >= reclaim_after;
     levels[team] = long_below ? 2 : below ? 1 : 0;
@@ -104,9 +105,9 @@ std::string UsageTracker::QuotaBlock(const JobSpec& spec, double share) const {
   if (q.max_gpus >= 0 && held + share > q.max_gpus + 1e-9) {
     return fmt::format("team {} is at its maximum: holds {:g} of {:g} GPUs", spec.team, held, q.max_gpus);
   }
-  if (q.borrow_limit >= 0 && held + share > q.guaranteed_total() + q.borrow_limit + 1e-9) {
+  if (q.borrow_limit >= 0 && held + share > Guarantee(spec.team) + q.borrow_limit + 1e-9) {
     return fmt::format("team {} is at its borrowing limit: holds {:g} GPUs (guarantee {:g} + borrow limit {:g})",
-                       spec.team, held, q.guaranteed_total(), q.borrow_limit);
+                       spec.team, held, Guarantee(spec.team), q.borrow_limit);
   }
   auto project = q.project_max_gpus.find(spec.project);
   if (project != q.project_max_gpus.end()) {

@@ -27,6 +27,9 @@ class UsageTracker {
   // GPUs the team holds above its guarantee (0 when at or below it).
   double Borrowed(const std::string& team) const;
   double TeamTotal(const std::string& team) const;
+  // The team's guarantee this cycle: its quota's, or for an unlisted team the default
+  // team's plus the snapshot's equal share.
+  double Guarantee(const std::string& team) const { return quotas_.GuaranteeOf(team, equal_share_); }
   // Per team with a guarantee: 0 at or above it, 1 below it, 2 below it since at least
   // `reclaim_after` (from `since`, kept by the caller) ago.
   std::map<std::string, int> GuaranteeLevels(const std::map<std::string, TimeMs>& since, TimeMs now,
@@ -39,6 +42,10 @@ class UsageTracker {
   };
   const TeamUse* Find(const std::string& team) const;
   double Over(const TeamQuota& q, const TeamUse* use, GpuTypeId type, double extra) const;
+  // The team's type-agnostic pool: its quota's, plus the equal share when unlisted.
+  double AnyPool(const std::string& team, const TeamQuota& q) const {
+    return q.guaranteed_any + (quotas_.Lists(team) ? 0 : equal_share_);
+  }
 
   const GpuCatalog& catalog_;
   const QuotaConfig& quotas_;
@@ -46,6 +53,7 @@ class UsageTracker {
   std::unordered_map<std::string, double> projects_;  // "team/project"
   std::unordered_map<std::string, double> users_;
   bool has_limits_ = false;  // any team, project or user limit configured at all
+  double equal_share_ = 0;   // Snapshot::equal_share
 };
 
 // The guarantee term of the queue order as it stands: per team below its guarantee with

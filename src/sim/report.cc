@@ -17,7 +17,8 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
                    {"queue_delay_mean_s", t.queue_delay_mean_s},
                    {"queue_delay_max_s", t.queue_delay_max_s},
                    {"max_starvation_s", t.max_starvation_s},
-                   {"max_starvation_fitting_guarantee_s", t.max_starvation_fitting_guarantee_s}};
+                   {"max_starvation_fitting_guarantee_s", t.max_starvation_fitting_guarantee_s},
+                   {"max_starvation_rescuable_s", t.max_starvation_rescuable_s}};
   }
   nlohmann::json doc = {
       {"policy", r.policy},
@@ -32,6 +33,9 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
       {"useful_gpu_utilization", r.useful_gpu_utilization},
       {"gpu_utilization_when_queued",
        r.gpu_utilization_when_queued < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.gpu_utilization_when_queued)},
+      {"gpu_utilization_when_queued_usable", r.gpu_utilization_when_queued_usable < 0
+                                                 ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(r.gpu_utilization_when_queued_usable)},
       {"jct_mean_s", r.jct_mean_s},
       {"jct_p50_s", r.jct_p50_s},
       {"jct_p95_s", r.jct_p95_s},
@@ -45,6 +49,7 @@ nlohmann::json SimResultToJson(const PolicyRun& run) {
       {"jobs_preempted", r.jobs_preempted},
       {"max_team_starvation_s", r.max_team_starvation_s},
       {"max_team_starvation_fitting_guarantee_s", r.max_team_starvation_fitting_guarantee_s},
+      {"max_team_starvation_rescuable_s", r.max_team_starvation_rescuable_s},
       {"jain_fairness", r.jain_fairness},
       {"predicted_jobs", r.predicted_jobs},
       {"prediction_error_mean", r.prediction_error_mean},
@@ -95,24 +100,27 @@ std::string PoolTable(const std::vector<PolicyRun>& runs) {
 }
 
 std::string CompareTable(const std::vector<PolicyRun>& runs) {
-  std::string out =
-      fmt::format("{:<10} {:>7} {:>6} {:>6} {:>6} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>6} {:>7} {:>9}\n",
-                  "policy", "done", "rej", "util", "useful", "util|q", "jct_mean", "jct_p95", "qd_mean", "qd_p50",
-                  "qd_p95", "preempt", "jain", "wall_s", "events/s");
+  std::string out = fmt::format(
+      "{:<10} {:>7} {:>6} {:>6} {:>6} {:>7} {:>7} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7} {:>6} {:>7} {:>9}\n", "policy",
+      "done", "rej", "util", "useful", "util|q", "util|u", "jct_mean", "jct_p95", "qd_mean", "qd_p50", "qd_p95",
+      "preempt", "jain", "wall_s", "events/s");
   for (const PolicyRun& run : runs) {
     const SimResult& r = run.result;
     out += fmt::format(
-        "{:<10} {:>7} {:>6} {:>6.3f} {:>6.3f} {:>7.3f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>10.0f} {:>7} {:>6.3f} "
+        "{:<10} {:>7} {:>6} {:>6.3f} {:>6.3f} {:>7.3f} {:>7.3f} {:>10.0f} {:>10.0f} {:>9.0f} {:>9.0f} {:>10.0f} {:>7} "
+        "{:>6.3f} "
         "{:>7.2f} {:>9.0f}\n",
         r.policy, r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.useful_gpu_utilization,
-        std::max(0.0, r.gpu_utilization_when_queued), r.jct_mean_s, r.jct_p95_s, r.queue_delay_mean_s,
-        r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.jain_fairness, run.wall_s,
-        run.wall_s > 0 ? static_cast<double>(r.events) / run.wall_s : 0.0);
+        std::max(0.0, r.gpu_utilization_when_queued), std::max(0.0, r.gpu_utilization_when_queued_usable), r.jct_mean_s,
+        r.jct_p95_s, r.queue_delay_mean_s, r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.jain_fairness,
+        run.wall_s, run.wall_s > 0 ? static_cast<double>(r.events) / run.wall_s : 0.0);
   }
   if (!runs.empty()) {
-    out += fmt::format("max team starvation (s):");
-    for (const PolicyRun& run : runs)
-      out += fmt::format(" {}={:.0f}", run.result.policy, run.result.max_team_starvation_s);
+    out += fmt::format("max team starvation (s), in all / while a rescue could end it:");
+    for (const PolicyRun& run : runs) {
+      out += fmt::format(" {}={:.0f}/{:.0f}", run.result.policy, run.result.max_team_starvation_s,
+                         run.result.max_team_starvation_rescuable_s);
+    }
     out += "\n";
   }
   return out;

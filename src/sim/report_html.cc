@@ -125,7 +125,8 @@ std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string&
       "td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}} th{{background:#f3f3f3}}"
       "td:first-child,th:first-child{{text-align:left}} .charts svg{{margin:8px 16px 8px 0}}</style></head><body>"
       "<h1>{0}</h1>{1}<table><tr><th>policy</th><th>completed</th><th>rejected</th><th>GPU util</th>"
-      "<th>useful GPU util</th><th>util when queued</th><th>JCT mean (h)</th><th>JCT p95 (h)</th><th>queue delay mean "
+      "<th>useful GPU util</th><th>util when queued</th><th>util of what waiting jobs could use</th><th>JCT mean "
+      "(h)</th><th>JCT p95 (h)</th><th>queue delay mean "
       "(s)</th>"
       "<th>delay p50 (s)</th><th>delay p95 (s)</th><th>preemptions</th><th>max team starvation (s)</th>"
       "<th>Jain</th></tr>",
@@ -133,11 +134,13 @@ std::string RenderSimHtml(const std::vector<PolicyRun>& runs, const std::string&
   for (const PolicyRun& run : runs) {
     const SimResult& r = run.result;
     html += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td>"
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</"
+        "td>"
         "<td>{:.2f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{}</td><td>{:.0f}</td><td>{:.3f}</td></tr>",
         HtmlEscape(r.policy), r.jobs_completed, r.jobs_rejected, r.gpu_utilization, r.useful_gpu_utilization,
-        std::max(0.0, r.gpu_utilization_when_queued), r.jct_mean_s / 3600, r.jct_p95_s / 3600, r.queue_delay_mean_s,
-        r.queue_delay_p50_s, r.queue_delay_p95_s, r.preemptions, r.max_team_starvation_s, r.jain_fairness);
+        std::max(0.0, r.gpu_utilization_when_queued), std::max(0.0, r.gpu_utilization_when_queued_usable),
+        r.jct_mean_s / 3600, r.jct_p95_s / 3600, r.queue_delay_mean_s, r.queue_delay_p50_s, r.queue_delay_p95_s,
+        r.preemptions, r.max_team_starvation_s, r.jain_fairness);
   }
   html += "</table><div class='charts'>";
   std::vector<Line> util, queue, jct, delay;

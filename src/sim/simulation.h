@@ -18,6 +18,7 @@
 #include "sched/runtime_predictor.h"
 #include "sched/team_clocks.h"
 #include "sim/simulator.h"
+#include "sim/usable_idle.h"
 
 namespace gantry::sim_internal {
 
@@ -85,7 +86,9 @@ class Simulation {
         options_(options),
         policy_(policy),
         engine_(config.catalog, policy, &options.quotas),
-        ledger_(policy.fairshare_half_life_ms) {
+        ledger_(policy.fairshare_half_life_ms),
+        max_gpus_per_type_(MaxGpusPerType(nodes, options.autoscaler.pools, config.catalog)),
+        usable_idle_(config.catalog, max_gpus_per_type_) {
     snap_.nodes = nodes;
     for (const Node& n : nodes) {
       largest_node_ = std::max(largest_node_, static_cast<int>(n.gpus.size()));
@@ -149,8 +152,17 @@ class Simulation {
   void PlanEnd(size_t job);
   void Reshare(int gpu);  // the jobs sharing a GPU changed: new speeds and ends
   void Account(TimeMs t);
-  // The measured starvation (results): teams waiting with no GPU after the instant's starts.
+  // Idle GPUs a waiting job could have started on now (sim/usable_idle.h).
+  double UsableIdleGpus();
+  // node_types_ and node_idle_: per node, its GPU type and the GPUs no job holds.
+  void CountIdle();
+  static std::vector<int> MaxGpusPerType(const std::vector<Node>& nodes, const std::vector<NodePool>& pools,
+                                         const GpuCatalog& catalog);
+  // The measured starvation (results): teams waiting with no GPU after the instant's starts
+  // (starvation_measure.cc).
   void MeasureStarvation(TimeMs t);
+  // node_idle_ += per node the GPUs a starvation rescue could take now.
+  void CountRescuable();
   void Summarize(SimResult& r);
   void SummarizePools(SimResult& r);
   int TeamIndex(const std::string& team);
@@ -200,6 +212,9 @@ class Simulation {
   std::vector<TimeMs> starve_fit_since_;
   std::vector<double> team_max_starve_fit_ms_;
   std::vector<double> team_max_starve_ms_;
+  std::vector<UsableIdle> team_shapes_;  // each team's waiting jobs' shapes
+  std::vector<TimeMs> starve_allowed_since_;
+  std::vector<double> team_max_starve_allowed_ms_;
   std::vector<double> team_gpu_ms_;
 
   TimeMs t0_ = 0;
@@ -210,6 +225,11 @@ class Simulation {
   double useful_gpu_ms_ = 0;
   double queued_ms_ = 0;
   double alloc_when_queued_gpu_ms_ = 0;
+  std::vector<int> max_gpus_per_type_;
+  UsableIdle usable_idle_;  // the waiting jobs' shapes
+  double usable_idle_when_queued_gpu_ms_ = 0;
+  std::vector<GpuTypeId> node_types_;  // UsableIdleGpus' buffers, per node
+  std::vector<int> node_idle_;
   std::vector<LogEntry> log_;
   std::vector<double> team_log_;
   int64_t events_ = 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "sched/usage.h"
 #include "sim/policy.h"
@@ -45,6 +46,9 @@ int Simulation::TeamIndex(const std::string& team) {
     starve_fit_since_.push_back(-1);
     team_max_starve_fit_ms_.push_back(0);
     team_max_starve_ms_.push_back(0);
+    team_shapes_.emplace_back(config_.catalog, max_gpus_per_type_);
+    starve_allowed_since_.push_back(-1);
+    team_max_starve_allowed_ms_.push_back(0);
     team_gpu_ms_.push_back(0);
   }
   return it->second;
@@ -104,6 +108,9 @@ void Simulation::Enqueue(PendingJob job, size_t trace_index) {
   jobs_[trace_index].queued_since = snap_.now_ms;
   team_waiting_[jobs_[trace_index].team]++;
   if (FitsGuarantee(*job.spec, jobs_[trace_index].team)) team_waiting_fit_[jobs_[trace_index].team]++;
+  const double share = JobGpuShare(job.spec->request, config_.catalog);
+  usable_idle_.Add(*job.spec, share);
+  team_shapes_[jobs_[trace_index].team].Add(*job.spec, share);
   snap_.pending.push_back(std::move(job));
 }
 
@@ -137,6 +144,9 @@ void Simulation::Start(const StartDecision& s) {
   team_alloc_[js.team] += js.share;
   team_waiting_[js.team]--;
   if (FitsGuarantee(spec, js.team)) team_waiting_fit_[js.team]--;
+  const double share = JobGpuShare(spec.request, config_.catalog);
+  usable_idle_.Remove(spec, share);
+  team_shapes_[js.team].Remove(spec, share);
   if (options_.on_decision) {
     SimDecision d{.t_ms = snap_.now_ms, .start = true, .job_id = spec.id, .gpus = {}, .for_job = ""};
     for (const NodeShare& ns : s.placement.nodes) {
@@ -317,6 +327,7 @@ void Simulation::Account(TimeMs t) {
   if (Waiting() > 0) {
     queued_ms_ += dt;
     alloc_when_queued_gpu_ms_ += allocated_ * dt;
+    usable_idle_when_queued_gpu_ms_ += UsableIdleGpus() * dt;
     live_when_queued_gpu_ms_ += live_gpus_ * dt;
   }
   for (size_t k = 0; k < teams_.size(); ++k) team_gpu_ms_[k] += team_alloc_[k] * dt;
@@ -332,10 +343,53 @@ void Simulation::Account(TimeMs t) {
   last_t_ = t;
 }
 
+double Simulation::UsableIdleGpus() {
+  // Every GPU busy (idle_gpus_ is kept for the fixed nodes only): nothing to look at.
+  if (idle_gpus_ == 0 && !Elastic()) return 0;
+  CountIdle();
+  return usable_idle_.Count(node_types_, node_idle_);
+}
+
+void Simulation::CountIdle() {
+  const size_t count = snap_.nodes.size();
+  node_types_.resize(count);
+  node_idle_.assign(count, 0);
+  for (size_t n = 0; n < count; ++n) {
+    const Node& node = snap_.nodes[n];
+    node_types_[n] = node.gpu_type();
+    if (!node.schedulable()) continue;
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      const Gpu& gpu = node.gpus[g];
+      if (gpu_jobs_[node_gpu_offset_[n] + g] == 0 && !gpu.mig_enabled && gpu.health == GpuHealth::kHealthy) {
+        node_idle_[n]++;
+      }
+    }
+  }
+}
+
+std::vector<int> Simulation::MaxGpusPerType(const std::vector<Node>& nodes, const std::vector<NodePool>& pools,
+                                            const GpuCatalog& catalog) {
+  std::vector<int> most(catalog.size(), 0);
+  auto widen = [&](GpuTypeId type, int gpus) {
+    if (type < most.size()) most[type] = std::max(most[type], gpus);
+  };
+  for (const Node& n : nodes) widen(n.gpu_type(), static_cast<int>(n.gpus.size()));
+  for (const NodePool& pool : pools) widen(pool.type, pool.gpus_per_node);
+  return most;
+}
+
 void Simulation::UpdateTeamClocks() {
+  const QuotaConfig& quotas = options_.quotas;
+  if (quotas.SharesEqually()) {
+    std::set<std::string> with_work;
+    for (size_t k = 0; k < teams_.size(); ++k) {
+      if (team_waiting_[k] > 0 || team_alloc_[k] > 1e-9) with_work.insert(teams_[k]);
+    }
+    snap_.equal_share = EqualShareNow(quotas, snap_.nodes, with_work);
+  }
   std::map<std::string, WaitingTeam> waiting;
   for (size_t k = 0; k < teams_.size(); ++k) {
-    if (team_waiting_[k] > 0) waiting[teams_[k]] = {team_alloc_[k], team_guarantee_[k]};
+    if (team_waiting_[k] > 0) waiting[teams_[k]] = {team_alloc_[k], quotas.GuaranteeOf(teams_[k], snap_.equal_share)};
   }
   clocks_.Update(snap_.now_ms, waiting);
   clocks_.CopyTo(snap_);
@@ -346,22 +400,6 @@ void Simulation::ScheduleWake(TimeMs now) {
   if (at == kNever || at == wake_at_) return;
   wake_at_ = at;
   events_queue_.push({at, 0, 0, EventKind::kWake});
-}
-
-// A team starves while it has a job waiting and no GPU allocated (the longest such wait is
-// the starvation bound's measure); `fit`: counting only jobs within its guarantee.
-void Simulation::MeasureStarvation(TimeMs t) {
-  for (size_t k = 0; k < teams_.size(); ++k) {
-    auto track = [&](bool starving, TimeMs& since, double& max_ms) {
-      if (starving && since < 0) since = t;
-      if (!starving && since >= 0) {
-        max_ms = std::max(max_ms, static_cast<double>(t - since));
-        since = -1;
-      }
-    };
-    track(team_waiting_[k] > 0 && team_alloc_[k] < 1e-9, starve_since_[k], team_max_starve_ms_[k]);
-    track(team_waiting_fit_[k] > 0 && team_alloc_[k] < 1e-9, starve_fit_since_[k], team_max_starve_fit_ms_[k]);
-  }
 }
 
 SimResult Simulation::Run() {
@@ -494,6 +532,10 @@ void Simulation::Summarize(SimResult& r) {
   r.gpu_utilization = span_ms > 0 ? alloc_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
   r.useful_gpu_utilization = span_ms > 0 ? useful_gpu_ms_ / (cluster_gpus_ * span_ms) : 0;
   r.gpu_utilization_when_queued = queued_ms_ > 0 ? alloc_when_queued_gpu_ms_ / (cluster_gpus_ * queued_ms_) : -1;
+  const double wanted_gpu_ms = alloc_when_queued_gpu_ms_ + usable_idle_when_queued_gpu_ms_;
+  r.gpu_utilization_when_queued_usable = queued_ms_ > 0 && wanted_gpu_ms > 0 ? alloc_when_queued_gpu_ms_ / wanted_gpu_ms
+                                         : queued_ms_ > 0                    ? 1
+                                                                             : -1;
   if (Elastic()) {  // over the GPUs there were, not a fixed size
     r.gpu_utilization = live_gpu_ms_ > 0 ? alloc_gpu_ms_ / live_gpu_ms_ : 0;
     r.useful_gpu_utilization = live_gpu_ms_ > 0 ? useful_gpu_ms_ / live_gpu_ms_ : 0;
@@ -525,6 +567,8 @@ void Simulation::Summarize(SimResult& r) {
     tm.queue_delay_max_s = team_delay[k].empty() ? 0 : *std::max_element(team_delay[k].begin(), team_delay[k].end());
     tm.max_starvation_s = team_max_starve_ms_[k] / 1000.0;
     tm.max_starvation_fitting_guarantee_s = team_max_starve_fit_ms_[k] / 1000.0;
+    tm.max_starvation_rescuable_s = team_max_starve_allowed_ms_[k] / 1000.0;
+    r.max_team_starvation_rescuable_s = std::max(r.max_team_starvation_rescuable_s, tm.max_starvation_rescuable_s);
     r.max_team_starvation_s = std::max(r.max_team_starvation_s, tm.max_starvation_s);
     r.max_team_starvation_fitting_guarantee_s =
         std::max(r.max_team_starvation_fitting_guarantee_s, tm.max_starvation_fitting_guarantee_s);

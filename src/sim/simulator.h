@@ -60,6 +60,12 @@ struct TeamMetrics {
   double max_starvation_s = 0;
   // The same, counted only while the team had a waiting job that fits its guarantee.
   double max_starvation_fitting_guarantee_s = 0;
+  // The same, counted only while the starvation guard could have started one of its
+  // waiting jobs: on GPUs idle or held by work a rescue may evict (preemptible, of a
+  // preemptible class, evicted fewer than max_evictions times, and above its team's
+  // guarantee or of a team that keeps GPUs after), of a type and layout the job allows.
+  // Time a team waits for a GPU type held only by work nothing may evict is left out.
+  double max_starvation_rescuable_s = 0;
 };
 
 // One node pool of an elastic simulation: what it ran and what it cost.
@@ -96,6 +102,9 @@ struct SimResult {
   // MIG slices) x the speed its GPU's sharing leaves it, over cluster GPU-time.
   double useful_gpu_utilization = 0;
   double gpu_utilization_when_queued = -1;  // -1: no job ever waited (null in JSON)
+  // Allocated GPU-time over itself plus the idle GPU-time a waiting job could have used
+  // (sim/usable_idle.h), while jobs waited; -1: no job ever waited.
+  double gpu_utilization_when_queued_usable = -1;
   double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double queue_delay_mean_s = 0, queue_delay_p50_s = 0, queue_delay_p95_s = 0, queue_delay_p99_s = 0;
   double queue_delay_max_s = 0;
@@ -103,6 +112,7 @@ struct SimResult {
   int jobs_preempted = 0;  // jobs evicted at least once
   double max_team_starvation_s = 0;
   double max_team_starvation_fitting_guarantee_s = 0;
+  double max_team_starvation_rescuable_s = 0;
   double jain_fairness = 0;
   // Run-time predictions (jobs planned with a prediction from finished jobs alike):
   // how many, and their error |predicted - actual| / actual.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/quota_config.h"
+#include "sched/team_clocks.h"
 #include "sched/usage.h"
 #include "test_util.h"
 
@@ -99,6 +100,51 @@ TEST(Quota, JobsOverALimitWaitWithoutHoldingTheQueueBack) {
       << plan.reason(*w);
   EXPECT_NE(FindStart(plan, "other"), nullptr);  // not a backfill: the quota wait blocks nothing
   EXPECT_FALSE(FindStart(plan, "other")->backfilled);
+}
+
+// With default_share equal and a default_team that guarantees nothing, each unlisted team
+// with work is guaranteed an equal part of what the listed guarantees leave.
+TEST(Quota, UnlistedTeamsWithWorkShareWhatListedGuaranteesLeaveEqually) {
+  EXPECT_FALSE(QuotaConfig{}.SharesEqually());  // no file at all: not unless asked
+  QuotaConfig shared;
+  shared.default_share = DefaultShare::kEqual;
+  std::vector<Node> nodes = {MakeNode("a", "A100-80GB", 8), MakeNode("b", "A100-80GB", 8)};
+  nodes[1].state = NodeState::kDraining;  // takes no work: not shared out
+  EXPECT_DOUBLE_EQ(EqualShareNow(shared, nodes, {"x", "y"}), 4);
+  EXPECT_DOUBLE_EQ(EqualShareNow(shared, nodes, {}), 0);
+  // Listed: vision 6 and nlp 2 of 16 GPUs leave 8 for the two unlisted teams with work.
+  QuotaConfig listed = Quotas();
+  listed.default_share = DefaultShare::kEqual;
+  nodes[1].state = NodeState::kUp;
+  EXPECT_DOUBLE_EQ(EqualShareNow(listed, nodes, {"vision", "x", "y"}), 4);
+  EXPECT_DOUBLE_EQ(listed.GuaranteeOf("x", 4), 4);
+  EXPECT_DOUBLE_EQ(listed.GuaranteeOf("nlp", 4), 2);  // a listed team keeps its own
+
+  // The engine's accounting: x holds 5 of its 4; y holds none and may take 4.
+  Snapshot snap;
+  snap.nodes = nodes;
+  snap.equal_share = 4;
+  snap.running = {Running(MakeJob("x1").Team("x").Gpus(5), 0, {0, 1, 2, 3, 4})};
+  UsageTracker usage(snap, Catalog(), listed);
+  EXPECT_DOUBLE_EQ(usage.Guarantee("x"), 4);
+  EXPECT_DOUBLE_EQ(usage.Borrowed("x"), 1);
+  EXPECT_TRUE(usage.WithinGuarantee("y", TypeId("A100-80GB"), 4));
+  EXPECT_FALSE(usage.WithinGuarantee("y", TypeId("A100-80GB"), 5));
+
+  // The file turns it on; default_share none, or a default_team guarantee, leave it off.
+  auto on = QuotaConfig::FromYaml("default_share: equal", Catalog());
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_DOUBLE_EQ(EqualShareNow(*on, nodes, {"x"}), 16);
+  auto off = QuotaConfig::FromYaml("default_share: none", Catalog());
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_DOUBLE_EQ(EqualShareNow(*off, nodes, {"x"}), 0);
+  auto fixed = QuotaConfig::FromYaml("default_share: equal\ndefault_team: {guaranteed: {any: 1}}", Catalog());
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(fixed->SharesEqually());
+  EXPECT_DOUBLE_EQ(fixed->GuaranteeOf("x", 0), 1);
+  auto bad = QuotaConfig::FromYaml("default_share: half", Catalog());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "default_share");
 }
 
 }  // namespace

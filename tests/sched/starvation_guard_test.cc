@@ -111,6 +111,27 @@ TEST(StarvationGuard, TheRescuedJobGetsAReservationBackfillCannotTake) {
   EXPECT_NE(first->estimated_start_ms, kNever);
 }
 
+// The starving team's smallest job asks for the H200s, which work no rule may take holds
+// (not preemptible). Its next shape, 4 A100s, is rescued instead, from borrowed work; it
+// gets no reservation of its own (the first one tried keeps the rescue's).
+TEST(StarvationGuard, WhenTheSmallestJobsTypeCannotBeFreedAnotherShapeIsRescued) {
+  Snapshot snap = Starving(0);
+  snap.nodes.push_back(MakeNode("h", "H200-141GB", 3));
+  JobSpec held =
+      MakeJob("h200-held").Team("big").Gpus(2).Types({"H200-141GB"}).Estimate(72 * kHourMs).Limit(96 * kHourMs);
+  held.preemptible = false;
+  snap.running.push_back(Running(held, 1, {0, 1}));
+  snap.pending = {Pending(MakeJob("a100-4").Team("small").Gpus(4).Types({"A100-80GB"}), 0),
+                  Pending(MakeJob("h200-3").Team("small").Gpus(3).Types({"H200-141GB"}), kHourMs)};
+  Plan plan = Engine(Catalog(), Guarded(), nullptr).Schedule(snap, {.explain = true});
+  ASSERT_FALSE(plan.preemptions.empty());
+  for (const Preemption& p : plan.preemptions) EXPECT_EQ(p.for_job, "a100-4");
+  const WaitingJob* first = FindWaiting(plan, "h200-3");
+  ASSERT_NE(first, nullptr);
+  EXPECT_NE(first->estimated_start_ms, kNever);  // the H200 job keeps its reservation
+  EXPECT_EQ(plan.reservations.size(), 1u);
+}
+
 // Teams missing from the quota file get default_team's guarantee: below it long enough,
 // they reclaim like a listed team (the starvation guard is off here).
 TEST(DefaultTeam, AnUnlistedTeamReclaimsTheDefaultGuarantee) {

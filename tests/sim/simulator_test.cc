@@ -71,6 +71,77 @@ TEST(Simulator, UtilizationWhenQueuedIsNullWhenNothingEverWaited) {
   EXPECT_GT(busy.gpu_utilization_when_queued, 0);
 }
 
+// The utilization of what waiting jobs could use leaves out idle GPUs they could not:
+// backfill's B (8 GPUs) waits 10-100 on a node where A holds 6 and C 1 (20-70). Those idle
+// GPUs are no use to B, so nothing it could use sat idle. FIFO keeps C waiting 20-100 while
+// one of the 2 idle GPUs would do for it: allocated 6x90 + 8x100 over that plus 80 GPU-s.
+TEST(Simulator, UtilizationOfWhatWaitingJobsCouldUseLeavesOutGpusTheyCouldNot) {
+  SimResult backfill = RunSim({MakeNode("n", "A100-80GB", 8)}, kHoleTrace, "backfill");
+  EXPECT_NEAR(backfill.gpu_utilization_when_queued, (6 * 10 + 7 * 50 + 6 * 30) / (8.0 * 90), 1e-9);
+  EXPECT_DOUBLE_EQ(backfill.gpu_utilization_when_queued_usable, 1);
+  SimResult fifo = RunSim({MakeNode("n", "A100-80GB", 8)}, kHoleTrace, "fifo");
+  EXPECT_NEAR(fifo.gpu_utilization_when_queued_usable, 1340.0 / 1420.0, 1e-9);
+  // H100 work waits while a T4 node sits idle: the T4s count in the old measure only.
+  SimResult typed =
+      RunSim({MakeNode("t4", "T4", 4), MakeNode("h", "H100-80GB", 8)},
+             "id,submit_time,duration_s,num_gpus,gpu_types\nX,0,100,8,H100-80GB\nY,10,100,8,H100-80GB\n", "gantry");
+  EXPECT_NEAR(typed.gpu_utilization_when_queued, 8.0 / 12.0, 1e-9);
+  EXPECT_DOUBLE_EQ(typed.gpu_utilization_when_queued_usable, 1);
+  EXPECT_DOUBLE_EQ(SimResultToJson({typed, 0})["gpu_utilization_when_queued_usable"].get<double>(), 1);
+  SimResult idle = RunSim({MakeNode("n", "A100-80GB", 8)}, "id,submit_time,duration_s,num_gpus\nA,0,100,2\n", "gantry");
+  EXPECT_TRUE(SimResultToJson({idle, 0})["gpu_utilization_when_queued_usable"].is_null());
+}
+
+// No teams listed: team a fills the 8 GPUs with 10-hour jobs, team b arrives a minute later.
+// With default_share equal each has an equal part (4 GPUs) once both have work, so after
+// reclaim_after (30 min) b takes back what a holds above its 4, one eviction per GPU. With
+// none (the default) only the starvation guard acts (45 min), for one job.
+TEST(Simulator, WithoutQuotasTeamsGetEqualSharesBackByReclaim) {
+  std::string csv = "id,submit_time,duration_s,num_gpus,team\n";
+  for (int i = 0; i < 8; ++i) csv += fmt::format("a{},0,36000,1,a\n", i);
+  for (int i = 0; i < 6; ++i) csv += fmt::format("b{},60,36000,1,b\n", i);
+  auto trace = ParseTrace(csv, TraceFormat::kCsv, true);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  auto b_starts_within = [&](DefaultShare share, TimeMs by_ms) {
+    SimOptions options;
+    options.quotas.default_share = share;
+    int starts = 0;
+    options.on_decision = [&](const SimDecision& d) {
+      if (d.start && d.job_id[0] == 'b' && d.t_ms <= by_ms) ++starts;
+    };
+    auto r = Simulate({MakeNode("n", "A100-80GB", 8)}, *trace, Config(), options);
+    EXPECT_TRUE(r.ok());
+    return starts;
+  };
+  EXPECT_EQ(b_starts_within(DefaultShare::kEqual, 40 * kMinuteMs), 4);
+  EXPECT_EQ(b_starts_within(DefaultShare::kEqual, 9 * kHourMs), 4);  // never past its part
+  EXPECT_EQ(b_starts_within(DefaultShare::kNone, 40 * kMinuteMs), 0);
+  EXPECT_EQ(b_starts_within(DefaultShare::kNone, 9 * kHourMs), 1);  // the guard's rescue
+}
+
+// Team r waits for the whole 3-GPU H200 node while team n's 2-GPU job holds part of it for
+// 10 hours. When that job may not be evicted, r starves for the 10 hours, but none of it
+// counts as rescuable. When it may, the guard takes it at the bound (45 min + 2 min grace),
+// and all of r's wait counted as rescuable.
+TEST(Simulator, StarvationARescueCouldEndIsMeasuredApart) {
+  const std::vector<Node> nodes = {MakeNode("h", "H200-141GB", 3), MakeNode("a", "A100-80GB", 8)};
+  auto trace = [](const char* preemptible) {
+    return fmt::format(
+        "id,submit_time,duration_s,num_gpus,gpu_types,team,preemptible\n"
+        "n1,0,36000,2,H200-141GB,n,{}\nr1,60,600,3,H200-141GB,r,true\n",
+        preemptible);
+  };
+  SimResult protected_run = RunSim(nodes, trace("false"), "gantry");
+  EXPECT_NEAR(protected_run.per_team["r"].max_starvation_s, 36000 - 60, 1);
+  EXPECT_DOUBLE_EQ(protected_run.per_team["r"].max_starvation_rescuable_s, 0);
+  EXPECT_DOUBLE_EQ(protected_run.max_team_starvation_rescuable_s, 0);
+  SimResult evictable = RunSim(nodes, trace("true"), "gantry");
+  EXPECT_NEAR(evictable.per_team["r"].max_starvation_s, 2820, 30);
+  EXPECT_DOUBLE_EQ(evictable.per_team["r"].max_starvation_rescuable_s, evictable.per_team["r"].max_starvation_s);
+  EXPECT_EQ(evictable.preemptions, 1);
+  EXPECT_TRUE(SimResultToJson({evictable, 0}).contains("max_team_starvation_rescuable_s"));
+}
+
 // Jobs without estimates: each "train" run takes 100 s; after three have finished, the
 // next ones are planned with 100 s (and the prediction error is recorded), not their limit.
 TEST(Simulator, JobsWithoutEstimatesArePlannedWithRunTimesOfJobsAlike) {
