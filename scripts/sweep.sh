@@ -9,11 +9,13 @@
 # the same over what waiting jobs could have used. "evictions" counts a job evicted twice twice, "jobs evicted" once.
 #
 #   bash scripts/sweep.sh [TRACE] [OUT]      # GANTRY=build/gantry SWEEP_SIZES="256 512" to narrow
+#   SWEEP_CONFIG=DIR runs every policy with that config directory (gantry sim --config)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trace=${1:-traces/philly/philly-2017-09-04_2017-11-14.csv}
 out=${2:-build/sweep}
 gantry=${GANTRY:-build/gantry}
+config=${SWEEP_CONFIG:-}  # a config directory for every run (default: the built-in one)
 sizes=${SWEEP_SIZES:-256 384 512 1024}
 errors=${SWEEP_ERRORS:-0 0.25 0.5}
 seeds=${SWEEP_SEEDS:-1 2 3}
@@ -39,12 +41,13 @@ run_one() {
   read -r gpus error seed <<<"$1"
   json="$out/run-$gpus-$error-$seed.json"
   [ -s "$json" ] && return 0
-  "$gantry" sim --cluster "$out/cluster-$gpus.yaml" --trace "$trace" --quotas "$out/quotas-$gpus.yaml" \
+  "$gantry" sim ${config:+--config "$config"} --cluster "$out/cluster-$gpus.yaml" --trace "$trace" \
+    --quotas "$out/quotas-$gpus.yaml" \
     --compare backfill,gantry,las --estimate-error "$error" --seed "$seed" --json "$json.tmp" >/dev/null
   mv "$json.tmp" "$json"
 }
 export -f run_one
-export out trace gantry
+export out trace gantry config
 printf '%s\n' "${runs[@]}" | xargs -P "$(nproc)" -I{} bash -c 'run_one "{}"'
 
 python3 - "$out" $sizes <<'PY'

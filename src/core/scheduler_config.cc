@@ -124,8 +124,10 @@ Expected<SchedulerConfig> SchedulerConfig::FromYaml(const std::string& yaml_text
   YamlReader f(fair, "fair_share");
   c.fairshare_half_life_ms = ReadDuration(f, "half_life", c.fairshare_half_life_ms);
   c.fairshare_price_weighted = f.Optional<bool>("price_weighted", c.fairshare_price_weighted);
+  c.guarantee_max_use = f.Optional<double>("guarantee_max_use", c.guarantee_max_use);
   if (Status s = f.Finish(); !s.ok()) return s;
   if (c.fairshare_half_life_ms <= 0) return Status::Invalid("fair_share.half_life", "must be positive");
+  if (!(c.guarantee_max_use >= 0)) return Status::Invalid("fair_share.guarantee_max_use", "must not be negative");
   for (size_t i = 1; i < c.las_thresholds_gpu_hours.size(); ++i) {
     if (c.las_thresholds_gpu_hours[i] <= c.las_thresholds_gpu_hours[i - 1]) {
       return Status::Invalid("queue_order.las_thresholds_gpu_hours", "must increase");

@@ -58,6 +58,15 @@ struct SchedulerConfig {
   double short_job_ref_gpu_hours = 1;
   DurationMs fairshare_half_life_ms = 7 * 24 * kHourMs;
   bool fairshare_price_weighted = true;  // usage in USD of GPU time, not GPU-hours
+  // A team's guarantee (the queue's guarantee term and reclaim) acts while its recent use
+  // U/S (its part of the decayed usage over its part of the weights; F = 2^(-U/S)) is
+  // under this. A team that has used this much of its share lately competes by fair share
+  // like a borrower, so one team's burst may borrow from teams that used theirs. 0: a
+  // guarantee always acts.
+  double guarantee_max_use = 0.75;
+  // Whether the engine reads the teams' fair-share factors (their weight in the queue
+  // order, or guarantee_max_use for the guarantee term and reclaim).
+  bool ReadsFairShare() const { return fairshare_weight != 0 || guarantee_max_use > 0; }
   // Least attained service (Tiresias-style): a job's GPU-hours so far put it in a tier;
   // lower tiers go first (after priority class). Empty: off.
   std::vector<double> las_thresholds_gpu_hours;

@@ -85,7 +85,7 @@ class Cycle {
         placer_(state_, config),
         usage_(snap, catalog, quotas),
         evicting_(snap.running.size(), 0) {
-    if (config.fairshare_weight != 0) fair_share_ = FairShareFactors(snap.team_usage, quotas);
+    if (config.ReadsFairShare()) fair_share_ = FairShareFactors(snap.team_usage, quotas);
     for (const PriorityClass& c : config.priority_classes) {
       if (!c.preemptible) unpreemptible_classes_.push_back(c.name);
     }
@@ -122,8 +122,7 @@ class Cycle {
            searches_ < 2 * config_.max_preemptors_per_cycle;
   }
   QueueContext Context(int largest_node) const {
-    return {config_, snap_.now_ms, largest_node, config_.fairshare_weight != 0 ? &fair_share_ : nullptr,
-            &guarantee_levels_};
+    return {config_, snap_.now_ms, largest_node, config_.ReadsFairShare() ? &fair_share_ : nullptr, &guarantee_levels_};
   }
   // Each team starving past the bound, longest starving first: the waiting jobs to try to
   // rescue, smallest first (the oldest among equals), one per shape, at most kRescueShapes.
@@ -377,6 +376,7 @@ bool Cycle::TryPreempt(const QueueEntry& e, const JobSpec& spec, const ShapeEntr
     p.below_guarantee_since = since->second;
   }
   RuleContext ctx(config_, quotas_, usage_, now);
+  if (config_.ReadsFairShare()) ctx.fair_share = &fair_share_;
   const std::span<const PreemptionRule> rules = PreemptionRules();
   // The rules open to this job, as bits by table index: first tier, and last resorts.
   uint32_t open = 0, last_resorts = 0;

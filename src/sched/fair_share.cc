@@ -50,4 +50,8 @@ std::map<std::string, double> FairShareFactors(const std::map<std::string, doubl
   return factors;
 }
 
+bool GuaranteeActs(double fair_factor, const SchedulerConfig& config) {
+  return config.guarantee_max_use <= 0 || fair_factor > std::exp2(-config.guarantee_max_use);
+}
+
 }  // namespace gantry

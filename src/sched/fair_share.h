@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/quota_config.h"
+#include "core/scheduler_config.h"
 #include "sched/plan.h"
 
 namespace gantry {
@@ -41,5 +42,10 @@ double UsageRate(const RunningJob& job, const Snapshot& snap, const GpuCatalog& 
 
 // F = 2^(-U/S) per team, for the teams in `usage` and in the quota config.
 std::map<std::string, double> FairShareFactors(const std::map<std::string, double>& usage, const QuotaConfig& quotas);
+
+// Whether a team's guarantee acts for it (the queue's guarantee term, reclaim) given its
+// factor F: always with guarantee_max_use 0, else while its recent use U/S = -log2(F) is
+// under guarantee_max_use.
+bool GuaranteeActs(double fair_factor, const SchedulerConfig& config);
 
 }  // namespace gantry

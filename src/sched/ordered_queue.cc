@@ -43,7 +43,7 @@ void DropEntries(std::vector<PendingJob>& pending, std::vector<QueueEntry>& keys
 }  // namespace
 
 QueueContext OrderedQueue::Context(const QueuePolicy& policy, TimeMs now) const {
-  return {policy.config, now, policy.largest_node_gpus, policy.config.fairshare_weight != 0 ? &fair_share_ : nullptr,
+  return {policy.config, now, policy.largest_node_gpus, policy.config.ReadsFairShare() ? &fair_share_ : nullptr,
           &guarantee_levels_};
 }
 

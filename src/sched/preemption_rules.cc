@@ -5,6 +5,7 @@
 #include <array>
 #include <limits>
 
+#include "sched/fair_share.h"
 #include "sched/queue_order.h"
 
 namespace gantry {
@@ -13,6 +14,12 @@ double RuleContext::Borrowed(const std::string& team) {
   auto [it, added] = borrowed_.emplace(team, 0.0);
   if (added) it->second = usage.Borrowed(team);
   return it->second;
+}
+
+bool RuleContext::GuaranteeActs(const std::string& team) const {
+  if (!fair_share) return true;
+  auto it = fair_share->find(team);
+  return it == fair_share->end() || gantry::GuaranteeActs(it->second, config);
 }
 
 namespace {
@@ -26,13 +33,15 @@ bool PriorityAllows(const Preemptor& p, const VictimCandidate& v, RuleContext&) 
 bool PriorityMayHaveVictims(const Preemptor& p, int lowest_victim_rank) { return lowest_victim_rank < p.class_rank; }
 
 // reclaim: a team that has held less than its guarantee for reclaim_after takes back GPUs
-// other teams hold above theirs, so long as it stays within its own guarantee (a starving
-// team's rescued job always may).
+// other teams hold above theirs, so long as it stays within its own guarantee and its
+// guarantee acts (it has not used guarantee_max_use of its share lately); a starving
+// team's rescued job always may.
 bool ReclaimOpens(const Preemptor& p, RuleContext& ctx) {
   if (p.rescue) return true;
   const SchedulerConfig& c = ctx.config;
   if (!c.preempt_to_reclaim || p.below_guarantee_since == kNever ||
-      ctx.now_ms - p.below_guarantee_since < c.reclaim_after_ms || !(ctx.usage.Guarantee(p.spec->team) > 0)) {
+      ctx.now_ms - p.below_guarantee_since < c.reclaim_after_ms || !(ctx.usage.Guarantee(p.spec->team) > 0) ||
+      !ctx.GuaranteeActs(p.spec->team)) {
     return false;
   }
   for (GpuTypeId t : p.demand->type_order) {

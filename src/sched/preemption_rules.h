@@ -26,6 +26,7 @@
 // least work. Were a's job 4 GPUs, two of b's jobs would exceed b's room: no reclaim.
 #pragma once
 
+#include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -63,11 +64,15 @@ class RuleContext {
   RuleContext(const SchedulerConfig& config, const QuotaConfig& quotas, const UsageTracker& usage, TimeMs now)
       : config(config), quotas(quotas), usage(usage), now_ms(now) {}
   double Borrowed(const std::string& team);
+  // Whether `team`'s guarantee acts for it (fair_share.h GuaranteeActs; a team the
+  // factors do not list, or no factors: it does).
+  bool GuaranteeActs(const std::string& team) const;
 
   const SchedulerConfig& config;
   const QuotaConfig& quotas;
   const UsageTracker& usage;
   const TimeMs now_ms;
+  const std::map<std::string, double>* fair_share = nullptr;  // the teams' factors F, when read
 
  private:
   std::unordered_map<std::string, double> borrowed_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "sched/fair_share.h"
 #include "sched/priority_factors.h"
 
 namespace gantry {
@@ -15,7 +16,7 @@ const TeamTerms& TermsOf(const std::string& team, const QueueContext& ctx, TeamT
   if (last.team && *last.team == team) return last;
   last.team = &team;
   last.fair = 0;
-  if (ctx.fair_share && ctx.config.fairshare_weight != 0) {
+  if (ctx.fair_share && ctx.config.ReadsFairShare()) {
     auto it = ctx.fair_share->find(team);
     last.fair = it == ctx.fair_share->end() ? 1.0 : it->second;
   }
@@ -23,6 +24,7 @@ const TeamTerms& TermsOf(const std::string& team, const QueueContext& ctx, TeamT
   if (ctx.guarantee_level && ctx.config.guarantee_weight != 0) {
     auto it = ctx.guarantee_level->find(team);
     last.below = it == ctx.guarantee_level->end() ? 0 : it->second;
+    if (ctx.fair_share && !GuaranteeActs(last.fair, ctx.config)) last.below = 0;
   }
   return last;
 }

@@ -71,5 +71,22 @@ TEST(FairShare, LightTeamGoesFirst) {
   EXPECT_EQ(Schedule(snap, config, &*quotas).starts[0].job_id, "h");
 }
 
+TEST(FairShare, AGuaranteeActsUnderGuaranteeMaxUseAndTheSettingIsReadByName) {
+  SchedulerConfig config = MechanismConfig();
+  EXPECT_DOUBLE_EQ(config.guarantee_max_use, 0.75) << "as shipped";
+  EXPECT_TRUE(GuaranteeActs(1.0, config)) << "no usage";
+  EXPECT_TRUE(GuaranteeActs(std::exp2(-0.7), config));
+  EXPECT_FALSE(GuaranteeActs(std::exp2(-0.75), config)) << "U/S at the limit";
+  config.guarantee_max_use = 0;
+  EXPECT_TRUE(GuaranteeActs(0.01, config)) << "0: always";
+  const std::string classes = "priority_classes: [{name: medium, rank: 1}]\n";
+  auto off = SchedulerConfig::FromYaml(classes + "fair_share: {guarantee_max_use: 0}");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_DOUBLE_EQ(off->guarantee_max_use, 0);
+  auto bad = SchedulerConfig::FromYaml(classes + "fair_share: {guarantee_max_use: -1}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("fair_share.guarantee_max_use"), std::string::npos) << bad.status().ToString();
+}
+
 }  // namespace
 }  // namespace gantry

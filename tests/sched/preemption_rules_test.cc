@@ -156,6 +156,26 @@ TEST(PreemptionRules, ReclaimNeverTakesAJobLargerThanItsTeamBorrows) {
   EXPECT_FALSE(rule.allows(p, bench.Victim(0), bench.ctx()));
 }
 
+TEST(PreemptionRules, ReclaimIsClosedToATeamThatHasUsedGuaranteeMaxUseOfItsShareUnlessItStarves) {
+  const TimeMs now = 2 * kHourMs;
+  RuleBench bench(OneNode({Running(MakeJob("b").Team("borrower"), 0, {0}, kHourMs)}, now), MechanismConfig(),
+                  "teams: {owner: {guaranteed: {any: 4}}, borrower: {guaranteed: {any: 0}}}");
+  const PreemptionRule& rule = Rule("reclaim");
+  ASSERT_DOUBLE_EQ(bench.ctx().config.guarantee_max_use, 0.75) << "as shipped";
+  std::map<std::string, double> factors = {{"owner", 0.5}};  // U/S = 1: it used its share
+  bench.ctx().fair_share = &factors;
+  Preemptor p = bench.For(MakeJob("mine").Team("owner"), now - kHourMs);
+  EXPECT_FALSE(bench.ctx().GuaranteeActs("owner"));
+  EXPECT_FALSE(rule.opens(p, bench.ctx()));
+  EXPECT_TRUE(rule.opens(bench.For(MakeJob("m").Team("owner"), kNever, /*rescue=*/true), bench.ctx()))
+      << "the starvation bound is kept whatever the team used";
+  factors["owner"] = std::exp2(-0.5);  // U/S = 0.5
+  EXPECT_TRUE(bench.ctx().GuaranteeActs("owner"));
+  EXPECT_TRUE(rule.opens(p, bench.ctx()));
+  factors.erase("owner");  // no usage on record
+  EXPECT_TRUE(rule.opens(p, bench.ctx()));
+}
+
 SchedulerConfig ServiceTiers() {
   SchedulerConfig config = MechanismConfig();
   config.preemption_enabled = true;

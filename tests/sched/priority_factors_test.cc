@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "test_util.h"
 
 namespace gantry {
@@ -49,6 +51,7 @@ TEST(PriorityFactors, TheTableSumsAgeSizeFairShareShortJobAndGuarantee) {
   bench.config.fairshare_weight = 100;
   bench.config.short_job_weight = 0;
   bench.config.guarantee_weight = 1000;
+  bench.config.guarantee_max_use = 0;  // the guarantee acts however much ml used
   bench.fair_share["ml"] = 0.25;
   bench.guarantee_level["ml"] = 1;
   PendingJob job = Pending(MakeJob().Gpus(4), bench.now - kHourMs);
@@ -79,7 +82,8 @@ TEST(PriorityFactors, FairShareIsTheTeamsFactorAndAnUnknownTeamCountsAsUnused) {
   EXPECT_DOUBLE_EQ(bench.Value("fairshare", MakeJob().Team("ml")), 0.2);
   EXPECT_DOUBLE_EQ(bench.Value("fairshare", MakeJob().Team("new-team")), 1.0);
   bench.config.fairshare_weight = 0;
-  EXPECT_DOUBLE_EQ(bench.Value("fairshare", MakeJob().Team("ml")), 0.0) << "not looked up when off";
+  bench.config.guarantee_max_use = 0;
+  EXPECT_DOUBLE_EQ(bench.Value("fairshare", MakeJob().Team("ml")), 0.0) << "not looked up when nothing reads it";
 }
 
 TEST(PriorityFactors, ShortJobPrefersFewGpuHoursFromThePredictionThenEstimateThenLimit) {
@@ -99,6 +103,20 @@ TEST(PriorityFactors, GuaranteeIsTheTeamsLevelBelowItsGuarantee) {
   EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("below")), 1.0);
   EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("long-below")), 2.0);
   EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("at-or-above")), 0.0);
+}
+
+TEST(PriorityFactors, AGuaranteeActsOnlyWhileItsTeamHasUsedLessThanGuaranteeMaxUseOfItsShare) {
+  FactorBench bench;
+  bench.config.guarantee_max_use = 0.75;
+  // F = 2^(-U/S): U/S 0.5 (F 0.707) is under 0.75; U/S 1 (F 0.5) is not; a team with no
+  // usage on record (no factor) counts as unused.
+  bench.guarantee_level = {{"light", 1}, {"heavy", 2}, {"new", 1}};
+  bench.fair_share = {{"light", std::exp2(-0.5)}, {"heavy", 0.5}};
+  EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("light")), 1.0);
+  EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("heavy")), 0.0) << "competes by fair share like a borrower";
+  EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("new")), 1.0);
+  bench.config.guarantee_max_use = 0;
+  EXPECT_DOUBLE_EQ(bench.Value("guarantee", MakeJob().Team("heavy")), 2.0) << "0: a guarantee always acts";
 }
 
 }  // namespace
