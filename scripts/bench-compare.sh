@@ -8,7 +8,7 @@
 #   bash scripts/bench-compare.sh REV [FILTER] [ROUNDS]
 #   e.g. bash scripts/bench-compare.sh 8a2b98e 'BM_FullCycle|BM_PlaceOne' 2
 #
-# Build dirs: build-bench (this tree) and build-bench-REV (REV's source in
+# Build dirs: build-bench-a32 (this tree) and build-bench-REV-a32 (REV's source in
 # .bench-src/REV, a git worktree); both are kept, so a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,10 +19,21 @@ repetitions=${GANTRY_BENCH_REPETITIONS:-3}
 sha=$(git rev-parse --short=12 "$rev^{commit}")
 bash scripts/install-deps.sh
 
+# On x86-64 both sides keep every jump inside a 32-byte block: with Intel's JCC erratum fix
+# a jump across one is slow, and the same engine code linked a little differently measured
+# up to 8% apart (docs/BENCHMARKS.md). The build dirs' names say so, so dirs made without
+# it are not reused.
+align_flags=""
+suffix=""
+if [ "$(uname -m)" = x86_64 ]; then
+  align_flags="-Wa,-mbranches-within-32B-boundaries"
+  suffix="-a32"
+fi
+
 build_bench() {  # SOURCE_DIR BUILD_DIR
   if [ ! -f "$2/build.ninja" ]; then
     cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_BUILD_TESTS=OFF \
-      -DGANTRY_BUILD_BENCH=ON >/dev/null
+      -DGANTRY_BUILD_BENCH=ON -DCMAKE_CXX_FLAGS="$align_flags" >/dev/null
   fi
   ninja -C "$2" gantry_bench >/dev/null
 }
@@ -33,15 +44,15 @@ if [ ! -d "$base_src" ]; then
   git worktree add --detach "$base_src" "$sha" >/dev/null 2>&1
 fi
 echo "== building gantry_bench at $sha and at the working tree ($(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src bench CMakeLists.txt || echo '+changes'))"
-build_bench "$base_src" "build-bench-$sha"
-build_bench . build-bench
+build_bench "$base_src" "build-bench-$sha$suffix"
+build_bench . "build-bench$suffix"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   for side in base head; do
-    bin=build-bench/gantry_bench
-    [ "$side" = base ] && bin=build-bench-$sha/gantry_bench
+    bin=build-bench$suffix/gantry_bench
+    [ "$side" = base ] && bin=build-bench-$sha$suffix/gantry_bench
     echo "== round $r/$rounds: $side"
     "$bin" --benchmark_filter="$filter" --benchmark_repetitions="$repetitions" \
       --benchmark_report_aggregates_only=true --benchmark_format=json >"$out/$side-$r.json" 2>/dev/null

@@ -24,7 +24,7 @@ const TeamTerms& TermsOf(const std::string& team, const QueueContext& ctx, TeamT
   if (ctx.guarantee_level && ctx.config.guarantee_weight != 0) {
     auto it = ctx.guarantee_level->find(team);
     last.below = it == ctx.guarantee_level->end() ? 0 : it->second;
-    if (ctx.fair_share && !GuaranteeActs(last.fair, ctx.config)) last.below = 0;
+    if (last.below != 0 && ctx.fair_share && !GuaranteeActs(last.fair, ctx.config)) last.below = 0;
   }
   return last;
 }
