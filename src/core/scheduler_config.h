@@ -50,7 +50,8 @@ struct SchedulerConfig {
   // of the weights) adds fairshare_weight * F to its jobs' scores.
   double fairshare_weight = 2000;
   // Jobs of a team holding less than its guarantee go first, as Kueue admits work within
-  // nominal quota before borrowing work: + guarantee_weight.
+  // nominal quota before borrowing work: + guarantee_weight (twice that once the team has
+  // been below it for reclaim_after), while its guarantee acts (guarantee_max_use).
   double guarantee_weight = 10000;
   // Short jobs first: + short_job_weight * ref / (ref + estimated GPU-hours), from the job's
   // estimate (or time limit). 0 turns it off.
@@ -58,10 +59,11 @@ struct SchedulerConfig {
   double short_job_ref_gpu_hours = 1;
   DurationMs fairshare_half_life_ms = 7 * 24 * kHourMs;
   bool fairshare_price_weighted = true;  // usage in USD of GPU time, not GPU-hours
-  // A team's guarantee (the queue's guarantee term and reclaim) acts while its recent use
-  // U/S (its part of the decayed usage over its part of the weights; F = 2^(-U/S)) is
-  // under this. A team that has used this much of its share lately competes by fair share
-  // like a borrower, so one team's burst may borrow from teams that used theirs. 0: a
+  // A team's guarantee (the queue's guarantee term, and its own right to reclaim) acts
+  // while its recent use U/S (its part of the decayed usage over its part of the weights;
+  // F = 2^(-U/S)) is under this. A team that has used this much of its share lately
+  // competes for more GPUs by fair share, so one team's burst may borrow from teams that
+  // used theirs; what it holds within its guarantee is still not reclaimed from it. 0: a
   // guarantee always acts.
   double guarantee_max_use = 0.75;
   // Whether the engine reads the teams' fair-share factors (their weight in the queue
