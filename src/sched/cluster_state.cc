@@ -28,6 +28,7 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
     : snapshot_(snapshot), catalog_(catalog) {
   const size_t types = catalog.size();
   max_gpus_.assign(types, 0);
+  schedulable_gpus_.assign(types, 0);
   mig_nodes_.resize(types);
   shared_nodes_.resize(types);
   nodes_.resize(snapshot.nodes.size());
@@ -69,6 +70,7 @@ ClusterState::ClusterState(const Snapshot& snapshot, const GpuCatalog& catalog)
       gpus_.push_back(std::move(gs));
     }
     if (s.type < types) max_gpus_[s.type] = std::max(max_gpus_[s.type], s.gpu_count);
+    if (s.type < types && s.schedulable) schedulable_gpus_[s.type] += s.gpu_count;
     if (s.schedulable && has_mig) {
       mig_nodes_[s.type].push_back(static_cast<int>(i));
       has_partial_gpus_ = true;

@@ -61,6 +61,8 @@ class ClusterState {
   GpuUse& mutable_gpu(int n, int g) { return gpus_[nodes_[n].gpu_begin + g]; }
   int max_gpus_per_node(GpuTypeId t) const { return max_gpus_[t]; }
   const std::vector<int>& max_gpus_per_type() const { return max_gpus_; }
+  // Per type: the GPUs of nodes that take work.
+  const std::vector<int>& schedulable_gpus_per_type() const { return schedulable_gpus_; }
 
   // Schedulable nodes of type t with exactly `idle` idle GPUs.
   const std::vector<int>& NodesWithIdle(GpuTypeId t, int idle) const { return buckets_[t][idle]; }
@@ -106,7 +108,8 @@ class ClusterState {
   const GpuCatalog& catalog_;
   std::vector<NodeUse> nodes_;
   std::vector<GpuUse> gpus_;
-  std::vector<int> max_gpus_;  // per type
+  std::vector<int> max_gpus_;          // per type
+  std::vector<int> schedulable_gpus_;  // per type
   // buckets_[type][idle] -> nodes; bucket_pos_[n] is n's position in its bucket.
   std::vector<std::vector<std::vector<int>>> buckets_;
   std::vector<int> bucket_pos_;

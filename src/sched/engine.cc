@@ -18,6 +18,7 @@
 #include "sched/queue_order.h"
 #include "sched/reasons.h"
 #include "sched/reservation.h"
+#include "sched/scarcity.h"
 #include "sched/usage.h"
 
 namespace gantry {
@@ -54,6 +55,13 @@ struct ShapeEntry {
   size_t generation = SIZE_MAX;
   std::vector<int8_t> respecting;
   const std::string* key = nullptr;  // the shape's key in Cycle::shapes_
+  // When explaining a shape that names GPU types: whether they are scarcer than their
+  // demand (-1 not yet known), the note saying so, and the diagnosis with it.
+  bool names_types = false;  // its jobs name GPU types (gpu_types)
+  int8_t scarce = -1;
+  std::string scarce_note;
+  int scarce_reason_id = -1;
+  double waiting_gpus = 0;  // what the pending jobs of this shape ask, once every one is learned
 };
 
 std::string NodeList(const Snapshot& snap, const Placement& p) {
@@ -132,6 +140,13 @@ class Cycle {
   // tried is marked rescued, the first with the rescue's unconditional reservation.
   template <typename EntryOf>
   void ConsiderRescues(EntryOf entry_of);
+  // Built on the first explained wait that names GPU types: what each type is asked for.
+  const TypeScarcity& Scarcity();
+  // For a waiting job of `shape`, which names GPU types: the shape's diagnosis, with a note
+  // when those types are scarcer than their demand (worked out once per shape), or, when
+  // the job has a reason of its own (`reason` not empty), the note added to that. Apart
+  // from Consider, so that its string work stays off the walk's path.
+  [[gnu::noinline]] int NoteScarcity(ShapeEntry& shape, std::string& reason);
   bool Rescued(size_t pending_index) const { return !rescued_.empty() && rescued_[pending_index]; }
   bool FirstRescue(size_t pending_index) const { return !rescued_.empty() && rescued_[pending_index] == 1; }
   // Without explanations: true once no later job can start this cycle.
@@ -149,7 +164,10 @@ class Cycle {
   UsageTracker usage_;
   std::map<std::string, double> fair_share_;
   std::map<std::string, int> guarantee_levels_;
-  std::optional<VictimFinder> finder_;     // built on the first preemption attempt
+  std::optional<VictimFinder> finder_;    // built on the first preemption attempt
+  std::optional<TypeScarcity> scarcity_;  // built on the first explained wait that names types
+  static constexpr int kMostScarcityNotes = 256;
+  int scarcity_notes_ = 0;                 // shapes whose scarcity was looked at this cycle
   std::vector<char> evicting_;             // running jobs this plan evicts
   std::vector<int> victim_rank_;           // per running job: class rank, INT32_MAX if protected
   std::vector<char> stops_anyway_;         // per running job: stopping, or expected to end within a grace period
@@ -194,6 +212,7 @@ ShapeEntry& Cycle::Shape(const JobSpec& spec) {
     entry.demand = CompileDemand(spec, catalog_, state_.max_gpus_per_type());
     entry.demand.spot_ok = spot_ok;
     entry.share = JobGpuShare(spec.request, catalog_);
+    entry.names_types = !spec.request.gpu_types.empty();
     it = shapes_.emplace(key_, std::move(entry)).first;
     it->second.key = &it->first;
   }
@@ -202,7 +221,9 @@ ShapeEntry& Cycle::Shape(const JobSpec& spec) {
 
 void Cycle::Learn(size_t pending_index) {
   const JobSpec& spec = *snap_.pending[pending_index].spec;
-  learned_[pending_index] = {&spec, &Shape(spec), ExpectedEnd(spec, snap_.now_ms, snap_.now_ms)};
+  ShapeEntry& shape = Shape(spec);
+  shape.waiting_gpus += shape.share;
+  learned_[pending_index] = {&spec, &shape, ExpectedEnd(spec, snap_.now_ms, snap_.now_ms)};
 }
 
 void Cycle::Consider(const QueueEntry& e) {
@@ -308,6 +329,11 @@ void Cycle::Consider(const QueueEntry& e) {
       return;
     }
   }
+  int base_reason = shape.reason_id;
+  if (explain && shape.names_types && shape.scarce != 0) {
+    const bool known = reason.empty() && shape.scarce_reason_id >= 0;
+    base_reason = known ? shape.scarce_reason_id : NoteScarcity(shape, reason);
+  }
   TimeMs estimate = kNever;
   const bool rescue = Rescued(e.pending_index), first_rescue = FirstRescue(e.pending_index);
   // Another shape tried for a starving team gets no reservation: the first one has it.
@@ -316,7 +342,7 @@ void Cycle::Consider(const QueueEntry& e) {
       if (!first_rescue) ++normal_reservations_;
       state_.Reserve(start->placement, start->at_ms);
       if (explain) {
-        if (reason.empty()) reason = plan_.reasons[shape.reason_id];
+        if (reason.empty()) reason = plan_.reasons[base_reason];
         reason += fmt::format("; reserved for {} on {}", FormatUtc(start->at_ms), NodeList(snap_, start->placement));
       }
       estimate = start->at_ms;
@@ -326,17 +352,50 @@ void Cycle::Consider(const QueueEntry& e) {
     }
   }
   if (rescue && explain) {
-    if (reason.empty() && shape.reason_id >= 0) reason = plan_.reasons[shape.reason_id];
+    if (reason.empty() && base_reason >= 0) reason = plan_.reasons[base_reason];
     reason += fmt::format("; first in line: team {} has had jobs waiting and no GPU for {} (starvation bound {})",
                           spec.team, FormatDuration(now - snap_.starving_since.at(spec.team)),
                           FormatDuration(config_.starvation_bound_ms));
   }
-  uint32_t reason_id = reason.empty() ? static_cast<uint32_t>(shape.reason_id) : AddReason(std::move(reason));
+  uint32_t reason_id = reason.empty() ? static_cast<uint32_t>(base_reason) : AddReason(std::move(reason));
   if (first_blocked_.empty()) {
     first_blocked_ = spec.id;
     strict_reason_ = AddReason("waits behind higher-ranked job " + spec.id + " (strict order, backfill off)");
   }
   Wait(e, code, reason_id, estimate);
+}
+
+int Cycle::NoteScarcity(ShapeEntry& shape, std::string& reason) {
+  if (shape.scarce < 0) {
+    // A note per shape, for at most kMostScarcityNotes shapes a cycle (each reads every
+    // type set waiting jobs may use).
+    if (scarcity_notes_ < kMostScarcityNotes) shape.scarce_note = Scarcity().Note(shape.demand.type_mask);
+    ++scarcity_notes_;
+    shape.scarce = !shape.scarce_note.empty();
+  }
+  if (!shape.scarce) return shape.reason_id;
+  if (!reason.empty()) {
+    reason += "; " + shape.scarce_note;
+  } else if (shape.reason_id >= 0 && shape.scarce_reason_id < 0) {
+    shape.scarce_reason_id = static_cast<int>(AddReason(plan_.reasons[shape.reason_id] + "; " + shape.scarce_note));
+  }
+  return shape.scarce_reason_id >= 0 ? shape.scarce_reason_id : shape.reason_id;
+}
+
+const TypeScarcity& Cycle::Scarcity() {
+  if (!scarcity_) {
+    scarcity_.emplace(catalog_, state_.schedulable_gpus_per_type(), usage_.RunningByType());
+    if (!learned_.empty()) {  // every pending job's shape is known: add them up by shape
+      for (const auto& [key, shape] : shapes_) scarcity_->AddWaiting(shape.demand.type_mask, shape.waiting_gpus);
+    } else {
+      for (const PendingJob& p : snap_.pending) {
+        if (!p.spec) continue;  // an empty slot (ScheduleOptions::pending_in_order)
+        const ShapeEntry& shape = Shape(*p.spec);
+        scarcity_->AddWaiting(shape.demand.type_mask, shape.share);
+      }
+    }
+  }
+  return *scarcity_;
 }
 
 void Cycle::RankVictims() {

@@ -46,18 +46,28 @@ void TeamClocks::CopyTo(Snapshot& snap) const {
   snap.below_guarantee_since = below_since_;
 }
 
-TimeMs TeamClocks::NextThreshold(const SchedulerConfig& config, TimeMs now) const {
+TimeMs TeamClocks::NextThreshold(const SchedulerConfig& config, TimeMs now,
+                                 const std::vector<RunningJob>& running) const {
   TimeMs next = kNever;
-  auto consider = [&](TimeMs at) {
+  bool eviction_due = false;  // a clock is past a threshold at which the engine evicts
+  auto consider = [&](TimeMs at, bool evicts) {
     if (at > now) next = std::min(next, at);
+    eviction_due = eviction_due || (evicts && at <= now);
   };
   if (config.starvation_bound_ms > 0) {
-    for (const auto& [team, since] : starving_since_) consider(since + config.starvation_bound_ms);
+    for (const auto& [team, since] : starving_since_) consider(since + config.starvation_bound_ms, true);
   }
   if (config.preemption_enabled && config.preempt_to_reclaim) {
     for (const auto& [team, since] : below_since_) {
-      consider(since + config.reclaim_after_ms);
-      consider(since + config.reclaim_after_ms + config.reclaim_patience_ms);
+      consider(since + config.reclaim_after_ms, true);
+      consider(since + config.reclaim_after_ms + config.reclaim_patience_ms, false);
+    }
+  }
+  if (eviction_due && config.preemption_enabled) {
+    for (const RunningJob& r : running) {
+      if (r.stop_at_ms == kNever && r.spec->preemptible && r.evictions < config.max_evictions) {
+        consider(r.start_ms + config.min_runtime_ms, false);
+      }
     }
   }
   return next;

@@ -35,10 +35,13 @@ class TeamClocks {
   void Update(TimeMs now, const std::map<std::string, WaitingTeam>& waiting);
   // Copies the clocks into the snapshot the engine plans from.
   void CopyTo(Snapshot& snap) const;
-  // The first instant after `now` at which a running clock reaches a threshold the engine
-  // acts on (the starvation bound; reclaim_after and reclaim_after + reclaim_patience when
-  // preemption reclaims guarantees), or kNever: a clock-driven simulation wakes there.
-  TimeMs NextThreshold(const SchedulerConfig& config, TimeMs now) const;
+  // The first instant after `now` at which the engine's plan may change with no arrival or
+  // end, or kNever: a running clock reaches a threshold the engine acts on (the starvation
+  // bound; reclaim_after and reclaim_after + reclaim_patience when preemption reclaims
+  // guarantees), or, while a clock is past one (a rescue or reclaim may be waiting for a
+  // victim), one of the `running` jobs reaches min_runtime and may be evicted. The live
+  // server's one-second tick notices these by itself; a clock-driven simulation wakes there.
+  TimeMs NextThreshold(const SchedulerConfig& config, TimeMs now, const std::vector<RunningJob>& running) const;
 
  private:
   std::map<std::string, TimeMs> starving_since_;

@@ -23,10 +23,13 @@ UsageTracker::UsageTracker(const Snapshot& snap, const GpuCatalog& catalog, cons
   };
   has_limits_ = quotas.user_max_gpus >= 0 || limited(quotas.default_team);
   for (const auto& [team, q] : quotas.teams) has_limits_ = has_limits_ || limited(q);
+  running_by_type_.assign(catalog.size(), 0.0);
   for (const RunningJob& r : snap.running) {
     if (r.placement.nodes.empty() || r.placement.nodes[0].node >= static_cast<int>(snap.nodes.size())) continue;
     GpuTypeId type = snap.nodes[r.placement.nodes[0].node].gpu_type();
-    Add(*r.spec, type, PlacementShare(r.placement, r.spec->request.sharing));
+    const double share = PlacementShare(r.placement, r.spec->request.sharing);
+    Add(*r.spec, type, share);
+    if (type < running_by_type_.size()) running_by_type_[type] += share;
   }
 }
 

@@ -27,6 +27,8 @@ class UsageTracker {
   // GPUs the team holds above its guarantee (0 when at or below it).
   double Borrowed(const std::string& team) const;
   double TeamTotal(const std::string& team) const;
+  // Per GPU type: what the snapshot's running jobs hold (the cycle's starts not counted).
+  const std::vector<double>& RunningByType() const { return running_by_type_; }
   // The team's guarantee this cycle: its quota's, or for an unlisted team the default
   // team's plus the snapshot's equal share.
   double Guarantee(const std::string& team) const { return quotas_.GuaranteeOf(team, equal_share_); }
@@ -52,8 +54,9 @@ class UsageTracker {
   std::unordered_map<std::string, TeamUse> teams_;
   std::unordered_map<std::string, double> projects_;  // "team/project"
   std::unordered_map<std::string, double> users_;
-  bool has_limits_ = false;  // any team, project or user limit configured at all
-  double equal_share_ = 0;   // Snapshot::equal_share
+  std::vector<double> running_by_type_;  // RunningByType
+  bool has_limits_ = false;              // any team, project or user limit configured at all
+  double equal_share_ = 0;               // Snapshot::equal_share
 };
 
 // The guarantee term of the queue order as it stands: per team below its guarantee with

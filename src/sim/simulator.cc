@@ -396,7 +396,7 @@ void Simulation::UpdateTeamClocks() {
 }
 
 void Simulation::ScheduleWake(TimeMs now) {
-  TimeMs at = clocks_.NextThreshold(policy_, now);
+  TimeMs at = clocks_.NextThreshold(policy_, now, snap_.running);
   if (at == kNever || at == wake_at_) return;
   wake_at_ = at;
   events_queue_.push({at, 0, 0, EventKind::kWake});

@@ -195,9 +195,12 @@ class ControllerState {
   void Cycle();
   bool dirty() const { return dirty_; }
   // When a team's clock next reaches a threshold the engine acts on (the starvation bound,
-  // reclaim), with nothing else happening; kNever: none. The server's tick cycles every
+  // reclaim; past one, a victim reaching min_runtime), with nothing else happening; kNever:
+  // none. The server's tick cycles every
   // second anyway; a clock that jumps from event to event (a simulation) cycles there.
-  TimeMs NextClockThreshold() const { return team_clocks_.NextThreshold(options_.config.scheduler, now_); }
+  TimeMs NextClockThreshold() const {
+    return team_clocks_.NextThreshold(options_.config.scheduler, now_, snap_.running);
+  }
 
   // Whether every index agrees with every job's state (the queue, the kept-out set, the
   // running entries and their nodes and ports, the waiting counts); the first disagreement

@@ -128,18 +128,36 @@ TEST(TeamClocks, ClocksRunWhileATeamWaitsAndStopWhenItHoldsOrStopsWaiting) {
   EXPECT_EQ(snap.starving_since, (std::map<std::string, TimeMs>{{"vision", 1000}}));
   EXPECT_EQ(snap.below_guarantee_since, (std::map<std::string, TimeMs>{{"vision", 1000}}));
   // The first threshold: reclaim_after (or the starvation bound, if sooner).
-  EXPECT_EQ(clocks.NextThreshold(config, 1000), 1000 + std::min(config.reclaim_after_ms, config.starvation_bound_ms));
+  EXPECT_EQ(clocks.NextThreshold(config, 1000, {}),
+            1000 + std::min(config.reclaim_after_ms, config.starvation_bound_ms));
   // Later: vision holds 2 of its 4 (no longer starving, still below); the clock keeps its start.
   clocks.Update(5000, {{"vision", {.held_gpus = 2, .guaranteed_gpus = 4}}});
   clocks.CopyTo(snap);
   EXPECT_TRUE(snap.starving_since.empty());
   EXPECT_EQ(snap.below_guarantee_since.at("vision"), 1000);
-  EXPECT_EQ(clocks.NextThreshold(config, 1000 + config.reclaim_after_ms),
+  EXPECT_EQ(clocks.NextThreshold(config, 1000 + config.reclaim_after_ms, {}),
             1000 + config.reclaim_after_ms + config.reclaim_patience_ms);
   clocks.Update(6000, {});  // nothing waits
   clocks.CopyTo(snap);
   EXPECT_TRUE(snap.below_guarantee_since.empty());
-  EXPECT_EQ(clocks.NextThreshold(config, 6000), kNever);
+  EXPECT_EQ(clocks.NextThreshold(config, 6000, {}), kNever);
+}
+
+// Past the starvation bound a rescue may be waiting only for a victim to reach min_runtime:
+// that instant is a threshold too (a job stopping already, or not preemptible, is no victim).
+TEST(TeamClocks, PastABoundAVictimReachingMinRuntimeIsTheNextThreshold) {
+  SchedulerConfig config = SchedulerConfig::Builtin();
+  config.preempt_to_reclaim = false;
+  TeamClocks clocks;
+  clocks.Update(0, {{"late", {.held_gpus = 0}}});
+  const TimeMs now = config.starvation_bound_ms + 1000;
+  std::vector<RunningJob> running = {Running(MakeJob("young").Team("hog"), 0, {0}, now - 1000),
+                                     Running(MakeJob("old").Team("hog"), 0, {1}, 0)};
+  EXPECT_EQ(clocks.NextThreshold(config, now, running), now - 1000 + config.min_runtime_ms);
+  running[0].stop_at_ms = now + 1000;
+  EXPECT_EQ(clocks.NextThreshold(config, now, running), kNever);
+  // Before the bound, a victim's min_runtime wakes nothing: the bound itself comes first.
+  EXPECT_EQ(clocks.NextThreshold(config, 1000, running), config.starvation_bound_ms);
 }
 
 }  // namespace

@@ -86,6 +86,39 @@ TEST(StarvationGuard, ItNeverTakesATeamsLastGpus) {
   EXPECT_TRUE(Schedule(snap, Guarded(), &*quotas).preemptions.empty());
 }
 
+// The node's only job may not be evicted: the starving team's jobs wait, and the one that
+// names a GPU type says that type is scarcer than what running and waiting jobs that can
+// use no other type ask of it (8 GPUs; 8 running, 4 waiting); the one that names no type
+// says nothing of the kind.
+TEST(StarvationGuard, AJobWhoseTypeIsScarcerThanItsDemandSaysSo) {
+  Snapshot snap = Starving(0);
+  JobSpec all = MakeJob("all").Team("big").Gpus(8).Types({"A100-80GB"}).Estimate(72 * kHourMs).Limit(96 * kHourMs);
+  all.preemptible = false;
+  snap.running = {Running(all, 0, {0, 1, 2, 3, 4, 5, 6, 7})};
+  snap.pending = {Pending(MakeJob("typed-4").Team("small").Gpus(4).Types({"A100-80GB"}), 0),
+                  Pending(MakeJob("any-1").Team("small").Gpus(1), kHourMs)};
+  Plan plan = Engine(Catalog(), Guarded(), nullptr).Schedule(snap, {.explain = true});
+  EXPECT_TRUE(plan.preemptions.empty());
+  const WaitingJob* typed = FindWaiting(plan, "typed-4");
+  ASSERT_NE(typed, nullptr);
+  EXPECT_NE(plan.reason(*typed).find("A100-80GB is scarcer than its demand: 8 GPUs in the cluster, 12 asked by "
+                                     "running and waiting jobs that can use no other type"),
+            std::string::npos)
+      << plan.reason(*typed);
+  const WaitingJob* any = FindWaiting(plan, "any-1");
+  ASSERT_NE(any, nullptr);
+  EXPECT_EQ(plan.reason(*any).find("scarcer"), std::string::npos) << "it names no type: " << plan.reason(*any);
+  // A second A100 node, as busy: both sides of the count grow.
+  snap.nodes.push_back(MakeNode("m", "A100-80GB", 8));
+  snap.running.push_back(Running(all, 1, {0, 1, 2, 3, 4, 5, 6, 7}));
+  plan = Engine(Catalog(), Guarded(), nullptr).Schedule(snap, {.explain = true});
+  typed = FindWaiting(plan, "typed-4");
+  ASSERT_NE(typed, nullptr);
+  EXPECT_NE(plan.reason(*typed).find("A100-80GB is scarcer than its demand: 16 GPUs in the cluster, 20 asked"),
+            std::string::npos)
+      << plan.reason(*typed);
+}
+
 TEST(StarvationGuard, TheRescuedJobGetsAReservationBackfillCannotTake) {
   // Nothing may be evicted (the running work is not preemptible); a normal blocked job
   // ("first", earlier, another team that holds GPUs) takes the one backfill reservation,

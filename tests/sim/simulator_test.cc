@@ -266,6 +266,24 @@ TEST(Simulator, TheStarvationBoundPassingIsAnEventOfItsOwn) {
   EXPECT_EQ(r.preemptions, 1);
 }
 
+// Two GPUs. Team hog holds both: h1 (not preemptible) and h2, which ends at 2,790 s and
+// hands its GPU to h3 (a higher class, arriving then). "late" has waited since 100 s; at
+// the bound (2,800 s) the only job a rescue may take is h3, and h3 has run 10 s of its
+// 10 min min_runtime. Before, nothing happened until the next arrival or end (h3's, 100,000
+// s on): "late" starved 99,900 s. Now h3 reaching min_runtime (3,390 s) is a wake of its own,
+// as the server's tick would notice it: h3 is evicted then, "late" starts after the 120 s
+// grace: 3,410 s, the bound plus what min_runtime and the grace add (at most 57 min).
+TEST(Simulator, AVictimReachingMinRuntimeIsAnEventWhileATeamStarvesPastTheBound) {
+  SimResult r = RunSim({MakeNode("n", "A100-80GB", 2)},
+                       "id,submit_time,duration_s,num_gpus,team,priority,preemptible\n"
+                       "h1,0,100000,1,hog,medium,false\nh2,0,2790,1,hog,medium,true\n"
+                       "h3,2790,100000,1,hog,high,true\nl1,100,100,1,late,medium,true\n",
+                       "gantry");
+  EXPECT_DOUBLE_EQ(r.per_team.at("late").max_starvation_s, 3390 + 120 - 100);
+  EXPECT_DOUBLE_EQ(r.per_team.at("late").max_starvation_rescuable_s, 3390 + 120 - 100);
+  EXPECT_EQ(r.preemptions, 1);
+}
+
 // The queue's guarantee term follows a team crossing its guarantee at once. Two GPUs;
 // team "a" (guarantee 1) runs a0 until 400 s, team "b" (no guarantee) runs b1 until 450 s
 // and queues b2, b3 and, at 350 s, b4 (the periodic reorder then keys a at its
