@@ -6,21 +6,12 @@
 #include <string_view>
 
 #include "billing/report.h"
+#include "core/encoding.h"
 #include "core/html_util.h"
 
 namespace gantry {
 
 namespace {
-
-// A text cell: quoted when it holds a separator, and never read as a formula by a
-// spreadsheet (a leading = + - @ TAB or CR gets a ' in front, as OWASP advises).
-std::string CsvField(std::string s) {
-  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s.insert(0, "'");
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 std::string Text(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);

@@ -120,6 +120,8 @@ void DefineDaemonCommands(CLI::App& app, DaemonCommands& c) {
       ->check(CLI::Range(0.0, 1e7));
   sim_cmd->add_option("--json", sim.json_path, "Write the metrics as JSON");
   sim_cmd->add_option("--html", sim.html_path, "Write a self-contained HTML report");
+  sim_cmd->add_option("--jobs-csv", sim.jobs_csv_path,
+                      "Write one CSV row per job (and policy): submit, first start, end, delay, JCT, evictions");
   sim_cmd->add_flag("--strict", sim.strict, "A malformed trace row is fatal");
   sim_cmd->add_flag("--scale-by-gpu-speed", sim.sim.scale_by_gpu_speed, "Scale run times by relative GPU speed");
   sim_cmd->add_option("--restart-overhead", restart_overhead_s, "Seconds a preempted job pays to restart")

@@ -68,6 +68,7 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
 
   SimOptions base = options.sim;
   base.quotas = config->quotas;
+  base.keep_jobs = !options.jobs_csv_path.empty();
   auto pools = LoadClusterPools(options.cluster_path, config->catalog);
   if (!pools) {
     err << "gantry sim: " << options.cluster_path << ": " << pools.status().ToString() << "\n";
@@ -115,6 +116,7 @@ int RunSimCommand(const SimCommandOptions& options, std::ostream& out, std::ostr
     }
     if (!WriteFile(options.json_path, doc.dump(2) + "\n", err)) return 1;
   }
+  if (!options.jobs_csv_path.empty() && !WriteFile(options.jobs_csv_path, JobsCsv(runs), err)) return 1;
   if (!options.html_path.empty()) {
     std::string title =
         fmt::format("Gantry simulation: {} on {} GPUs", options.trace_path, runs.front().result.cluster_gpus);

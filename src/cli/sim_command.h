@@ -17,6 +17,7 @@ struct SimCommandOptions {
   std::string config_dir;
   std::string json_path;
   std::string html_path;
+  std::string jobs_csv_path;         // one row per job and policy
   std::string quotas_path;           // team_quotas.yaml; default: the config directory's, if any
   std::vector<std::string> compare;  // policies; empty: options.policy alone
   bool strict = false;

@@ -24,4 +24,9 @@ long InvalidUtf8At(const std::string& text);
 // Percent-encodes a URL query value (RFC 3986: all but letters, digits and -_.~).
 std::string UrlEncode(const std::string& value);
 
+// A CSV text cell (RFC 4180): quoted when it holds a separator, a quote or a line break,
+// and never read as a formula by a spreadsheet (a leading = + - @ TAB or CR gets a ' in
+// front, as OWASP advises for CSV injection).
+std::string CsvField(std::string text);
+
 }  // namespace gantry

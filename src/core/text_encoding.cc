@@ -1,9 +1,10 @@
-// The text checks of encoding.h (UTF-8, URL query values), apart from the libcrypto parts
+// The text checks of encoding.h (UTF-8, URL query values, CSV cells), apart from the libcrypto parts
 // in encoding.cc: the lean `gantry` client uses these alone and so never loads OpenSSL.
 #include <fmt/format.h>
 
 #include <cctype>
 #include <cstdint>
+#include <string_view>
 
 #include "core/encoding.h"
 
@@ -38,6 +39,14 @@ std::string UrlEncode(const std::string& value) {
     }
   }
   return out;
+}
+
+std::string CsvField(std::string text) {
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos) text.insert(0, "'");
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
 }
 
 }  // namespace gantry

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/encoding.h"
+
 namespace gantry {
 
 nlohmann::json SimResultToJson(const PolicyRun& run) {
@@ -122,6 +124,24 @@ std::string CompareTable(const std::vector<PolicyRun>& runs) {
                          run.result.max_team_starvation_rescuable_s);
     }
     out += "\n";
+  }
+  return out;
+}
+
+std::string JobsCsv(const std::vector<PolicyRun>& runs) {
+  std::string out =
+      "policy,id,team,user,gpus,gpu_types,submit_s,first_start_s,end_s,queue_delay_s,jct_s,run_s,evictions,state\n";
+  auto seconds = [](double s) { return s < 0 ? std::string() : fmt::format("{:.0f}", s); };
+  for (const PolicyRun& run : runs) {
+    for (const SimJob& j : run.result.jobs) {
+      const bool started = j.first_start_s >= 0, ended = j.end_s >= 0;
+      const char* state = j.rejected ? "rejected" : ended ? "done" : started ? "running" : "waiting";
+      out += fmt::format("{},{},{},{},{:g},{},{},{},{},{},{},{},{},{}\n", CsvField(run.result.policy), CsvField(j.id),
+                         CsvField(j.team), CsvField(j.user), j.gpus, CsvField(j.gpu_types), seconds(j.submit_s),
+                         seconds(j.first_start_s), seconds(j.end_s),
+                         started ? seconds(j.first_start_s - j.submit_s) : std::string(),
+                         ended ? seconds(j.end_s - j.submit_s) : std::string(), seconds(j.run_s), j.evictions, state);
+    }
   }
   return out;
 }

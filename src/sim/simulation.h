@@ -164,6 +164,7 @@ class Simulation {
   // node_idle_ += per node the GPUs a starvation rescue could take now.
   void CountRescuable();
   void Summarize(SimResult& r);
+  void KeepJobs(SimResult& r) const;  // SimOptions::keep_jobs
   void SummarizePools(SimResult& r);
   int TeamIndex(const std::string& team);
   // Elastic pools.

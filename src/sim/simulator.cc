@@ -487,6 +487,26 @@ SimResult Simulation::Run() {
   return r;
 }
 
+void Simulation::KeepJobs(SimResult& r) const {
+  auto since_first = [&](TimeMs t) { return t < 0 ? -1.0 : static_cast<double>(t - t0_) / 1000.0; };
+  r.jobs.reserve(jobs_.size());
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobState& js = jobs_[i];
+    const TraceJob& tj = trace_.jobs[i];
+    SimJob row{.id = tj.spec.id, .team = tj.spec.team, .user = tj.spec.user, .gpu_types = {}};
+    for (const std::string& type : tj.spec.request.gpu_types)
+      row.gpu_types += (row.gpu_types.empty() ? "" : "|") + type;
+    row.gpus = JobGpuShare(tj.spec.request, config_.catalog);
+    row.submit_s = since_first(tj.submit_ms);
+    row.first_start_s = since_first(js.first_start);
+    row.end_s = js.done ? since_first(js.end) : -1;
+    row.run_s = static_cast<double>(tj.duration_ms) / 1000.0;
+    row.evictions = js.evictions;
+    row.rejected = js.rejected;
+    r.jobs.push_back(std::move(row));
+  }
+}
+
 void Simulation::Summarize(SimResult& r) {
   if (Elastic()) cluster_gpus_ = std::max(peak_gpus_, static_cast<int>(fixed_gpus_));  // the charts' scale
   r.policy = options_.policy;
@@ -523,6 +543,7 @@ void Simulation::Summarize(SimResult& r) {
                                  static_cast<double>(tj.duration_ms));
     }
   }
+  if (options_.keep_jobs) KeepJobs(r);
   std::sort(prediction_error.begin(), prediction_error.end());
   r.predicted_jobs = static_cast<int>(prediction_error.size());
   r.prediction_error_mean = Mean(prediction_error);

@@ -49,6 +49,18 @@ struct SimOptions {
   // Sees every start and eviction as it is made (a test compares them with the live
   // server's decisions on the same trace); none: not kept.
   std::function<void(const SimDecision&)> on_decision;
+  bool keep_jobs = false;  // SimResult::jobs: one row per trace job (gantry sim --jobs-csv)
+};
+
+// One trace job as it went (SimOptions::keep_jobs): times in seconds since the trace's first
+// submission; -1 for a start or end that never came.
+struct SimJob {
+  std::string id, team, user, gpu_types;  // gpu_types: the allowed types joined by '|', "" for any
+  double gpus = 0;                        // GPUs asked (a fraction as its share)
+  double submit_s = 0, first_start_s = -1, end_s = -1;
+  double run_s = 0;  // its run time in the trace
+  int evictions = 0;
+  bool rejected = false;
 };
 
 struct TeamMetrics {
@@ -62,8 +74,8 @@ struct TeamMetrics {
   double max_starvation_fitting_guarantee_s = 0;
   // The same, counted only while the starvation guard could have started one of its
   // waiting jobs: on GPUs idle or held by work a rescue may evict (preemptible, of a
-  // preemptible class, evicted fewer than max_evictions times, and above its team's
-  // guarantee or of a team that keeps GPUs after), of a type and layout the job allows.
+  // preemptible class, evicted fewer than max_evictions times, of a team that guarantees
+  // nothing or keeps GPUs after), of a type and layout the job allows.
   // Time a team waits for a GPU type held only by work nothing may evict is left out.
   double max_starvation_rescuable_s = 0;
 };
@@ -120,6 +132,7 @@ struct SimResult {
   double prediction_error_mean = 0, prediction_error_p50 = 0;
   std::map<std::string, TeamMetrics> per_team;
   std::vector<std::string> rejected_samples;  // "t12: gpus: ..." (first few)
+  std::vector<SimJob> jobs;                   // SimOptions::keep_jobs only, in trace order
   int64_t events = 0;                         // arrivals + completions + preemptions
   int64_t cycles = 0;                         // engine calls
   std::vector<double> jct_sorted_s;           // for CDFs

@@ -1,6 +1,7 @@
 // `gantry sim` end to end: reports written, bad rows reported by line, --strict fatal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -77,6 +78,36 @@ TEST(SimCommand, SaysWhyFifoAndPriorityCameOutTheSame) {
   std::stringstream page;
   page << std::ifstream(html).rdbuf();
   EXPECT_NE(page.str().find("<p class='note'>fifo and priority give the same figures"), std::string::npos);
+}
+
+// --jobs-csv: one row per job and policy. On the 4-GPU node a holds all 4 GPUs 0-100 s,
+// b (2 GPUs, 50 s) waits from 10 s to 100 s, and c (8 GPUs) can never fit.
+TEST(SimCommand, WritesOneCsvRowPerJobAndPolicy) {
+  std::string trace = Write("jobs.csv",
+                            "id,submit_time,duration_s,num_gpus,team,user\n"
+                            "a,0,100,4,x,ann\n"
+                            "b,10,50,2,y,bo\n"
+                            "c,20,10,8,y,bo\n");
+  std::string csv = ::testing::TempDir() + "/jobs-out.csv";
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(GANTRY_BINARY) + " sim --cluster " + kCluster + " --trace " + trace +
+                           " --trace-format csv --compare fifo,gantry --jobs-csv " + csv,
+                       &out),
+            0)
+      << out;
+  std::stringstream rows;
+  rows << std::ifstream(csv).rdbuf();
+  const std::string text = rows.str();
+  EXPECT_EQ(
+      text.substr(0, text.find('\n')),
+      "policy,id,team,user,gpus,gpu_types,submit_s,first_start_s,end_s,queue_delay_s,jct_s,run_s,evictions,state");
+  for (const char* policy : {"fifo", "gantry"}) {
+    const std::string p(policy);
+    EXPECT_NE(text.find(p + ",a,x,ann,4,,0,0,100,0,100,100,0,done\n"), std::string::npos) << text;
+    EXPECT_NE(text.find(p + ",b,y,bo,2,,10,100,150,90,140,50,0,done\n"), std::string::npos) << text;
+    EXPECT_NE(text.find(p + ",c,y,bo,8,,20,,,,,10,0,rejected\n"), std::string::npos) << text;
+  }
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7);
 }
 
 TEST(SimCommand, StrictMakesABadRowFatal) {
