@@ -1,10 +1,15 @@
 // gantry sim: wiring between files, the simulator and its reports.
 #include "cli/sim_command.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -17,13 +22,50 @@ namespace gantry {
 
 namespace {
 
-bool WriteFile(const std::string& path, const std::string& content, std::ostream& err) {
-  std::ofstream f(path);
-  f << content;
-  if (!f) {
-    err << "gantry sim: cannot write " << path << "\n";
-    return false;
+// Opens `path` for writing as the kernel's protected_symlinks would: a final symlink is
+// followed only when it is ours or root's (so /dev/stdout works), never one another user
+// planted in a shared directory such as /tmp; the link is checked and followed through one
+// descriptor, so it cannot be swapped in between. -1 with errno set when refused or failed.
+int OpenForWriting(const std::string& path) {
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int fd = ::open(path.c_str(), flags | O_NOFOLLOW, 0644);
+  if (fd >= 0 || errno != ELOOP) return fd;
+  const int link = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (link < 0) return -1;
+  struct stat st {};
+  if (::fstat(link, &st) != 0 || !S_ISLNK(st.st_mode) || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
+    ::close(link);
+    errno = EPERM;  // a link another user owns
+    return -1;
   }
+  fd = ::open(fmt::format("/proc/self/fd/{}", link).c_str(), flags, 0644);
+  const int saved = errno;
+  ::close(link);
+  errno = saved;
+  return fd;
+}
+
+// Writes a report file, saying why when it cannot (a missing directory, a full disk: the
+// error of the last write or of close is checked, not lost).
+bool WriteFile(const std::string& path, const std::string& content, std::ostream& err) {
+  auto fail = [&](int error) {
+    err << "gantry sim: cannot write " << path << ": "
+        << (error == EPERM ? "it is a symbolic link another user owns" : std::strerror(error)) << "\n";
+    return false;
+  };
+  const int fd = OpenForWriting(path);
+  if (fd < 0) return fail(errno);
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      ::close(fd);
+      return fail(error);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return fail(errno);
   return true;
 }
 

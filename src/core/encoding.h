@@ -27,6 +27,6 @@ std::string UrlEncode(const std::string& value);
 // A CSV text cell (RFC 4180): quoted when it holds a separator, a quote or a line break,
 // and never read as a formula by a spreadsheet (a leading = + - @ TAB or CR gets a ' in
 // front, as OWASP advises for CSV injection).
-std::string CsvField(std::string text);
+std::string CsvField(const std::string& text);
 
 }  // namespace gantry

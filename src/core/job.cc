@@ -253,10 +253,15 @@ Status ValidateJobSpec(JobSpec& spec, const GpuCatalog& catalog, const Scheduler
   }
   GpuRequest& r = spec.request;
   if (Status s = ValidateShape(r); !s.ok()) return s;
+  // Each type once (by name or alias): a list is then no longer than the catalog.
+  std::vector<bool> listed(catalog.size(), false);
   for (const std::string& name : r.gpu_types) {
-    if (!catalog.Find(name)) {
+    const GpuType* type = catalog.Find(name);
+    if (!type) {
       return Status::Invalid("gpu_types", fmt::format("unknown GPU type '{}' (known: {})", name, catalog.Names()));
     }
+    if (listed[type->id]) return Status::Invalid("gpu_types", fmt::format("'{}' is listed twice", name));
+    listed[type->id] = true;
   }
   if (r.gpu_memory_mib < 0) return Status::Invalid("gpu_memory_gb", "must be >= 0");
   if (r.cpus < 0) return Status::Invalid("cpus", fmt::format("must be >= 0, got {}", r.cpus));

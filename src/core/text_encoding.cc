@@ -41,12 +41,19 @@ std::string UrlEncode(const std::string& value) {
   return out;
 }
 
-std::string CsvField(std::string text) {
-  if (!text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos) text.insert(0, "'");
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+std::string CsvField(const std::string& text) {
+  const bool formula = !text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos;
+  const bool quoted = text.find_first_of(",\"\n\r") != std::string::npos;
+  std::string out;
+  out.reserve(text.size() + 4);
+  if (quoted) out += '"';
+  if (formula) out += '\'';
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  if (quoted) out += '"';
+  return out;
 }
 
 }  // namespace gantry

@@ -141,7 +141,7 @@ class Cycle {
   template <typename EntryOf>
   void ConsiderRescues(EntryOf entry_of);
   // Built on the first explained wait that names GPU types: what each type is asked for.
-  const TypeScarcity& Scarcity();
+  TypeScarcity& Scarcity();
   // For a waiting job of `shape`, which names GPU types: the shape's diagnosis, with a note
   // when those types are scarcer than their demand (worked out once per shape), or, when
   // the job has a reason of its own (`reason` not empty), the note added to that. Apart
@@ -164,10 +164,8 @@ class Cycle {
   UsageTracker usage_;
   std::map<std::string, double> fair_share_;
   std::map<std::string, int> guarantee_levels_;
-  std::optional<VictimFinder> finder_;    // built on the first preemption attempt
-  std::optional<TypeScarcity> scarcity_;  // built on the first explained wait that names types
-  static constexpr int kMostScarcityNotes = 256;
-  int scarcity_notes_ = 0;                 // shapes whose scarcity was looked at this cycle
+  std::optional<VictimFinder> finder_;     // built on the first preemption attempt
+  std::optional<TypeScarcity> scarcity_;   // built on the first explained wait that names types
   std::vector<char> evicting_;             // running jobs this plan evicts
   std::vector<int> victim_rank_;           // per running job: class rank, INT32_MAX if protected
   std::vector<char> stops_anyway_;         // per running job: stopping, or expected to end within a grace period
@@ -367,10 +365,7 @@ void Cycle::Consider(const QueueEntry& e) {
 
 int Cycle::NoteScarcity(ShapeEntry& shape, std::string& reason) {
   if (shape.scarce < 0) {
-    // A note per shape, for at most kMostScarcityNotes shapes a cycle (each reads every
-    // type set waiting jobs may use).
-    if (scarcity_notes_ < kMostScarcityNotes) shape.scarce_note = Scarcity().Note(shape.demand.type_mask);
-    ++scarcity_notes_;
+    shape.scarce_note = Scarcity().Note(shape.demand.type_mask);
     shape.scarce = !shape.scarce_note.empty();
   }
   if (!shape.scarce) return shape.reason_id;
@@ -382,7 +377,7 @@ int Cycle::NoteScarcity(ShapeEntry& shape, std::string& reason) {
   return shape.scarce_reason_id >= 0 ? shape.scarce_reason_id : shape.reason_id;
 }
 
-const TypeScarcity& Cycle::Scarcity() {
+TypeScarcity& Cycle::Scarcity() {
   if (!scarcity_) {
     scarcity_.emplace(catalog_, state_.schedulable_gpus_per_type(), usage_.RunningByType());
     if (!learned_.empty()) {  // every pending job's shape is known: add them up by shape

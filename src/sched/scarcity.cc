@@ -13,7 +13,13 @@ void TypeScarcity::AddWaiting(uint64_t type_mask, double gpus) {
   too_many_sets_ = waiting_.size() > kMostTypeSets;
 }
 
-std::string TypeScarcity::Note(uint64_t type_mask) const {
+const std::string& TypeScarcity::Note(uint64_t type_mask) {
+  auto [note, added] = notes_.try_emplace(type_mask);
+  if (added && notes_.size() <= kMostNotes) note->second = Compose(type_mask);
+  return note->second;
+}
+
+std::string TypeScarcity::Compose(uint64_t type_mask) const {
   if (type_mask == 0 || too_many_sets_) return "";
   double capacity = 0, demand = 0;
   std::string names;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/gpu_catalog.h"
@@ -26,15 +27,20 @@ class TypeScarcity {
   static constexpr size_t kMostTypeSets = 4096;
   // The note for a job that may use the types of `type_mask`, when their GPUs are fewer
   // than the GPUs running on them plus those asked by waiting jobs that may use only
-  // (some of) them; empty otherwise.
-  std::string Note(uint64_t type_mask) const;
+  // (some of) them; empty otherwise. Worked out once per set of types, for at most
+  // kMostNotes sets (each reads every set waiting jobs may use); past them, empty.
+  const std::string& Note(uint64_t type_mask);
+  static constexpr size_t kMostNotes = 1024;  // every set of 10 types
 
  private:
   const GpuCatalog& catalog_;
-  const std::vector<int>& capacity_;    // per type id: GPUs on nodes that take work
-  const std::vector<double>& running_;  // per type id: GPU shares running jobs hold
-  std::map<uint64_t, double> waiting_;  // waiting jobs' GPUs by the types they may use
-  bool too_many_sets_ = false;          // past kMostTypeSets
+  const std::vector<int>& capacity_;                 // per type id: GPUs on nodes that take work
+  const std::vector<double>& running_;               // per type id: GPU shares running jobs hold
+  std::map<uint64_t, double> waiting_;               // waiting jobs' GPUs by the types they may use
+  bool too_many_sets_ = false;                       // past kMostTypeSets
+  std::unordered_map<uint64_t, std::string> notes_;  // by type mask
+
+  std::string Compose(uint64_t type_mask) const;
 };
 
 }  // namespace gantry

@@ -41,6 +41,10 @@ void TeamClocks::Update(TimeMs now, const std::map<std::string, WaitingTeam>& wa
   }
 }
 
+void TeamClocks::Withdrawn(const std::string& team, TimeMs now) {
+  if (auto it = starving_since_.find(team); it != starving_since_.end()) it->second = now;
+}
+
 void TeamClocks::CopyTo(Snapshot& snap) const {
   snap.starving_since = starving_since_;
   snap.below_guarantee_since = below_since_;

@@ -33,6 +33,11 @@ class TeamClocks {
   // The teams with jobs waiting at `now`, before the cycle's starts; every other team's
   // clocks stop.
   void Update(TimeMs now, const std::map<std::string, WaitingTeam>& waiting);
+  // A job work was evicted for (nominated) left the queue without starting (cancelled,
+  // held): if its team is starving, its starvation clock restarts at `now`, so the next
+  // rescue needs another whole bound. Else a team past the bound could evict others again
+  // and again by submitting and cancelling, holding nothing itself.
+  void Withdrawn(const std::string& team, TimeMs now);
   // Copies the clocks into the snapshot the engine plans from.
   void CopyTo(Snapshot& snap) const;
   // The first instant after `now` at which the engine's plan may change with no arrival or

@@ -42,6 +42,12 @@ void ControllerState::UpdateTeamClocks() {
 
 void ControllerState::RemovePending(const std::string& id) { RemovePending(std::set<std::string>{id}); }
 
-void ControllerState::RemovePending(const std::set<std::string>& ids) { queue_.Remove(snap_.pending, ids); }
+void ControllerState::RemovePending(const std::set<std::string>& ids) {
+  for (const PendingJob& p : snap_.pending) {
+    if (p.nominated && ids.count(p.spec->id)) team_clocks_.Withdrawn(p.spec->team, now_);
+  }
+  queue_.Remove(snap_.pending, ids);
+  team_clocks_.CopyTo(snap_);
+}
 
 }  // namespace gantry

@@ -52,6 +52,9 @@ TEST(JobValidation, RefusesBadFractions) {
 
 TEST(JobValidation, RefusesUnknownNames) {
   ExpectRefused(MakeJob().Types({"H300"}), "gpu_types", "unknown GPU type 'H300'");
+  // Each type once, by name or alias: a list is never longer than the catalog (a flood of
+  // jobs with ever longer lists would otherwise grow every queue view).
+  ExpectRefused(MakeJob().Types({"H100-80GB", "A100-80GB", "H100-80GB"}), "gpu_types", "'H100-80GB' is listed twice");
   ExpectRefused(MakeJob().Class("urgent"), "priority", "unknown priority class 'urgent'");
   ExpectRefused(MakeJob().Mig("1g.10gb").Types({"T4"}), "mig_profile", "no allowed GPU type has MIG profile");
   ExpectRefused(MakeJob().Mig("9g.99gb"), "mig_profile", "9g.99gb");

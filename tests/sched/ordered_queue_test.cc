@@ -143,6 +143,23 @@ TEST(TeamClocks, ClocksRunWhileATeamWaitsAndStopWhenItHoldsOrStopsWaiting) {
   EXPECT_EQ(clocks.NextThreshold(config, 6000, {}), kNever);
 }
 
+// A starving team's job that work was evicted for, withdrawn before it starts (a tenant
+// submitting and cancelling to evict others again and again), restarts the team's clock:
+// the next rescue needs another whole bound. Other teams' clocks, and a team that is not
+// starving, are left alone.
+TEST(TeamClocks, AWithdrawnRescueRestartsItsTeamsStarvationClock) {
+  SchedulerConfig config = SchedulerConfig::Builtin();
+  TeamClocks clocks;
+  clocks.Update(0, {{"late", {.held_gpus = 0}}, {"other", {.held_gpus = 0}}});
+  const TimeMs cancelled_at = config.starvation_bound_ms + 1000;
+  clocks.Withdrawn("late", cancelled_at);
+  clocks.Withdrawn("not-starving", cancelled_at);
+  clocks.Update(cancelled_at + 5000, {{"late", {.held_gpus = 0}}, {"other", {.held_gpus = 0}}});
+  Snapshot snap;
+  clocks.CopyTo(snap);
+  EXPECT_EQ(snap.starving_since, (std::map<std::string, TimeMs>{{"late", cancelled_at}, {"other", 0}}));
+}
+
 // Past the starvation bound a rescue may be waiting only for a victim to reach min_runtime:
 // that instant is a threshold too (a job stopping already, or not preemptible, is no victim).
 TEST(TeamClocks, PastABoundAVictimReachingMinRuntimeIsTheNextThreshold) {

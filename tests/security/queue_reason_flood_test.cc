@@ -87,5 +87,28 @@ TEST(QueueReasonFlood, AQueueOfThousandsOfTypeListsIsExplainedWithoutNotes) {
   EXPECT_EQ(Notes(flood), 0u);
 }
 
+// Another team's jobs that differ from the victim's only in fields other than the type list
+// (here CPUs: 900 shapes of one list) share the victim's note; they cannot use up the notes a
+// cycle works out and so hide it.
+TEST(QueueReasonFlood, ShapesOfOneTypeListShareOneNote) {
+  Snapshot snap;
+  snap.now_ms = kHourMs;
+  snap.nodes = {MakeNode("h", "H100-80GB", 8)};
+  snap.nodes[0].cpus = 4096;  // room for every job's CPUs
+  snap.running = {Running(MakeJob("holder").Team("a").Gpus(8).Estimate(72 * kHourMs).Limit(96 * kHourMs), 0,
+                          {0, 1, 2, 3, 4, 5, 6, 7})};
+  for (int i = 1; i <= 900; ++i) {  // within backfill.depth (1,000), past the old 256 notes
+    JobSpec flood = MakeJob("f" + std::to_string(i)).Team("flood").Types({"H100-80GB"});
+    flood.request.cpus = i;
+    snap.pending.push_back(Pending(flood, 0));
+  }
+  snap.pending.push_back(Pending(MakeJob("victim").Team("b").Types({"H100-80GB"}), kMinuteMs));
+  Plan plan = Engine(Catalog(), MechanismConfig(), nullptr).Schedule(snap, {.explain = true});
+  const WaitingJob* victim = FindWaiting(plan, "victim");
+  ASSERT_NE(victim, nullptr);
+  EXPECT_NE(plan.reason(*victim).find("H100-80GB is scarcer than its demand"), std::string::npos)
+      << plan.reason(*victim);
+}
+
 }  // namespace
 }  // namespace gantry
