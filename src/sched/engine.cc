@@ -19,50 +19,17 @@
 #include "sched/reasons.h"
 #include "sched/reservation.h"
 #include "sched/scarcity.h"
+#include "sched/shape_entry.h"
 #include "sched/usage.h"
 
 namespace gantry {
 
-const char* ToString(WaitCode c) {
-  switch (c) {
-    case WaitCode::kNoCapacity: return "no_capacity";
-    case WaitCode::kBehindReservation: return "behind_reservation";
-    case WaitCode::kStrictOrder: return "strict_order";
-    case WaitCode::kNeverFits: return "never_fits";
-    case WaitCode::kNoSchedulableNode: return "no_schedulable_node";
-    case WaitCode::kNotExamined: return "not_examined";
-    case WaitCode::kQuota: return "quota";
-    case WaitCode::kHeld: return "held";
-    case WaitCode::kPreempting: return "preempting";
-  }
-  return "?";
-}
-
 namespace {
+
+using sched_internal::ShapeEntry;
 
 // The most shapes of a starving team's waiting jobs a cycle tries to rescue (one each).
 constexpr size_t kRescueShapes = 4;
-
-// What this cycle knows about one job shape: its compiled demand and what was learned.
-struct ShapeEntry {
-  Demand demand;
-  double share = 0;        // GPUs a job of this shape holds (for quotas)
-  bool fails_now = false;  // no room even ignoring reservations (stays true: room only shrinks)
-  int reason_id = -1;      // diagnosis, in Plan::reasons
-  WaitCode code = WaitCode::kNoCapacity;
-  // Outcome when respecting the first k reservations: 0 unknown, 1 fails for capacity,
-  // 2 behind a reservation. Valid while generation == the cycle's reservation count.
-  size_t generation = SIZE_MAX;
-  std::vector<int8_t> respecting;
-  const std::string* key = nullptr;  // the shape's key in Cycle::shapes_
-  // When explaining a shape that names GPU types: whether they are scarcer than their
-  // demand (-1 not yet known), the note saying so, and the diagnosis with it.
-  bool names_types = false;  // its jobs name GPU types (gpu_types)
-  int8_t scarce = -1;
-  std::string scarce_note;
-  int scarce_reason_id = -1;
-  double waiting_gpus = 0;  // what the pending jobs of this shape ask, once every one is learned
-};
 
 std::string NodeList(const Snapshot& snap, const Placement& p) {
   std::string out;

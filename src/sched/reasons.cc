@@ -160,4 +160,19 @@ Diagnosis Diagnose(const ClusterState& state, const Demand& d, bool with_text) {
   return out;
 }
 
+const char* ToString(WaitCode c) {
+  switch (c) {
+    case WaitCode::kNoCapacity: return "no_capacity";
+    case WaitCode::kBehindReservation: return "behind_reservation";
+    case WaitCode::kStrictOrder: return "strict_order";
+    case WaitCode::kNeverFits: return "never_fits";
+    case WaitCode::kNoSchedulableNode: return "no_schedulable_node";
+    case WaitCode::kNotExamined: return "not_examined";
+    case WaitCode::kQuota: return "quota";
+    case WaitCode::kHeld: return "held";
+    case WaitCode::kPreempting: return "preempting";
+  }
+  return "?";
+}
+
 }  // namespace gantry
